@@ -1,0 +1,24 @@
+"""The `mixplane` command. Thin: parse options, call the Python API, print.
+
+Each command group lives in its own module and registers itself on `app`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from mixplane.cli import process as _process
+from mixplane.cli.common import app, run_app
+
+for _module in (_process,):
+    _module.register(app)
+
+
+def main() -> None:
+    """Entry point of the `mixplane` console script."""
+    sys.exit(run_app(app))
+
+
+__all__ = ["app", "main", "typer"]

@@ -1,0 +1,82 @@
+"""`mixplane process`: run a processing pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from mixplane.cli.common import JSON_OPTION, console, print_json, progress
+from mixplane.errors import ConfigError
+from mixplane.process.config import PipelineConfig
+from mixplane.process.pipeline import Pipeline, PipelineResult
+
+
+def register(app: typer.Typer) -> None:
+    app.command("process")(process)
+
+
+def process(
+    config: Path | None = typer.Argument(
+        None, help="Pipeline YAML (input, output, stages, workers, executor).", show_default=False
+    ),
+    input: list[str] | None = typer.Option(
+        None, "--input", "-i", help="Input URL or glob (repeatable); overrides the YAML's input."
+    ),
+    output: str | None = typer.Option(
+        None, "--output", "-o", help="Output folder URL; overrides the YAML's output."
+    ),
+    workers: int | None = typer.Option(None, "--workers", "-w", help="Parallel tasks."),
+    executor: str | None = typer.Option(None, "--executor", help="'local' or 'ray'."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Read inputs, apply the pipeline's stages, and write Parquet parts with statistics.
+
+    Reruns skip tasks that already completed, so an interrupted run can simply be repeated.
+    """
+    overrides = {"output": output, "workers": workers, "executor": executor}
+    if input:
+        overrides["input"] = list(input)
+    if config is not None:
+        settings = PipelineConfig.from_yaml(config, **overrides)
+    elif input and output:
+        settings = PipelineConfig.parse({k: v for k, v in overrides.items() if v is not None})
+    else:
+        raise ConfigError("give a pipeline YAML, or both --input and --output")
+    pipeline = Pipeline(settings)
+    result = run_with_progress(pipeline, quiet=as_json)
+    if as_json:
+        print_json({"stats": result.stats, "manifest": result.manifest})
+    else:
+        print_summary(result)
+
+
+def run_with_progress(pipeline: Pipeline, quiet: bool = False) -> PipelineResult:
+    with progress(quiet) as bar:
+        handle = bar.add_task("processing", total=None)
+        result = pipeline.run(
+            on_planned=lambda tasks: bar.update(handle, total=len(tasks)),
+            on_done=lambda _: bar.advance(handle),
+        )
+    return result
+
+
+def print_summary(result: PipelineResult) -> None:
+    """Documents in, kept, excluded per stage and reason, quarantined."""
+    stats = result.stats
+    table = Table(title=f"processed in {result.seconds:.1f}s", title_justify="left")
+    table.add_column("outcome")
+    table.add_column("stage")
+    table.add_column("reason")
+    table.add_column("documents", justify="right")
+    table.add_row("in", "", "", f"{stats['documents_in']:,}")
+    table.add_row("kept", "", "", f"{stats['kept']:,}", style="green")
+    for kind, key in (("excluded", "excluded_by"), ("quarantined", "quarantined_by")):
+        for stage, reasons in stats[key].items():
+            for reason, n in reasons.items():
+                table.add_row(kind, stage, reason, f"{n:,}", style="yellow")
+    console.print(table)
+    if stats.get("skipped_tasks"):
+        console.print(f"{stats['skipped_tasks']} of {stats['tasks']} tasks were already complete")
+    console.print(f"manifest: {result.manifest}")

@@ -1,0 +1,17 @@
+"""Errors a user can act on.
+
+A `MixplaneError` is raised for user mistakes (bad config, bad path, bad input). The CLI prints
+its message as one line and exits non-zero; anything else is a bug and keeps its traceback.
+"""
+
+
+class MixplaneError(Exception):
+    """A mistake the user can fix; the message says what, where and what to do."""
+
+
+class ConfigError(MixplaneError):
+    """A configuration file or option is invalid."""
+
+
+class InputError(MixplaneError):
+    """An input path or file cannot be used."""

@@ -1,0 +1,64 @@
+"""Turning rows with varying metadata keys into Arrow tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+
+def column_array(values: list[Any]) -> pa.Array:
+    """An Arrow array for one column; values of mixed types fall back to JSON strings.
+
+    Example:
+        >>> column_array([1, None, 3]).type
+        DataType(int64)
+        >>> column_array([1, "a"]).to_pylist()
+        ['1', '"a"']
+    """
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.array(
+            [None if v is None else orjson.dumps(v, default=str).decode() for v in values],
+            type=pa.string(),
+        )
+
+
+def rows_to_table(fixed: dict[str, list[Any]], metadata: list[dict[str, Any]]) -> pa.Table:
+    """A table with the `fixed` columns first, then one column per metadata key.
+
+    Metadata keys appear in order of first appearance; a row missing a key gets null.
+    """
+    keys: dict[str, None] = {}
+    for row in metadata:
+        for key in row:
+            if key not in keys and key not in fixed:
+                keys[key] = None
+    arrays = {name: pa.array(values, type=pa.string()) for name, values in fixed.items()}
+    for key in keys:
+        arrays[key] = column_array([row.get(key) for row in metadata])
+    return pa.table(arrays)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table | None:
+    """Cast `table` to `schema` (missing columns become null), or None if it cannot be done
+    without losing columns or values."""
+    if not set(table.column_names) <= set(schema.names):
+        return None
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            column = table.column(field.name)
+            if column.type != field.type:
+                if field.type == pa.null():
+                    return None
+                try:
+                    column = column.cast(field.type, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                    return None
+            columns.append(column)
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)

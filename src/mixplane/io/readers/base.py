@@ -1,0 +1,85 @@
+"""What every reader shares: the shard it reads, its options, and record conversion."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from mixplane.document import RESERVED_COLUMNS, Document
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """A piece of one input file, read by one task.
+
+    `start`/`end` are byte offsets for JSON Lines and row-group indices for Parquet; `end`
+    None means "to the end". `name` is the file's path relative to the input root, used to
+    give records without an id a stable one.
+    """
+
+    url: str
+    name: str
+    format: str
+    start: int = 0
+    end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """How records become documents."""
+
+    text_key: str = "text"
+    id_key: str = "id"
+    source: str | None = None
+    storage_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """Counters a reader fills while it reads."""
+
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    """A record that could not be turned into a document."""
+
+    location: str
+    error: str
+    raw: bytes
+
+
+def default_source(shard: Shard, options: ReadOptions) -> str:
+    """The configured source, else the name of the folder holding the file."""
+    if options.source:
+        return options.source
+    folder = posixpath.basename(posixpath.dirname(shard.url.rstrip("/")))
+    return folder or "input"
+
+
+def to_document(
+    record: dict[str, Any],
+    options: ReadOptions,
+    source: str,
+    fallback_id: str,
+) -> Document | str:
+    """Build a Document from a raw record, or return an error message.
+
+    The text and id fields are taken by name; every other field becomes metadata, except
+    that a record's own `source` field wins over the default source.
+    """
+    text = record.pop(options.text_key, None)
+    if text is None:
+        return f"record has no text field {options.text_key!r}"
+    if not isinstance(text, str):
+        return f"text field {options.text_key!r} is {type(text).__name__}, expected a string"
+    doc_id = record.pop(options.id_key, None)
+    doc_id = fallback_id if doc_id is None or doc_id == "" else str(doc_id)
+    record_source = record.pop("source", None)
+    if record_source is not None and not options.source:
+        source = str(record_source)
+    for key in RESERVED_COLUMNS:
+        record.pop(key, None)
+    return Document(id=doc_id, text=text, source=source, metadata=record)

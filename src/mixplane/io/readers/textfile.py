@@ -1,0 +1,34 @@
+"""Plain-text and HTML files in a folder: one document per file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mixplane.document import Document
+from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard, default_source
+from mixplane.io.urls import open_url
+
+
+def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
+    """Yield one Document named after the file; HTML keeps its markup for `extract`.
+
+    A file that is not valid UTF-8 is quarantined with its bytes; an empty file yields
+    nothing (there is no record in it).
+    """
+    with open_url(shard.url, "rb", options.storage_options) as stream:
+        try:
+            data = stream.read()
+        except (OSError, EOFError, ValueError) as error:
+            yield Quarantined(shard.url, f"unreadable file: {error}", b"")
+            return
+    stats.bytes += len(data)
+    if not data.strip():
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        yield Quarantined(shard.url, f"invalid UTF-8: {error}", data)
+        return
+    text = text.removeprefix("\ufeff")
+    metadata = {"content_type": "text/html" if shard.format == "html" else "text/plain"}
+    yield Document(shard.name, text, default_source(shard, options), metadata)

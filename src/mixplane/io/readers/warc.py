@@ -1,0 +1,60 @@
+"""WARC archives (optionally gzip-compressed per record), read with warcio."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from mixplane.document import Document
+from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard, default_source
+from mixplane.io.urls import url_filesystem
+
+
+def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
+    """Yield a Document per `response` (or `resource`) record, keeping its HTML as text.
+
+    The id is the record's WARC-Record-ID; metadata holds `url`, `warc_date` and
+    `content_type`. Other record types (request, metadata, warcinfo) carry no document.
+    """
+    source = default_source(shard, options)
+    fs, path = url_filesystem(shard.url, options.storage_options)
+    with fs.open(path, "rb") as handle:
+        iterator = ArchiveIterator(handle)
+        try:
+            for record in iterator:
+                if record.rec_type not in ("response", "resource"):
+                    continue
+                offset = iterator.get_record_offset()
+                payload = record.content_stream().read()
+                stats.bytes += len(payload)
+                headers = record.http_headers
+                content_type = (
+                    (headers.get_header("Content-Type") if headers else None)
+                    or record.rec_headers.get_header("Content-Type")
+                    or ""
+                )
+                where = f"{shard.url}@{offset}"
+                try:
+                    text = payload.decode(_charset(content_type))
+                except (UnicodeDecodeError, LookupError) as error:
+                    yield Quarantined(where, f"cannot decode payload: {error}", payload)
+                    continue
+                doc_id = record.rec_headers.get_header("WARC-Record-ID") or f"{shard.name}@{offset}"
+                metadata = {
+                    "url": record.rec_headers.get_header("WARC-Target-URI"),
+                    "warc_date": record.rec_headers.get_header("WARC-Date"),
+                    "content_type": content_type.split(";")[0].strip() or None,
+                }
+                yield Document(doc_id.strip("<>"), text, source, metadata)
+        except (ArchiveLoadFailed, OSError, EOFError, ValueError) as error:
+            yield Quarantined(f"{shard.url}@{iterator.offset}", f"unreadable WARC: {error}", b"")
+
+
+def _charset(content_type: str) -> str:
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"

@@ -1,0 +1,141 @@
+"""The pipeline configuration: one model shared by YAML files, the CLI and the Python API.
+
+Example:
+    >>> config = PipelineConfig.model_validate(
+    ...     {"input": "raw/*.jsonl", "output": "clean/", "stages": [{"normalize": {}}]}
+    ... )  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mixplane.errors import ConfigError
+
+
+class InputConfig(BaseModel):
+    """One input: a URL pattern (braces and globs allowed) and how to read its records."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | list[str] = Field(description="URL, glob or brace pattern (or a list of them)")
+    format: str = Field("auto", description="jsonl, parquet, text, html, warc, hf_disk or auto")
+    text_key: str = Field("text", description="field holding the document text")
+    id_key: str = Field("id", description="field holding the document id")
+    source: str | None = Field(None, description="source name; default: the file's folder name")
+
+    def patterns(self) -> list[str]:
+        return [self.path] if isinstance(self.path, str) else list(self.path)
+
+
+class StageConfig(BaseModel):
+    """A stage by name (built-in) or import path, with its options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class PipelineConfig(BaseModel):
+    """What to read, which stages to run, where to write, and how to parallelise."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: list[InputConfig]
+    output: str = Field(description="output folder URL")
+    stages: list[StageConfig] = Field(default_factory=list)
+    output_format: Literal["parquet", "jsonl"] = "parquet"
+    task_size_mb: float = Field(
+        256.0, gt=0, description="split large files into tasks of this size"
+    )
+    workers: int = Field(1, ge=1, description="parallel tasks")
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(None, description="existing Ray cluster; default: start one")
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict, description="fsspec options, e.g. {endpoint_url: ...} for S3"
+    )
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _inputs(cls, value: Any) -> Any:
+        items = value if isinstance(value, list) else [value]
+        return [{"path": item} if isinstance(item, str) else item for item in items]
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _stages(cls, value: Any) -> Any:
+        stages = []
+        for item in value or []:
+            if isinstance(item, str):
+                stages.append({"name": item})
+            elif isinstance(item, dict) and set(item) - {"name", "options"} and len(item) == 1:
+                ((name, options),) = item.items()
+                stages.append({"name": name, "options": options or {}})
+            else:
+                stages.append(item)
+        return stages
+
+    def outputs_hash(self) -> str:
+        """Hash of everything that decides the outputs (not how many workers made them)."""
+        decisive = self.model_dump(
+            mode="json", exclude={"workers", "executor", "ray_address", "storage_options"}
+        )
+        return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> PipelineConfig:
+        """Load a YAML file; `overrides` (e.g. `workers=4`) win over the file."""
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: file not found") from None
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: invalid YAML: {error}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping with input, output and stages")
+        data.update({key: value for key, value in overrides.items() if value is not None})
+        return cls.parse(data, where=str(path))
+
+    @classmethod
+    def parse(cls, data: dict[str, Any], where: str = "config") -> PipelineConfig:
+        """Validate a dict, turning pydantic's report into one readable line."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            raise ConfigError(f"{where}: {describe_errors(error, cls)}") from None
+
+
+def describe_errors(error: ValidationError, model: type[BaseModel]) -> str:
+    """One line naming each bad key and, for unknown keys, the valid ones."""
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        if item["type"] == "extra_forbidden":
+            valid = ", ".join(_fields_at(model, item["loc"][:-1]))
+            problems.append(f"unknown key {where!r} (valid: {valid})")
+        elif item["type"] == "missing":
+            problems.append(f"missing key {where!r}")
+        else:
+            problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)
+
+
+def _fields_at(model: type[BaseModel], location: tuple) -> list[str]:
+    current: Any = model
+    for part in location:
+        if isinstance(part, int):
+            continue
+        field = current.model_fields.get(part) if hasattr(current, "model_fields") else None
+        if field is None:
+            break
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))
+        current = next((a for a in inner if hasattr(a, "model_fields")), current)
+    return list(getattr(current, "model_fields", {}))

@@ -1,0 +1,116 @@
+"""Running a whole pipeline: plan tasks, execute them, merge statistics, write the manifest."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mixplane.io.atomic import join_url, write_bytes
+from mixplane.manifest import file_digest, find_parent_manifests, write_manifest
+from mixplane.process.config import PipelineConfig
+from mixplane.process.executors import execute
+from mixplane.process.runner import load_stages
+from mixplane.process.stage import build_stage
+from mixplane.process.stats import merge_stats
+from mixplane.process.tasks import Task, plan_tasks, scan_inputs
+
+
+@dataclass
+class PipelineResult:
+    """What a run produced: merged statistics, per-task results and the manifest's URL."""
+
+    stats: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    manifest: str
+    seconds: float
+
+    @property
+    def skipped_tasks(self) -> int:
+        return sum(1 for task in self.tasks if task.get("skipped"))
+
+
+class Pipeline:
+    """A configured pipeline.
+
+    Example:
+        >>> result = Pipeline.from_yaml("pipeline.yaml", workers=2).run()  # doctest: +SKIP
+        >>> result.stats["kept"]  # doctest: +SKIP
+    """
+
+    def __init__(self, config: PipelineConfig):
+        self.config = config
+        # Build every stage now so a bad name or option fails before any work starts.
+        for spec in config.stages:
+            build_stage(spec.name, spec.options)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> Pipeline:
+        return cls(PipelineConfig.from_yaml(path, **overrides))
+
+    def plan(self) -> list[Task]:
+        files = scan_inputs(self.config.input, self.config.storage_options)
+        return plan_tasks(files, int(self.config.task_size_mb * (1 << 20)))
+
+    def run(
+        self,
+        on_planned: Callable[[list[Task]], None] | None = None,
+        on_done: Callable[[dict[str, Any]], None] | None = None,
+    ) -> PipelineResult:
+        """Run every task not yet complete, then merge statistics and write the manifest."""
+        started = time.perf_counter()
+        config = self.config
+        tasks = self.plan()
+        if on_planned:
+            on_planned(tasks)
+        if config.workers == 1 and config.executor == "local":
+            load_stages(config)
+        results = execute(tasks, config, on_done or (lambda _: None))
+        stats = merge_stats([result["stats"] for result in results])
+        stats["skipped_tasks"] = sum(1 for result in results if result.get("skipped"))
+        options = config.storage_options
+        write_bytes(
+            join_url(config.output, "_stats.json"),
+            orjson.dumps(stats, option=orjson.OPT_INDENT_2),
+            options,
+        )
+        inputs = []
+        for url in sorted({task.shard.url for task in tasks}):
+            size, digest = file_digest(url, options)
+            inputs.append({"url": url, "size": size, "fingerprint": digest})
+        outputs = [output for result in results for output in result["outputs"]]
+        manifest = write_manifest(
+            config.output,
+            {
+                "kind": "process",
+                "config": config.model_dump(mode="json", exclude={"storage_options"}),
+                "config_hash": config.outputs_hash(),
+                "inputs": inputs,
+                "outputs": outputs,
+                "parents": find_parent_manifests([i["url"] for i in inputs], options),
+                "stats": {k: stats[k] for k in ("documents_in", "kept", "excluded", "quarantined")},
+            },
+            options,
+        )
+        return PipelineResult(stats, results, manifest, time.perf_counter() - started)
+
+
+def run_pipeline(
+    config: PipelineConfig | dict[str, Any] | str | Path, **overrides
+) -> PipelineResult:
+    """Run a pipeline from a config object, a dict or a YAML path.
+
+    Example:
+        >>> run_pipeline({"input": "raw/*.jsonl", "output": "clean"})  # doctest: +SKIP
+    """
+    if isinstance(config, str | Path):
+        return Pipeline.from_yaml(config, **overrides).run()
+    if isinstance(config, dict):
+        config = PipelineConfig.parse(config | overrides)
+    elif overrides:
+        config = config.model_copy(update=overrides)
+    return Pipeline(config).run()

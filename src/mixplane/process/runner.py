@@ -1,0 +1,246 @@
+"""Running one task: read a shard, apply the stages, write kept, excluded and quarantined
+records, then the completion marker (last, so a crash never leaves a task half-done)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from mixplane.document import Document, Drop
+from mixplane.io.atomic import join_url, write_bytes
+from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, reader_for
+from mixplane.io.urls import url_filesystem
+from mixplane.io.writers import DocumentWriter, ParquetTableWriter
+from mixplane.manifest import file_digest, read_json
+from mixplane.process.config import PipelineConfig
+from mixplane.process.stage import Stage, build_stage
+from mixplane.process.stats import check_balance, count, new_task_stats
+from mixplane.process.tasks import Task
+
+BATCH = 512
+EXCLUDED_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("text", pa.string()),
+        ("metadata", pa.string()),
+    ]
+)
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        ("stage", pa.string()),
+        ("location", pa.string()),
+        ("id", pa.string()),
+        ("error", pa.string()),
+        ("raw", pa.binary()),
+    ]
+)
+
+_stage_cache: dict[str, list[Stage]] = {}
+
+
+def part_name(config: PipelineConfig, index: int) -> str:
+    suffix = "jsonl.zst" if config.output_format == "jsonl" else "parquet"
+    return f"part-{index:05d}.{suffix}"
+
+
+def marker_url(output: str, index: int) -> str:
+    return join_url(output, "_tasks", f"task-{index:05d}.json")
+
+
+def load_stages(config: PipelineConfig) -> list[Stage]:
+    """Build and set up the stages once per worker process."""
+    key = config.outputs_hash()
+    if key not in _stage_cache:
+        stages = [build_stage(spec.name, spec.options) for spec in config.stages]
+        for stage in stages:
+            stage.setup()
+        _stage_cache[key] = stages
+    return _stage_cache[key]
+
+
+def completed_marker(task: Task, config: PipelineConfig) -> dict[str, Any] | None:
+    """The task's marker if it was completed under the same config."""
+    marker = marker_url(config.output, task.index)
+    fs, path = url_filesystem(marker, config.storage_options)
+    if not fs.exists(path):
+        return None
+    done = read_json(marker, config.storage_options)
+    return done if done.get("config_hash") == config.outputs_hash() else None
+
+
+def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
+    """Run one task unless it is already complete; return its marker (stats and outputs)."""
+    done = completed_marker(task, config)
+    if done is not None:
+        return done | {"skipped": True}
+    stages = load_stages(config)
+    spec = config.input[task.input_index]
+    read_options = ReadOptions(spec.text_key, spec.id_key, spec.source, config.storage_options)
+    read_stats = ReadStats()
+    stats = new_task_stats()
+    sinks = _Sinks(config, task.index)
+    records = reader_for(task.shard.format)(task.shard, read_options, read_stats)
+    for batch, unreadable in _batches(records, stats):
+        for item in unreadable:
+            stats["quarantined"] += 1
+            count(stats["quarantined_by"], "read", item.error.split(":")[0][:60])
+            sinks.quarantine("read", item.location, None, item.error, item.raw)
+        for stage in stages:
+            batch = _apply(stage, batch, stats, sinks)
+        for doc in batch:
+            sinks.documents.write(doc)
+            stats["text_bytes_out"] += len(doc.text.encode("utf-8"))
+        stats["kept"] += len(batch)
+    stats["bytes_in"] = read_stats.bytes
+    check_balance(stats)
+    result = {
+        "task": task.index,
+        "shard": {"url": task.shard.url, "start": task.shard.start, "end": task.shard.end},
+        "config_hash": config.outputs_hash(),
+        "stats": stats,
+        "outputs": sinks.close(),
+    }
+    marker = marker_url(config.output, task.index)
+    write_bytes(marker, orjson.dumps(result, option=orjson.OPT_INDENT_2), config.storage_options)
+    return result | {"skipped": False}
+
+
+def _batches(
+    records: Iterator, stats: dict[str, Any]
+) -> Iterator[tuple[list[Document], list[Quarantined]]]:
+    """Group reader output into batches of documents and the unreadable records among them."""
+    docs: list[Document] = []
+    unreadable: list[Quarantined] = []
+    seconds = stats["seconds"]
+    started = time.perf_counter()
+    for record in records:
+        stats["documents_in"] += 1
+        if isinstance(record, Quarantined):
+            unreadable.append(record)
+        else:
+            docs.append(record)
+        if len(docs) >= BATCH:
+            seconds["read"] = seconds.get("read", 0.0) + time.perf_counter() - started
+            yield docs, unreadable
+            docs, unreadable = [], []
+            started = time.perf_counter()
+    seconds["read"] = seconds.get("read", 0.0) + time.perf_counter() - started
+    yield docs, unreadable
+
+
+def _apply(stage: Stage, docs: list[Document], stats: dict[str, Any], sinks: _Sinks) -> list:
+    name = stage.stage_name()
+    started = time.perf_counter()
+    try:
+        results = stage.apply_batch(docs)
+        if len(results) != len(docs):
+            raise RuntimeError(f"apply_batch returned {len(results)} results for {len(docs)}")
+    except Exception:
+        # Find the culprits: apply document by document, quarantining the ones that fail.
+        results = []
+        for doc in docs:
+            try:
+                results.append(stage.apply(doc))
+            except Exception as error:
+                results.append(error)
+    kept = []
+    for doc, result in zip(docs, results, strict=True):
+        if isinstance(result, Document):
+            kept.append(result)
+        elif isinstance(result, Drop):
+            stats["excluded"] += 1
+            count(stats["excluded_by"], name, result.reason)
+            sinks.exclude(doc, name, result)
+        else:
+            if not isinstance(result, Exception):
+                kind = type(result).__name__
+                result = TypeError(f"stage returned {kind}, expected Document or Drop")
+            stats["quarantined"] += 1
+            count(stats["quarantined_by"], name, type(result).__name__)
+            raw = _json({"id": doc.id, "text": doc.text, "source": doc.source, **doc.metadata})
+            error = f"{type(result).__name__}: {result}"
+            sinks.quarantine(name, doc.id, doc.id, error, raw.encode())
+    seconds = stats["seconds"]
+    seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+    return kept
+
+
+class _Sinks:
+    """The three places a record can end up, for one task; each is streamed to disk."""
+
+    def __init__(self, config: PipelineConfig, index: int):
+        self.options = config.storage_options
+        self.output = config.output
+        self.name = part_name(config, index)
+        self.stem = f"part-{index:05d}"
+        self.documents = DocumentWriter(join_url(config.output, self.name), self.options)
+        self.excluded = _RowSink(join_url(self.output, "_excluded", f"{self.stem}.parquet"))
+        self.quarantined = _RowSink(join_url(self.output, "_quarantine", f"{self.stem}.parquet"))
+
+    def exclude(self, doc: Document, stage: str, drop: Drop) -> None:
+        detail = _json(drop.detail) if drop.detail is not None else None
+        row = [doc.id, doc.source, stage, drop.reason, detail, doc.text, _json(doc.metadata)]
+        self.excluded.add(row, EXCLUDED_SCHEMA, self.options)
+
+    def quarantine(self, stage: str, location: str, doc_id, error: str, raw: bytes) -> None:
+        self.quarantined.add([stage, location, doc_id, error, raw], QUARANTINE_SCHEMA, self.options)
+
+    def close(self) -> list[dict[str, Any]]:
+        self.documents.close()
+        written = [(self.name, self.documents.documents)]
+        for folder, sink in (("_excluded", self.excluded), ("_quarantine", self.quarantined)):
+            if sink.close():
+                written.append((f"{folder}/{self.stem}.parquet", sink.count))
+        outputs = []
+        for name, records in written:
+            size, digest = file_digest(join_url(self.output, name), self.options)
+            outputs.append({"path": name, "size": size, "hash": digest, "records": records})
+        return outputs
+
+
+class _RowSink:
+    """Rows of a fixed schema, flushed to a Parquet file that exists only if rows came."""
+
+    FLUSH = 4096
+
+    def __init__(self, url: str):
+        self.url = url
+        self.rows: list[list[Any]] = []
+        self.count = 0
+        self.schema: pa.Schema | None = None
+        self.writer: ParquetTableWriter | None = None
+
+    def add(self, row: list[Any], schema: pa.Schema, options) -> None:
+        self.rows.append(row)
+        self.count += 1
+        self.schema = schema
+        if self.writer is None:
+            self.writer = ParquetTableWriter(self.url, options)
+        if len(self.rows) >= self.FLUSH:
+            self._flush()
+
+    def _flush(self) -> None:
+        columns = list(zip(*self.rows, strict=True))
+        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self.schema, strict=True)]
+        self.writer.write(pa.Table.from_arrays(arrays, schema=self.schema))
+        self.rows = []
+
+    def close(self) -> bool:
+        if self.writer is None:
+            return False
+        if self.rows:
+            self._flush()
+        self.writer.close()
+        return True
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, default=str).decode()

@@ -1,0 +1,129 @@
+"""The `Stage` protocol: the one thing every processing step implements.
+
+A stage is a small pydantic model: its fields are its options (validated, with unknown
+options rejected), and `apply` takes a Document and returns it (possibly with new metadata
+or text) or a `Drop` with a reason. That is all a custom stage needs:
+
+    class Shout(Stage):
+        name = "shout"
+        suffix: str = "!"
+
+        def apply(self, doc):
+            doc.text = doc.text.upper() + self.suffix
+            return doc
+
+and a pipeline YAML can use it by import path: `- my_module:Shout: {suffix: "!!"}`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from mixplane.document import Document, Drop
+from mixplane.errors import ConfigError
+
+Result = Document | Drop
+
+
+class Stage(BaseModel):
+    """Base class for processing stages.
+
+    Subclasses set `name`, declare options as fields, and implement `apply` (or
+    `apply_batch` when batching helps, e.g. for a model). `setup` runs once per worker
+    before the first document, for loading models or word lists.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    name: ClassVar[str] = ""
+    #: Metadata keys this stage adds to documents it keeps.
+    adds: ClassVar[tuple[str, ...]] = ()
+
+    def setup(self) -> None:
+        """Prepare per-worker state; called once before the first document."""
+
+    def apply(self, doc: Document) -> Result:
+        """Return the (possibly changed) document, or a `Drop` with the reason."""
+        raise TypeError(f"stage {self.stage_name()} implements neither apply() nor apply_batch()")
+
+    def apply_batch(self, docs: list[Document]) -> list[Result]:
+        """Apply to many documents at once; override when batching is faster."""
+        return [self.apply(doc) for doc in docs]
+
+    def stage_name(self) -> str:
+        return self.name or type(self).__name__
+
+
+class FunctionStage(Stage):
+    """Wraps a plain function `f(doc) -> Document | Drop | bool | None` as a stage.
+
+    `False` or `None` drops the document with reason `rejected`; `True` keeps it as is.
+    """
+
+    function: Callable[..., Any]
+    label: str
+    options: dict[str, Any] = {}
+
+    def apply(self, doc: Document) -> Result:
+        result = self.function(doc, **self.options)
+        if isinstance(result, Document | Drop):
+            return result
+        return doc if result else Drop("rejected")
+
+    def stage_name(self) -> str:
+        return self.label
+
+
+def _import(path: str) -> Any:
+    separator = ":" if ":" in path else "."
+    module_name, _, attribute = path.rpartition(separator)
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, attribute)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ConfigError(f"cannot import stage {path!r}: {error}") from None
+
+
+def build_stage(name: str, options: dict[str, Any] | None) -> Stage:
+    """Instantiate a stage from its YAML name (built-in) or import path, validating options.
+
+    Example:
+        >>> build_stage("mixplane.process.stage:FunctionStage", None)  # doctest: +SKIP
+    """
+    from mixplane.stages import BUILTIN_STAGES
+
+    options = dict(options or {})
+    if name in BUILTIN_STAGES:
+        target = _import(BUILTIN_STAGES[name])
+    elif "." in name or ":" in name:
+        target = _import(name)
+    else:
+        valid = ", ".join(sorted(BUILTIN_STAGES)) or "(none)"
+        raise ConfigError(
+            f"unknown stage {name!r}; built-in stages: {valid}; "
+            "or give an import path like 'my_module:MyStage'"
+        )
+    if isinstance(target, type) and issubclass(target, Stage):
+        try:
+            return target(**options)
+        except ValidationError as error:
+            raise ConfigError(_describe(name, target, error)) from None
+    if callable(target):
+        return FunctionStage(function=target, label=name, options=options)
+    raise ConfigError(f"{name!r} is neither a Stage subclass nor a function")
+
+
+def _describe(name: str, target: type[Stage], error: ValidationError) -> str:
+    valid = ", ".join(target.model_fields) or "(none)"
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "options"
+        if item["type"] == "extra_forbidden":
+            problems.append(f"unknown option {where!r}")
+        else:
+            problems.append(f"option {where!r}: {item['msg']}")
+    return f"stage {name!r}: {'; '.join(problems)}. Valid options: {valid}"
