@@ -114,7 +114,7 @@ class DocumentWriter:
         if self.format == "parquet":
             self._parquet = ParquetTableWriter(url, storage_options)
         else:
-            self._jsonl_temp = tempfile.NamedTemporaryFile(
+            self._jsonl_temp = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in close())
                 prefix="mixplane-", suffix=".jsonl", delete=False
             )
 

@@ -1,7 +1,8 @@
 """Executors run tasks: in this process, in a local process pool, or on Ray.
 
-Every executor runs the same `run_task`, so outputs are the same whichever is used; only
-the order in which tasks finish differs, and nothing depends on that.
+Every executor calls the same task function, so outputs are the same whichever is used; only
+the order in which tasks finish differs, and nothing depends on that. Any step that splits
+its work into tasks (processing, tokenizing, dedup) runs through `execute`.
 """
 
 from __future__ import annotations
@@ -11,43 +12,64 @@ import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 from mixplane.errors import ConfigError
-from mixplane.process.config import PipelineConfig
-from mixplane.process.runner import run_task
-from mixplane.process.tasks import Task
 
-OnDone = Callable[[dict[str, Any]], None]
+OnDone = Callable[[Any], None]
 
 
-def execute(tasks: list[Task], config: PipelineConfig, on_done: OnDone) -> list[dict[str, Any]]:
-    """Run all tasks with the configured executor; results come back in task order."""
-    if config.executor == "ray":
-        results = _run_ray(tasks, config, on_done)
-    elif config.workers == 1 or len(tasks) <= 1:
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """How to parallelise: `workers` tasks at once, locally or on Ray."""
+
+    workers: int = 1
+    executor: str = "local"
+    ray_address: str | None = None
+
+
+def execute(
+    function: Callable[..., Any],
+    tasks: list[Any],
+    context: Any,
+    settings: ExecutorSettings,
+    on_done: OnDone | None = None,
+) -> list[Any]:
+    """Call `function(task, context)` for every task; results come back in task order.
+
+    `function` must be importable (a module-level function) and `context` picklable.
+
+    Example:
+        >>> execute(pow, [2, 3], 2, ExecutorSettings())
+        [4, 9]
+    """
+    on_done = on_done or (lambda _: None)
+    if settings.executor == "ray":
+        return _run_ray(function, tasks, context, settings, on_done)
+    if settings.workers == 1 or len(tasks) <= 1:
         results = []
         for task in tasks:
-            results.append(run_task(task, config))
+            results.append(function(task, context))
             on_done(results[-1])
-    else:
-        results = _run_pool(tasks, config, on_done)
-    return sorted(results, key=lambda result: result["task"])
+        return results
+    return _run_pool(function, tasks, context, settings, on_done)
 
 
-def _run_pool(tasks: list[Task], config: PipelineConfig, on_done: OnDone) -> list[dict]:
+def _run_pool(function, tasks, context, settings: ExecutorSettings, on_done: OnDone) -> list:
     # forkserver: workers start clean, whatever threads the parent runs (progress bars, Ray).
-    context = multiprocessing.get_context("forkserver")
-    workers = min(config.workers, len(tasks))
-    results = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        pending = {pool.submit(run_task, task, config) for task in tasks}
+    mp_context = multiprocessing.get_context("forkserver")
+    workers = min(settings.workers, len(tasks))
+    results: list[Any] = [None] * len(tasks)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp_context) as pool:
+        futures = {pool.submit(function, task, context): i for i, task in enumerate(tasks)}
+        pending = set(futures)
         try:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    results.append(future.result())
-                    on_done(results[-1])
+                    results[futures[future]] = future.result()
+                    on_done(results[futures[future]])
         except BaseException:
             for future in pending:
                 future.cancel()
@@ -55,32 +77,35 @@ def _run_pool(tasks: list[Task], config: PipelineConfig, on_done: OnDone) -> lis
     return results
 
 
-def _run_ray(tasks: list[Task], config: PipelineConfig, on_done: OnDone) -> list[dict]:
+def _run_ray(function, tasks, context, settings: ExecutorSettings, on_done: OnDone) -> list:
     try:
         import ray
     except ImportError:
         raise ConfigError("executor 'ray' needs Ray: pip install 'mixplane[ray]'") from None
     started_here = not ray.is_initialized()
     if started_here:
-        if config.ray_address:
-            ray.init(address=config.ray_address, log_to_driver=False)
+        if settings.ray_address:
+            ray.init(address=settings.ray_address, log_to_driver=False)
         else:
             # A local cluster: its workers need the driver's import path for custom stages.
             path = os.pathsep.join(p for p in sys.path if p)
             ray.init(
-                num_cpus=config.workers,
+                num_cpus=settings.workers,
                 include_dashboard=False,
                 log_to_driver=False,
                 runtime_env={"env_vars": {"PYTHONPATH": path}},
             )
-    remote = ray.remote(num_cpus=1, max_retries=2)(run_task)
+    remote = ray.remote(num_cpus=1, max_retries=2)(function)
     try:
-        pending = [remote.remote(task, config) for task in tasks]
-        results = []
+        shared = ray.put(context)
+        refs = [remote.remote(task, shared) for task in tasks]
+        index = {ref: i for i, ref in enumerate(refs)}
+        results: list[Any] = [None] * len(tasks)
+        pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            results.append(ray.get(done[0]))
-            on_done(results[-1])
+            results[index[done[0]]] = ray.get(done[0])
+            on_done(results[index[done[0]]])
         return results
     finally:
         if started_here:

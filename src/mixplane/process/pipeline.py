@@ -13,8 +13,8 @@ import orjson
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.manifest import file_digest, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
-from mixplane.process.executors import execute
-from mixplane.process.runner import load_stages
+from mixplane.process.executors import ExecutorSettings, execute
+from mixplane.process.runner import load_stages, run_task
 from mixplane.process.stage import build_stage
 from mixplane.process.stats import merge_stats
 from mixplane.process.tasks import Task, plan_tasks, scan_inputs
@@ -69,7 +69,8 @@ class Pipeline:
             on_planned(tasks)
         if config.workers == 1 and config.executor == "local":
             load_stages(config)
-        results = execute(tasks, config, on_done or (lambda _: None))
+        settings = ExecutorSettings(config.workers, config.executor, config.ray_address)
+        results = execute(run_task, tasks, config, settings, on_done)
         stats = merge_stats([result["stats"] for result in results])
         stats["skipped_tasks"] = sum(1 for result in results if result.get("skipped"))
         options = config.storage_options
