@@ -167,9 +167,47 @@ def compressed(raw: IO[bytes], url: str, mode: str = "rb") -> Iterator[IO[bytes]
         with gzip.GzipFile(fileobj=raw, mode=mode, mtime=0) as stream:
             yield stream
     elif mode == "rb":
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_size=1 << 20)
-        with io.BufferedReader(reader, buffer_size=1 << 20) as stream:
+        with io.BufferedReader(_ZstdReader(raw), buffer_size=1 << 20) as stream:
             yield stream
     else:
         with zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False) as stream:
             yield stream
+
+
+class _ZstdReader(io.RawIOBase):
+    """Streaming zstd decompression that reports a truncated stream instead of ending quietly.
+
+    Handles concatenated frames, as written by parallel compressors.
+    """
+
+    def __init__(self, raw: IO[bytes]):
+        self._raw = raw
+        self._decompressor = zstandard.ZstdDecompressor().decompressobj()
+        self._pending = b""
+        self._started = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                if self._started and not self._decompressor.eof:
+                    raise EOFError("compressed stream ended before the end of its zstd frame")
+                return 0
+            self._started = True
+            self._pending = self._decompress(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def _decompress(self, chunk: bytes) -> bytes:
+        output = []
+        while chunk:
+            if self._decompressor.eof:
+                self._decompressor = zstandard.ZstdDecompressor().decompressobj()
+            output.append(self._decompressor.decompress(chunk))
+            chunk = self._decompressor.unused_data if self._decompressor.eof else b""
+        return b"".join(output)

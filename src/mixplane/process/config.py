@@ -85,7 +85,8 @@ class PipelineConfig(BaseModel):
     def outputs_hash(self) -> str:
         """Hash of everything that decides the outputs (not how many workers made them)."""
         decisive = self.model_dump(
-            mode="json", exclude={"workers", "executor", "ray_address", "storage_options"}
+            mode="json",
+            exclude={"output", "workers", "executor", "ray_address", "storage_options"},
         )
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

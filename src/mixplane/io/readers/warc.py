@@ -26,8 +26,8 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
             for record in iterator:
                 if record.rec_type not in ("response", "resource"):
                     continue
-                offset = iterator.get_record_offset()
                 payload = record.content_stream().read()
+                offset = iterator.get_record_offset()  # only valid once the payload is read
                 stats.bytes += len(payload)
                 headers = record.http_headers
                 content_type = (
@@ -48,7 +48,8 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
                     "content_type": content_type.split(";")[0].strip() or None,
                 }
                 yield Document(doc_id.strip("<>"), text, source, metadata)
-        except (ArchiveLoadFailed, OSError, EOFError, ValueError) as error:
+        except (ArchiveLoadFailed, OSError, EOFError, ValueError, AttributeError) as error:
+            # warcio raises AttributeError on a record cut inside its headers.
             yield Quarantined(f"{shard.url}@{iterator.offset}", f"unreadable WARC: {error}", b"")
 
 

@@ -1,0 +1,183 @@
+"""The processing engine end to end, on real files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import make_records, write_jsonl
+
+from mixplane import Pipeline, PipelineConfig, run_pipeline
+from mixplane.errors import ConfigError
+from mixplane.io.urls import open_url
+from mixplane.manifest import read_json
+
+
+def part_hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*.parquet"))
+    }
+
+
+def stages_config(raw: Path, out: Path, **extra) -> dict:
+    return {
+        "input": [str(raw / "wiki" / "*"), str(raw / "code" / "*.jsonl.zst")],
+        "output": str(out),
+        "task_size_mb": 0.002,
+        "stages": [
+            {"custom_stages:Shout": {"banned": "number 1 "}},
+            {"custom_stages:Fragile": {"digit": "7"}},
+            {"custom_stages.keep_short": {"max_chars": 100}},
+        ],
+        **extra,
+    }
+
+
+def test_stats_balance_and_every_record_has_a_place(small_corpus: Path, tmp_path: Path):
+    result = run_pipeline(stages_config(small_corpus, tmp_path / "out"))
+    stats = result.stats
+    assert stats["documents_in"] == 290
+    assert stats["documents_in"] == stats["kept"] + stats["excluded"] + stats["quarantined"]
+    out = tmp_path / "out"
+    kept = sum(pq.read_metadata(p).num_rows for p in out.glob("part-*.parquet"))
+    excluded = pq.read_table(out / "_excluded").to_pylist()
+    quarantined = pq.read_table(out / "_quarantine").to_pylist()
+    assert (kept, len(excluded), len(quarantined)) == (
+        stats["kept"],
+        stats["excluded"],
+        stats["quarantined"],
+    )
+    assert {e["reason"] for e in excluded} == {"banned_word", "rejected"}
+    assert stats["excluded_by"]["shout"]["banned_word"] == sum(
+        e["reason"] == "banned_word" for e in excluded
+    )
+    assert all(q["stage"] == "fragile" for q in quarantined)
+    assert all(q["error"].startswith("ValueError: cannot handle") for q in quarantined)
+    assert all(q["id"].endswith("7") for q in quarantined)
+    saved = read_json(str(out / "_stats.json"))
+    assert saved["kept"] == stats["kept"]
+
+
+def test_one_worker_two_workers_and_ray_write_identical_parts(small_corpus: Path, tmp_path: Path):
+    one = run_pipeline(stages_config(small_corpus, tmp_path / "one"))
+    two = run_pipeline(stages_config(small_corpus, tmp_path / "two", workers=2))
+    ray = run_pipeline(stages_config(small_corpus, tmp_path / "ray", workers=2, executor="ray"))
+    assert one.stats["tasks"] > 4
+    reference = part_hashes(tmp_path / "one")
+    assert len(reference) > one.stats["tasks"]
+    assert part_hashes(tmp_path / "two") == reference
+    assert part_hashes(tmp_path / "ray") == reference
+    manifests = [read_json(str(tmp_path / n / "_manifest.json")) for n in ("one", "two", "ray")]
+    assert len({m["config_hash"] for m in manifests}) == 1
+    assert manifests[0]["outputs"] == manifests[1]["outputs"] == manifests[2]["outputs"]
+
+
+def test_manifest_describes_inputs_and_outputs(small_corpus: Path, tmp_path: Path):
+    run_pipeline({"input": str(small_corpus / "**" / "*.json*"), "output": str(tmp_path / "o")})
+    manifest = read_json(str(tmp_path / "o" / "_manifest.json"))
+    assert manifest["tool"] == "mixplane" and manifest["kind"] == "process"
+    assert {Path(i["url"]).name for i in manifest["inputs"]} == {
+        "a.jsonl",
+        "b.jsonl.gz",
+        "c.jsonl.zst",
+    }
+    assert all(
+        i["fingerprint"].startswith("xxh3_128:") and i["size"] > 0 for i in manifest["inputs"]
+    )
+    for output in manifest["outputs"]:
+        assert (tmp_path / "o" / output["path"]).stat().st_size == output["size"]
+    assert manifest["config"]["output"] == str(tmp_path / "o")
+
+
+def test_metadata_fields_survive_and_sources_come_from_folders(small_corpus: Path, tmp_path: Path):
+    run_pipeline({"input": str(small_corpus / "**" / "*.json*"), "output": str(tmp_path / "o")})
+    table = pq.read_table(tmp_path / "o").to_pylist()
+    assert {row["source"] for row in table} == {"wiki", "code"}
+    assert {row["lang"] for row in table} == {"en", "de", "py"}
+
+
+def test_custom_stage_from_yaml_by_import_path(small_corpus: Path, tmp_path: Path):
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "input": [str(small_corpus / "wiki" / "a.jsonl")],
+                "output": str(tmp_path / "out"),
+                "stages": [{"custom_stages:Shout": {"suffix": "?!"}}],
+            }
+        )
+    )
+    result = Pipeline.from_yaml(config).run()
+    rows = pq.read_table(tmp_path / "out" / "part-00000.parquet").to_pylist()
+    assert result.stats["kept"] == 120
+    assert rows[0]["text"] == "WA NUMBER 0 SAYS HELLO ?!"
+    assert all(row["shouted"] for row in rows)
+
+
+def test_rerun_skips_completed_tasks(small_corpus: Path, tmp_path: Path):
+    config = stages_config(small_corpus, tmp_path / "out")
+    first = run_pipeline(config)
+    markers = {p: p.stat().st_mtime_ns for p in (tmp_path / "out" / "_tasks").iterdir()}
+    second = run_pipeline(config)
+    assert second.skipped_tasks == first.stats["tasks"]
+    assert second.stats["kept"] == first.stats["kept"]
+    assert {p: p.stat().st_mtime_ns for p in markers} == markers
+
+
+def test_jsonl_output(small_corpus: Path, tmp_path: Path):
+    result = run_pipeline(
+        {
+            "input": str(small_corpus / "wiki" / "a.jsonl"),
+            "output": str(tmp_path / "o"),
+            "output_format": "jsonl",
+        }
+    )
+    with open_url(str(tmp_path / "o" / "part-00000.jsonl.zst")) as stream:
+        lines = stream.read().splitlines()
+    assert len(lines) == result.stats["kept"] == 120
+    assert json.loads(lines[0]) == {
+        "id": "wa-0",
+        "text": "wa number 0 says hello ",
+        "source": "wiki",
+        "lang": "en",
+    }
+
+
+def test_faulty_inputs_are_quarantined_with_locations(tmp_path: Path):
+    raw = tmp_path / "raw" / "web"
+    write_jsonl(raw / "good.jsonl", make_records(10))
+    (raw / "bad.jsonl").write_bytes(b'{"text": "ok"}\n{oops\n\xff\xfe\n')
+    (raw / "empty.jsonl").write_bytes(b"")
+    cut = write_jsonl(raw / "cut.jsonl.zst", make_records(3000), "zstd")
+    cut.write_bytes(cut.read_bytes()[:2000])
+    result = run_pipeline({"input": str(raw), "output": str(tmp_path / "o"), "workers": 2})
+    stats = result.stats
+    assert stats["documents_in"] == stats["kept"] + stats["quarantined"]
+    rows = pq.read_table(tmp_path / "o" / "_quarantine").to_pylist()
+    locations = sorted(r["location"] for r in rows)
+    assert f"{raw}/bad.jsonl:2" in locations and f"{raw}/bad.jsonl:3" in locations
+    assert any(loc.startswith(f"{raw}/cut.jsonl.zst:") for loc in locations)
+    assert stats["quarantined_by"]["read"]["invalid JSON"] == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"stages": ["no_such_stage"]}, "unknown stage 'no_such_stage'"),
+        ({"stages": [{"custom_stages:Shout": {"sufix": "!"}}]}, "unknown option 'sufix'.*suffix"),
+        ({"stages": [{"custom_stages:Shout": {"suffix": 3}}]}, "option 'suffix'"),
+        ({"workerz": 2}, "unknown key 'workerz'.*workers"),
+        ({"executor": "spark"}, "executor"),
+        ({"stages": ["nomodule_here:Thing"]}, "cannot import stage"),
+    ],
+)
+def test_bad_configs_fail_before_any_work(tmp_path: Path, change: dict, message: str):
+    config = {"input": str(tmp_path / "missing.jsonl"), "output": str(tmp_path / "o"), **change}
+    with pytest.raises(ConfigError, match=message):
+        Pipeline(PipelineConfig.parse(config))
+    assert not (tmp_path / "o").exists()

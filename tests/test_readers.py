@@ -1,0 +1,201 @@
+"""Each reader on real files: records become documents, bad records are quarantined."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
+from conftest import make_records, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from mixplane.document import Document
+from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, Shard, reader_for
+from mixplane.process.config import InputConfig
+from mixplane.process.tasks import plan_tasks, scan_inputs
+
+
+def read_all(url: str, fmt: str, name: str = "f", **options) -> list:
+    shard = Shard(url, name, fmt)
+    return list(reader_for(fmt)(shard, ReadOptions(**options), ReadStats()))
+
+
+def test_jsonl_keeps_every_other_field_as_metadata(tmp_path: Path):
+    path = write_jsonl(
+        tmp_path / "web" / "a.jsonl",
+        [{"id": 7, "text": "hi", "lang": "en", "license": "MIT", "tags": ["a", "b"]}],
+    )
+    (doc,) = read_all(str(path), "jsonl")
+    assert doc == Document("7", "hi", "web", {"lang": "en", "license": "MIT", "tags": ["a", "b"]})
+
+
+def test_jsonl_custom_keys_and_source_field(tmp_path: Path):
+    path = write_jsonl(tmp_path / "x.jsonl", [{"uid": "u1", "content": "body", "source": "forum"}])
+    (doc,) = read_all(str(path), "jsonl", text_key="content", id_key="uid")
+    assert (doc.id, doc.text, doc.source, doc.metadata) == ("u1", "body", "forum", {})
+
+
+def test_jsonl_without_ids_gets_stable_location_ids(tmp_path: Path):
+    path = write_jsonl(tmp_path / "a.jsonl", [{"text": "one"}, {"text": "two"}])
+    docs = read_all(str(path), "jsonl", name="wiki/a.jsonl")
+    assert [d.id for d in docs] == ["wiki/a.jsonl@0", "wiki/a.jsonl@16"]
+    assert [d.id for d in read_all(str(path), "jsonl", name="wiki/a.jsonl")] == [d.id for d in docs]
+
+
+def test_jsonl_quarantines_bad_lines_with_location(tmp_path: Path):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(
+        b'{"text": "good"}\n'
+        b"{broken\n"
+        b'{"text": "caf\xe9"}\n'
+        b"[1, 2]\n"
+        b'{"title": "no text"}\n'
+        b'{"text": 42}\n'
+        b"\n"
+        b'{"text": "last"}\n'
+    )
+    results = read_all(str(path), "jsonl")
+    docs = [r for r in results if isinstance(r, Document)]
+    bad = [r for r in results if isinstance(r, Quarantined)]
+    assert [d.text for d in docs] == ["good", "last"]
+    assert [q.location for q in bad] == [f"{path}:{n}" for n in (2, 3, 4, 5, 6)]
+    assert "invalid JSON" in bad[0].error and bad[0].raw == b"{broken\n"
+    assert "UTF-8" in bad[1].error and b"\xe9" in bad[1].raw
+    assert "expected an object" in bad[2].error
+    assert "no text field 'text'" in bad[3].error
+    assert "expected a string" in bad[4].error
+
+
+def test_truncated_zstd_keeps_the_readable_prefix(tmp_path: Path):
+    records = make_records(2000)
+    path = write_jsonl(tmp_path / "t.jsonl.zst", records, "zstd")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    results = read_all(str(path), "jsonl")
+    docs = [r for r in results if isinstance(r, Document)]
+    assert 0 < len(docs) < len(records)
+    assert [d.id for d in docs] == [r["id"] for r in records[: len(docs)]]
+    assert isinstance(results[-1], Quarantined) and "unreadable stream" in results[-1].error
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    task_bytes=st.integers(1, 3000), sizes=st.lists(st.integers(0, 300), min_size=1, max_size=40)
+)
+def test_byte_range_tasks_read_every_line_exactly_once(tmp_path_factory, task_bytes, sizes):
+    folder = tmp_path_factory.mktemp("ranges")
+    records = [{"id": str(i), "text": "x" * n} for i, n in enumerate(sizes)]
+    write_jsonl(folder / "data.jsonl", records)
+    files = scan_inputs([InputConfig(path=str(folder / "data.jsonl"))], {})
+    ids = []
+    for task in plan_tasks(files, task_bytes):
+        ids += [d.id for d in reader_for("jsonl")(task.shard, ReadOptions(), ReadStats())]
+    assert ids == [r["id"] for r in records]
+
+
+def test_parquet_row_group_ranges(tmp_path: Path):
+    table = pa.table({"text": [f"t{i}" for i in range(100)], "score": list(range(100))})
+    pq.write_table(table, tmp_path / "p.parquet", row_group_size=10)
+    files = scan_inputs([InputConfig(path=str(tmp_path / "p.parquet"))], {})
+    tasks = plan_tasks(files, task_bytes=max(files[0].row_groups) * 3)
+    assert 3 <= len(tasks) <= 5
+    assert [t.shard.start for t in tasks[1:]] == [t.shard.end for t in tasks[:-1]]
+    docs = [d for t in tasks for d in reader_for("parquet")(t.shard, ReadOptions(), ReadStats())]
+    assert [d.metadata["score"] for d in docs] == list(range(100))
+    assert docs[42].id == "p.parquet#42"
+
+
+def test_text_and_html_files_are_one_document_each(tmp_path: Path):
+    (tmp_path / "page.html").write_text("<html><body><p>Hallo</p></body></html>")
+    (tmp_path / "note.txt").write_bytes(b"\xef\xbb\xbfplain note")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe broken")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (html,) = read_all(str(tmp_path / "page.html"), "html", name="page.html")
+    assert html.metadata["content_type"] == "text/html" and "<p>Hallo</p>" in html.text
+    (note,) = read_all(str(tmp_path / "note.txt"), "text")
+    assert note.text == "plain note"
+    (bad,) = read_all(str(tmp_path / "bad.txt"), "text")
+    assert isinstance(bad, Quarantined) and bad.raw == b"\xff\xfe broken"
+    assert read_all(str(tmp_path / "empty.txt"), "text") == []
+
+
+def write_warc(path: Path, pages: list[tuple[str, bytes]]) -> None:
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        info = writer.create_warcinfo_record("x.warc.gz", {"software": "test"})
+        writer.write_record(info)
+        for url, body in pages:
+            headers = StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+            )
+            record = writer.create_warc_record(
+                url, "response", payload=io.BytesIO(body), http_headers=headers
+            )
+            writer.write_record(record)
+
+
+def test_warc_responses_become_documents(tmp_path: Path):
+    path = tmp_path / "crawl.warc.gz"
+    write_warc(
+        path,
+        [("https://a.example/1", b"<p>one</p>"), ("https://a.example/2", "<p>zwei ü</p>".encode())],
+    )
+    docs = read_all(str(path), "warc")
+    assert [d.metadata["url"] for d in docs] == ["https://a.example/1", "https://a.example/2"]
+    assert docs[1].text == "<p>zwei ü</p>"
+    assert docs[0].id.startswith("urn:uuid:") and docs[0].metadata["content_type"] == "text/html"
+
+
+def test_truncated_warc_is_quarantined_after_readable_records(tmp_path: Path):
+    path = tmp_path / "cut.warc.gz"
+    write_warc(path, [(f"https://a.example/{i}", b"<p>page</p>" * 200) for i in range(5)])
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * 0.7)])
+    results = read_all(str(path), "warc")
+    assert any(isinstance(r, Document) for r in results)
+    assert isinstance(results[-1], Quarantined)
+
+
+def test_hugging_face_dataset_saved_to_disk(tmp_path: Path):
+    import datasets
+
+    train = datasets.Dataset.from_dict({"text": ["a", "b", "c"], "label": [0, 1, 0]})
+    test = datasets.Dataset.from_dict({"text": ["d"], "label": [1]})
+    datasets.DatasetDict({"train": train, "test": test}).save_to_disk(str(tmp_path / "imdb"))
+    files = scan_inputs([InputConfig(path=str(tmp_path / "imdb"))], {})
+    assert {f.format for f in files} == {"hf_disk"}
+    docs = [
+        d
+        for t in plan_tasks(files, 1 << 30)
+        for d in reader_for(t.shard.format)(t.shard, ReadOptions(), ReadStats())
+    ]
+    assert sorted(d.text for d in docs) == ["a", "b", "c", "d"]
+    assert {d.source for d in docs} == {"imdb"}
+    assert {d.metadata["split"] for d in docs} == {"train", "test"}
+
+
+def test_unknown_suffix_asks_for_a_format(tmp_path: Path):
+    import pytest
+
+    from mixplane.errors import InputError
+
+    (tmp_path / "data.bin").write_bytes(b"x")
+    with pytest.raises(InputError, match="set 'format'"):
+        scan_inputs([InputConfig(path=str(tmp_path / "data.bin"))], {})
+    files = scan_inputs([InputConfig(path=str(tmp_path / "data.bin"), format="text")], {})
+    assert files[0].format == "text"
+    assert json.dumps(files[0].name) == '"data.bin"'
+
+
+def test_zstd_reader_streams_large_files(tmp_path: Path):
+    """A large compressed file is read incrementally (decompressor output is bounded)."""
+    records = make_records(5000)
+    path = write_jsonl(tmp_path / "big.jsonl.zst", records, "zstd")
+    assert zstandard.ZstdDecompressor().decompress(path.read_bytes(), max_output_size=1 << 30)
+    count = sum(1 for r in read_all(str(path), "jsonl") if isinstance(r, Document))
+    assert count == 5000
