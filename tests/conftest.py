@@ -71,10 +71,17 @@ def s3_server():
 @pytest.fixture
 def s3_bucket(s3_server):
     """A fresh bucket on the loopback S3 server; yields (bucket name, storage options)."""
+    import boto3
     import s3fs
 
-    fs = s3fs.S3FileSystem(**s3_server)
     name = f"bucket-{free_port()}"
-    fs.mkdir(name)
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server["endpoint_url"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=name)
     yield name, s3_server
-    fs.rm(name, recursive=True)
+    s3fs.S3FileSystem(**s3_server).rm(name, recursive=True)

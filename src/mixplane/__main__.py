@@ -1,0 +1,5 @@
+"""`python -m mixplane` runs the command line."""
+
+from mixplane.cli import main
+
+main()

@@ -1,0 +1,64 @@
+"""A run killed with SIGKILL resumes to byte-identical outputs without redoing finished tasks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from conftest import make_records, write_jsonl
+from test_pipeline import part_hashes
+
+TESTS = Path(__file__).resolve().parent
+
+
+def pipeline_yaml(raw: Path, out: Path, path: Path) -> Path:
+    config = {
+        "input": str(raw / "*.jsonl"),
+        "output": str(out),
+        "workers": 2,
+        "stages": [{"custom_stages:Slow": {"seconds": 0.004}}, "custom_stages:Shout"],
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def run_cli(config: Path) -> subprocess.Popen:
+    env = os.environ | {"PYTHONPATH": str(TESTS)}
+    command = [sys.executable, "-m", "mixplane", "process", str(config), "--json"]
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+def test_sigkill_then_rerun_matches_an_uninterrupted_run(tmp_path: Path):
+    raw = tmp_path / "raw"
+    for i in range(12):
+        write_jsonl(raw / f"f{i:02d}.jsonl", make_records(60, f"f{i}"))
+    reference = run_cli(pipeline_yaml(raw, tmp_path / "ref", tmp_path / "ref.yaml"))
+    assert reference.wait(timeout=300) == 0, reference.stderr.read().decode()
+
+    config = pipeline_yaml(raw, tmp_path / "out", tmp_path / "run.yaml")
+    victim = run_cli(config)
+    markers = tmp_path / "out" / "_tasks"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if markers.exists() and len(list(markers.glob("*.json"))) >= 3:
+            break
+        time.sleep(0.02)
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    finished = {p.name: p.stat().st_mtime_ns for p in markers.glob("*.json")}
+    assert 3 <= len(finished) < 12, "the run must be killed in the middle"
+    assert not (tmp_path / "out" / "_manifest.json").exists()
+
+    rerun = run_cli(config)
+    assert rerun.wait(timeout=300) == 0, rerun.stderr.read().decode()
+    assert part_hashes(tmp_path / "out") == part_hashes(tmp_path / "ref")
+    for name, mtime in finished.items():
+        assert (markers / name).stat().st_mtime_ns == mtime, f"{name} was redone"
+    assert not list((tmp_path / "out").rglob("*.tmp")), "temporary files were left behind"
