@@ -18,7 +18,9 @@ from mixplane.io.atomic import atomic_open
 from mixplane.io.columns import conform, rows_to_table
 from mixplane.io.urls import compressed
 
-PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "write_statistics": True}
+# zstd level 1 writes about twice as fast as level 3 for ~10% larger files; processing is
+# write-bound when stages are light, and these files are re-read far more than they are kept.
+PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1, "write_statistics": True}
 FLUSH_ROWS = 16_384
 FLUSH_BYTES = 32 << 20
 
