@@ -1,0 +1,74 @@
+"""The command line: JSON output, readable summaries, one-line errors for user mistakes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+TESTS = Path(__file__).resolve().parent
+
+
+def mixplane(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = os.environ | {"PYTHONPATH": str(TESTS), "COLUMNS": "120"}
+    return subprocess.run(
+        [sys.executable, "-m", "mixplane", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def test_process_json_reports_balanced_stats(small_corpus: Path, tmp_path: Path):
+    done = mixplane(
+        "process", "-i", str(small_corpus / "wiki"), "-o", str(tmp_path / "o"), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["stats"]["documents_in"] == report["stats"]["kept"] == 200
+    assert report["manifest"].endswith("_manifest.json")
+
+
+def test_process_summary_lists_reasons(small_corpus: Path, tmp_path: Path):
+    config = tmp_path / "p.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "input": str(small_corpus / "wiki" / "a.jsonl"),
+                "output": str(tmp_path / "o"),
+                "stages": [{"custom_stages:Shout": {"banned": "number 1"}}],
+            }
+        )
+    )
+    done = mixplane("process", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "banned_word" in done.stderr and "kept" in done.stderr
+
+
+def test_user_mistakes_are_one_line_errors(tmp_path: Path):
+    missing = mixplane("process", "-i", str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "o"))
+    assert missing.returncode == 2
+    assert "Traceback" not in missing.stderr
+    assert "nope.jsonl" in missing.stderr and "matches no file" in missing.stderr
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("input: x.jsonl\noutput: o\nstages:\n  - gopher_qualty: {}\n")
+    unknown = mixplane("process", str(bad))
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert "unknown stage 'gopher_qualty'" in unknown.stderr
+
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("input: [unclosed\n")
+    assert "invalid YAML" in mixplane("process", str(broken)).stderr
+
+
+def test_help_explains_options():
+    done = mixplane("process", "--help")
+    assert done.returncode == 0
+    assert "--workers" in done.stdout and "Parallel tasks" in done.stdout
