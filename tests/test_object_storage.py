@@ -55,3 +55,28 @@ def test_pipeline_reads_s3_and_writes_s3_like_local(s3_bucket, small_corpus: Pat
     assert all(i["url"].startswith(f"s3://{bucket}/raw/") for i in manifest["inputs"])
     ids = pq.read_table(tmp_path / "downloaded", columns=["id"]).column("id").to_pylist()
     assert {"wa-0", "wb-79", "cc-89"} <= set(ids)
+
+
+def test_pipeline_reads_http_urls(tmp_path: Path, small_corpus: Path):
+    """Inputs served over HTTP by a real server on loopback."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(small_corpus))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        result = run_pipeline(
+            {
+                "input": [f"{base}/wiki/b.jsonl.gz", f"{base}/code/c.jsonl.zst"],
+                "output": str(tmp_path / "o"),
+            }
+        )
+    finally:
+        server.shutdown()
+    assert result.stats["kept"] == 170
+    ids = pq.read_table(tmp_path / "o", columns=["id"]).column("id").to_pylist()
+    assert ids[0] == "wb-0" and ids[-1] == "cc-89"
