@@ -38,8 +38,8 @@ def quote_name(name: str) -> str:
     """A SQL identifier.
 
     Example:
-        >>> quote_name('odd "name"')
-        '"odd ""name"""'
+        >>> print(quote_name('a"b'))
+        "a""b"
     """
     return '"' + name.replace('"', '""') + '"'
 

@@ -14,6 +14,9 @@ Example:
 from __future__ import annotations
 
 import difflib
+import functools
+import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +42,11 @@ PURE_FUNCTIONS = frozenset(
     suffix contains regexp_matches regexp_full_match round floor ceil ceiling sign least
     greatest isnan isinf isfinite trim ltrim rtrim
     """.split()
+)
+SHOWN_FUNCTIONS = (
+    "lower, upper, length, trim, abs, round, floor, ceil, coalesce, nullif, least, greatest, "
+    "list_contains, list_has_any, list_has_all, starts_with, ends_with, contains, "
+    "regexp_matches, isnan"
 )
 # Arithmetic, concatenation and pattern matching: LIKE (~~), ILIKE (~~*), GLOB (~~~).
 OPERATORS = frozenset("+ - * / // % || ~~ !~~ ~~* !~~* ~~~".split())
@@ -122,16 +130,23 @@ def _refuse_several_statements(text: str) -> None:
             )
 
 
+@functools.lru_cache(maxsize=1)
+def _parser(pid: int) -> duckdb.DuckDBPyConnection:
+    # Parsing only: this connection never sees data, and opening one costs tens of ms.
+    # Keyed by process id so a forked child never uses its parent's connection.
+    return duckdb.connect(":memory:")
+
+
+_parser_lock = threading.Lock()
+
+
 def _parse(text: str) -> dict[str, Any]:
     sql = f"{_PROBE}{FRAME_OPEN}{text}{FRAME_CLOSE}"
-    connection = duckdb.connect(":memory:")
-    try:
-        serialized = connection.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
-    finally:
-        connection.close()
+    with _parser_lock:
+        serialized = _parser(os.getpid()).execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
     result = orjson.loads(serialized)
     if result.get("error"):
-        message = result.get("error_message", "syntax error")
+        message = " ".join(str(result.get("error_message", "syntax error")).split())
         position = result.get("position")
         if position is not None and str(position).isdigit():
             offset = int(position) - len(_PROBE) - len(FRAME_OPEN)
@@ -219,8 +234,8 @@ def _function_arguments(node: dict[str, Any]) -> list[Any]:
         or (node.get("order_bys") or {}).get("orders")
     ):
         raise PredicateError(
-            f"predicate refused: function {name!r} is not allowed{_at(node)}; allowed: "
-            + ", ".join(sorted(PURE_FUNCTIONS))
+            f"predicate refused: function {name!r} is not allowed{_at(node)}; "
+            f"allowed: {SHOWN_FUNCTIONS} (and their aliases)"
         )
     arguments = node.get("arguments") or node.get("children") or []
     return [arg["expression"] if "expression" in arg else arg for arg in arguments]

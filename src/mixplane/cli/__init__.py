@@ -9,10 +9,13 @@ import sys
 
 import typer
 
+from mixplane.cli import catalog as _catalog
+from mixplane.cli import mix as _mix
 from mixplane.cli import process as _process
+from mixplane.cli import tokenize as _tokenize
 from mixplane.cli.common import app, run_app
 
-for _module in (_process,):
+for _module in (_process, _tokenize, _catalog, _mix):
     _module.register(app)
 
 

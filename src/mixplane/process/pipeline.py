@@ -14,7 +14,9 @@ from mixplane.io.atomic import join_url, write_bytes
 from mixplane.manifest import file_digest, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute
+from mixplane.process.global_stage import GlobalStage, plan_segments
 from mixplane.process.runner import load_stages, run_task
+from mixplane.process.segments import remove_work, run_segments
 from mixplane.process.stage import build_stage
 from mixplane.process.stats import merge_stats
 from mixplane.process.tasks import Task, plan_tasks, scan_inputs
@@ -45,8 +47,8 @@ class Pipeline:
     def __init__(self, config: PipelineConfig):
         self.config = config
         # Build every stage now so a bad name or option fails before any work starts.
-        for spec in config.stages:
-            build_stage(spec.name, spec.options)
+        stages = [build_stage(spec.name, spec.options) for spec in config.stages]
+        self.is_global = [isinstance(stage, GlobalStage) for stage in stages]
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> Pipeline:
@@ -70,9 +72,16 @@ class Pipeline:
         if config.workers == 1 and config.executor == "local":
             load_stages(config)
         settings = ExecutorSettings(config.workers, config.executor, config.ray_address)
-        results = execute(run_task, tasks, config, settings, on_done)
+        merges = None
+        if any(self.is_global):
+            segments = plan_segments(self.is_global)
+            results, merges = run_segments(config, segments, tasks, settings, on_done)
+        else:
+            results = execute(run_task, tasks, config, settings, on_done)
         stats = merge_stats([result["stats"] for result in results])
         stats["skipped_tasks"] = sum(1 for result in results if result.get("skipped"))
+        if merges:
+            stats["merges"] = merges
         options = config.storage_options
         write_bytes(
             join_url(config.output, "_stats.json"),
@@ -97,6 +106,8 @@ class Pipeline:
             },
             options,
         )
+        if merges is not None:
+            remove_work(config)
         return PipelineResult(stats, results, manifest, time.perf_counter() - started)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mixplane.document import Document, Drop
 from mixplane.io.atomic import join_url, write_bytes
@@ -86,15 +87,15 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     read_options = ReadOptions(spec.text_key, spec.id_key, spec.source, config.storage_options)
     read_stats = ReadStats()
     stats = new_task_stats()
-    sinks = _Sinks(config, task.index)
+    sinks = Sinks(config, task.index)
     records = reader_for(task.shard.format)(task.shard, read_options, read_stats)
-    for batch, unreadable in _batches(records, stats):
+    for batch, unreadable in read_batches(records, stats):
         for item in unreadable:
             stats["quarantined"] += 1
             count(stats["quarantined_by"], "read", item.error.split(":")[0][:60])
             sinks.quarantine("read", item.location, None, item.error, item.raw)
         for stage in stages:
-            batch = _apply(stage, batch, stats, sinks)
+            batch = apply_stage(stage, batch, stats, sinks)
         for doc in batch:
             sinks.documents.write(doc)
             stats["text_bytes_out"] += len(doc.text.encode("utf-8"))
@@ -113,7 +114,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     return result | {"skipped": False}
 
 
-def _batches(
+def read_batches(
     records: Iterator, stats: dict[str, Any]
 ) -> Iterator[tuple[list[Document], list[Quarantined]]]:
     """Group reader output into batches of documents and the unreadable records among them."""
@@ -136,7 +137,7 @@ def _batches(
     yield docs, unreadable
 
 
-def _apply(stage: Stage, docs: list[Document], stats: dict[str, Any], sinks: _Sinks) -> list:
+def apply_stage(stage: Stage, docs: list[Document], stats: dict[str, Any], sinks: Sinks) -> list:
     name = stage.stage_name()
     started = time.perf_counter()
     try:
@@ -151,6 +152,14 @@ def _apply(stage: Stage, docs: list[Document], stats: dict[str, Any], sinks: _Si
                 results.append(stage.apply(doc))
             except Exception as error:
                 results.append(error)
+    kept = sort_results(name, docs, results, stats, sinks)
+    seconds = stats["seconds"]
+    seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+    return kept
+
+
+def sort_results(name: str, docs: list[Document], results: list, stats, sinks: Sinks) -> list:
+    """Send each document where its stage's result says: kept, excluded or quarantined."""
     kept = []
     for doc, result in zip(docs, results, strict=True):
         if isinstance(result, Document):
@@ -165,29 +174,57 @@ def _apply(stage: Stage, docs: list[Document], stats: dict[str, Any], sinks: _Si
                 result = TypeError(f"stage returned {kind}, expected Document or Drop")
             stats["quarantined"] += 1
             count(stats["quarantined_by"], name, type(result).__name__)
-            raw = _json({"id": doc.id, "text": doc.text, "source": doc.source, **doc.metadata})
+            raw = to_json({"id": doc.id, "text": doc.text, "source": doc.source, **doc.metadata})
             error = f"{type(result).__name__}: {result}"
             sinks.quarantine(name, doc.id, doc.id, error, raw.encode())
-    seconds = stats["seconds"]
-    seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
     return kept
 
 
-class _Sinks:
-    """The three places a record can end up, for one task; each is streamed to disk."""
+class Sinks:
+    """The three places a record can end up, for one task; each is streamed to disk.
 
-    def __init__(self, config: PipelineConfig, index: int):
+    `folder` defaults to the output; `keep_documents=False` counts kept documents without
+    writing them; `digests=False` skips hashing outputs (for intermediate files).
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        index: int,
+        folder: str | None = None,
+        keep_documents: bool = True,
+        digests: bool = True,
+        name: str | None = None,
+    ):
         self.options = config.storage_options
-        self.output = config.output
-        self.name = part_name(config, index)
+        self.output = folder or config.output
+        self.name = name or part_name(config, index)
         self.stem = f"part-{index:05d}"
-        self.documents = DocumentWriter(join_url(config.output, self.name), self.options)
+        self.digests = digests
+        self.documents = (
+            DocumentWriter(join_url(self.output, self.name), self.options)
+            if keep_documents
+            else _Counter()
+        )
         self.excluded = _RowSink(join_url(self.output, "_excluded", f"{self.stem}.parquet"))
         self.quarantined = _RowSink(join_url(self.output, "_quarantine", f"{self.stem}.parquet"))
 
+    def carry(self, folder: str) -> None:
+        """Start with the excluded and quarantined rows an earlier segment wrote for this
+        task under `folder`, so one file per task holds them all, in segment order."""
+        for sink, kind, schema in (
+            (self.excluded, "_excluded", EXCLUDED_SCHEMA),
+            (self.quarantined, "_quarantine", QUARANTINE_SCHEMA),
+        ):
+            url = join_url(folder, kind, f"{self.stem}.parquet")
+            fs, path = url_filesystem(url, self.options)
+            if fs.exists(path):
+                with fs.open(path, "rb") as handle:
+                    sink.add_table(pq.read_table(handle), schema, self.options)
+
     def exclude(self, doc: Document, stage: str, drop: Drop) -> None:
-        detail = _json(drop.detail) if drop.detail is not None else None
-        row = [doc.id, doc.source, stage, drop.reason, detail, doc.text, _json(doc.metadata)]
+        detail = to_json(drop.detail) if drop.detail is not None else None
+        row = [doc.id, doc.source, stage, drop.reason, detail, doc.text, to_json(doc.metadata)]
         self.excluded.add(row, EXCLUDED_SCHEMA, self.options)
 
     def quarantine(self, stage: str, location: str, doc_id, error: str, raw: bytes) -> None:
@@ -196,14 +233,32 @@ class _Sinks:
     def close(self) -> list[dict[str, Any]]:
         self.documents.close()
         written = [(self.name, self.documents.documents)]
+        if isinstance(self.documents, _Counter):
+            written = []
         for folder, sink in (("_excluded", self.excluded), ("_quarantine", self.quarantined)):
             if sink.close():
                 written.append((f"{folder}/{self.stem}.parquet", sink.count))
         outputs = []
         for name, records in written:
+            if not self.digests:
+                outputs.append({"path": name, "records": records})
+                continue
             size, digest = file_digest(join_url(self.output, name), self.options)
             outputs.append({"path": name, "size": size, "hash": digest, "records": records})
         return outputs
+
+
+class _Counter:
+    """Stands in for a document writer when kept documents need not be written."""
+
+    def __init__(self) -> None:
+        self.documents = 0
+
+    def write(self, doc: Document) -> None:
+        self.documents += 1
+
+    def close(self) -> None:
+        pass
 
 
 class _RowSink:
@@ -227,6 +282,18 @@ class _RowSink:
         if len(self.rows) >= self.FLUSH:
             self._flush()
 
+    def add_table(self, table: pa.Table, schema: pa.Schema, options) -> None:
+        """Append whole rows already in `schema` (written before any pending rows)."""
+        if table.num_rows == 0:
+            return
+        if self.writer is None:
+            self.writer = ParquetTableWriter(self.url, options)
+        self.schema = schema
+        if self.rows:
+            self._flush()
+        self.writer.write(table.select(schema.names).cast(schema))
+        self.count += table.num_rows
+
     def _flush(self) -> None:
         columns = list(zip(*self.rows, strict=True))
         arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self.schema, strict=True)]
@@ -242,5 +309,5 @@ class _RowSink:
         return True
 
 
-def _json(value: Any) -> str:
+def to_json(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()

@@ -3,4 +3,17 @@
 Entries are import paths so that a pipeline imports only the stages it uses.
 """
 
-BUILTIN_STAGES: dict[str, str] = {}
+BUILTIN_STAGES: dict[str, str] = {
+    "extract": "mixplane.stages.extract:Extract",
+    "normalize": "mixplane.stages.normalize:Normalize",
+    "langid": "mixplane.stages.langid:LanguageId",
+    "pii": "mixplane.stages.pii:Pii",
+    "gopher_quality": "mixplane.stages.quality.gopher_quality:GopherQuality",
+    "gopher_repetition": "mixplane.stages.quality.gopher_repetition:GopherRepetition",
+    "c4": "mixplane.stages.quality.c4:C4",
+    "fineweb": "mixplane.stages.quality.fineweb:FineWeb",
+    "wordlist": "mixplane.stages.quality.wordlist:WordList",
+    "score": "mixplane.stages.quality.score:Score",
+    "dedup_exact": "mixplane.stages.dedup.exact:ExactDedup",
+    "dedup_minhash": "mixplane.stages.dedup.near:MinHashDedup",
+}

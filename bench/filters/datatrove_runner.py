@@ -1,0 +1,96 @@
+"""Runs inside the datatrove virtual environment (started by agreement.py and throughput.py).
+
+Usage: python datatrove_runner.py MODE DOCS.jsonl OUT.jsonl
+  words:     datatrove's word split and sentence count of each document
+  filters:   keep/drop and reason of each of the four quality filters, run independently
+  chain:     the whole chain over all documents, timed; writes one JSON line of timings
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def _read(path):
+    from datatrove.data import Document
+
+    with open(path) as handle:
+        rows = [json.loads(line) for line in handle]
+    return [Document(text=row["text"], id=row["id"]) for row in rows]
+
+
+def _filters():
+    from datatrove.pipeline.filters import (
+        C4QualityFilter,
+        FineWebQualityFilter,
+        GopherQualityFilter,
+        GopherRepetitionFilter,
+    )
+
+    return {
+        "gopher_quality": GopherQualityFilter(),
+        "gopher_repetition": GopherRepetitionFilter(),
+        "c4": C4QualityFilter(),
+        "fineweb": FineWebQualityFilter(),
+    }
+
+
+def words(docs, out):
+    from datatrove.utils.text import split_into_sentences, split_into_words
+
+    for doc in docs:
+        lines = [line.strip() for line in doc.text.splitlines() if line.strip()]
+        row = {
+            "id": doc.id,
+            "words": split_into_words(doc.text, "en"),
+            "sentences": [len(split_into_sentences(line, "en")) for line in lines],
+        }
+        out.write(json.dumps(row) + "\n")
+
+
+def filters(docs, out):
+    from datatrove.data import Document
+
+    steps = _filters()
+    for doc in docs:
+        row = {"id": doc.id}
+        for name, step in steps.items():
+            copy = Document(text=doc.text, id=doc.id)
+            result = step.filter(copy)
+            keep, reason = (result, None) if isinstance(result, bool) else result
+            row[name] = {"keep": bool(keep), "reason": reason}
+        out.write(json.dumps(row) + "\n")
+
+
+def chain(docs, out):
+    from datatrove.pipeline.formatters import FTFYFormatter, PIIFormatter
+
+    steps = _filters()
+    ordered = [
+        FTFYFormatter(),
+        steps["gopher_repetition"],
+        steps["gopher_quality"],
+        steps["c4"],
+        steps["fineweb"],
+        PIIFormatter(),
+    ]
+    started = time.perf_counter()
+    stream = iter(docs)
+    for step in ordered:
+        stream = step.run(stream)
+    kept = sum(1 for _ in stream)
+    seconds = time.perf_counter() - started
+    out.write(json.dumps({"documents": len(docs), "kept": kept, "seconds": seconds}) + "\n")
+
+
+def main() -> None:
+    mode, source, target = sys.argv[1:4]
+    docs = _read(source)
+    with open(target, "w") as out:
+        {"words": words, "filters": filters, "chain": chain}[mode](docs, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Tokenize throughput: mixplane vs the raw `tokenizers` loop vs datatrove, same run.
+
+    .venv/bin/python bench/tokenize/run.py --megabytes 200 --files 4 --repeats 3
+
+Every tool tokenizes the same Parquet files with the same byte-level BPE (trained here on the
+corpus), single-threaded (TOKENIZERS_PARALLELISM=false), one worker. Tokens per second per
+core is tokens / CPU seconds of the timed work (all threads counted), so it does not depend on
+what else the machine runs. The raw loop only encodes texts already in memory: it is the
+limit. mixplane and datatrove also read Parquet, add EOS and write their files. The tools
+run interleaved, each `--repeats` times, and the best run of each is reported. `--workers 2`
+adds a wall-clock run of mixplane and datatrove with two worker processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+from corpus import write_corpus  # noqa: E402
+from peer_venv import ensure_venv  # noqa: E402
+
+from mixplane.store import TokenizedDataset  # noqa: E402
+from mixplane.tokenize import train_tokenizer  # noqa: E402
+
+ENV = os.environ | {"TOKENIZERS_PARALLELISM": "false", "RAYON_NUM_THREADS": "1"}
+
+
+def run_json(command: list[str]) -> dict:
+    done = subprocess.run(command, capture_output=True, text=True, env=ENV)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[1]} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def prepare(args) -> tuple[Path, Path, dict]:
+    data = Path(args.data) / f"{args.megabytes}mb-{args.files}"
+    stamp = data / "corpus.json"
+    if not stamp.exists():
+        print(f"writing corpus to {data}", file=sys.stderr)
+        shutil.rmtree(data, ignore_errors=True)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        summary = write_corpus(data / "parts", args.megabytes, args.files)
+        stamp.write_text(json.dumps(summary))
+    tokenizer = data / f"tokenizer-{args.vocab_size}.json"
+    if not tokenizer.exists():
+        print(f"training a {args.vocab_size}-entry BPE", file=sys.stderr)
+        train_tokenizer(
+            str(data / "parts"), args.vocab_size, str(tokenizer), max_documents=args.train_docs
+        )
+    return data / "parts", tokenizer, json.loads(stamp.read_text())
+
+
+def same_tokens(mixplane_out: Path, datatrove_files: list[str]) -> bool:
+    """datatrove's unshuffled files hold the same tokens as mixplane's shards, file by file."""
+    dataset = TokenizedDataset(mixplane_out)
+    ours = np.concatenate([np.asarray(dataset.shard(i).tokens) for i in range(len(dataset.shards))])
+    theirs = np.concatenate([np.fromfile(path, dtype="<u2") for path in datatrove_files])
+    return bool(np.array_equal(ours, theirs))
+
+
+def commands(python: str, datatrove: str | None, tokenizer: Path, parts: Path, batch: int):
+    """How to run each tool: a function of (output folder, workers) giving the command."""
+
+    def raw(method: str):
+        script = str(HERE / "raw_runner.py")
+        return lambda out, workers: [python, script, str(tokenizer), str(parts), str(batch), method]
+
+    def tool(interpreter: str, script: str):
+        script = str(HERE / script)
+        return lambda out, workers: [
+            interpreter,
+            script,
+            str(tokenizer),
+            str(parts),
+            str(out),
+            str(batch),
+            str(workers),
+        ]
+
+    tools = {
+        "raw encode_batch_fast": raw("encode_batch_fast"),
+        "raw encode_batch": raw("encode_batch"),
+        "mixplane": tool(python, "mixplane_runner.py"),
+    }
+    if datatrove is not None:
+        tools["datatrove"] = tool(datatrove, "datatrove_runner.py")
+    return tools
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--megabytes", type=float, default=20.0, help="text in the corpus")
+    parser.add_argument("--files", type=int, default=2)
+    parser.add_argument("--vocab-size", type=int, default=32_000)
+    parser.add_argument("--train-docs", type=int, default=3000)
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--workers", type=int, nargs="*", default=[])
+    parser.add_argument("--no-datatrove", action="store_true")
+    parser.add_argument("--data", default=str(HERE.parent / "data" / "tokenize"))
+    parser.add_argument("--out", default=str(HERE / "results.json"))
+    args = parser.parse_args()
+
+    parts, tokenizer, corpus = prepare(args)
+    datatrove = None
+    if not args.no_datatrove:
+        datatrove = ensure_venv("datatrove", ["datatrove[io]", "tokenizers"])
+    tools = commands(sys.executable, datatrove, tokenizer, parts, args.batch_size)
+    runs: dict[str, list[dict]] = {}
+    scaling: dict[str, dict] = {}
+    check = None
+    with tempfile.TemporaryDirectory(prefix="bench-tokenize-") as scratch:
+        for repeat in range(args.repeats):
+            outputs = {}
+            for name, command in tools.items():
+                outputs[name] = Path(scratch) / f"{name.replace(' ', '-')}-{repeat}"
+                result = run_json(command(outputs[name], 1))
+                if name == "datatrove" and check is None:
+                    check = same_tokens(outputs["mixplane"], result["files"])
+                result.pop("files", None)
+                result["tokens_per_cpu_second"] = result["tokens"] / result["cpu_seconds"]
+                runs.setdefault(name, []).append(result)
+                print(
+                    f"{name:>22}: {result['tokens_per_cpu_second']:>12,.0f} tokens/s/core "
+                    f"({result['wall_seconds']:.2f} s wall)",
+                    file=sys.stderr,
+                )
+            for out in outputs.values():
+                shutil.rmtree(out, ignore_errors=True)
+        for workers in args.workers:
+            for name in ("mixplane", "datatrove"):
+                if name not in tools:
+                    continue
+                out = Path(scratch) / f"{name}-x{workers}"
+                result = run_json(tools[name](out, workers))
+                scaling[f"{name} x{workers}"] = {
+                    "wall_seconds": round(result["wall_seconds"], 3),
+                    "tokens_per_second": round(result["tokens"] / result["wall_seconds"]),
+                }
+                shutil.rmtree(out, ignore_errors=True)
+
+    best = {name: max(r, key=lambda r: r["tokens_per_cpu_second"]) for name, r in runs.items()}
+    limit = best["raw encode_batch_fast"]["tokens_per_cpu_second"]
+    report = {
+        "corpus": corpus | {"files": args.files, "vocab_size": args.vocab_size},
+        "batch_size": args.batch_size,
+        "repeats": args.repeats,
+        "best": {
+            name: {
+                "tokens": r["tokens"],
+                "documents": r["documents"],
+                "cpu_seconds": round(r["cpu_seconds"], 3),
+                "wall_seconds": round(r["wall_seconds"], 3),
+                "tokens_per_cpu_second": round(r["tokens_per_cpu_second"]),
+                "share_of_limit": round(r["tokens_per_cpu_second"] / limit, 3),
+            }
+            for name, r in best.items()
+        },
+        "same_tokens_as_datatrove": check,
+        "scaling": scaling,
+    }
+    if "datatrove" in best:
+        ours, theirs = best["mixplane"], best["datatrove"]
+        report["mixplane_vs_datatrove"] = round(
+            ours["tokens_per_cpu_second"] / theirs["tokens_per_cpu_second"], 3
+        )
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The `Catalog`: register tokenized folders, list versions, select documents by predicate.
+
+Example:
+    >>> catalog = Catalog("catalog.duckdb")  # doctest: +SKIP
+    >>> catalog.register("out/tokens", name="web").ref  # doctest: +SKIP
+    'web@1'
+    >>> selection = catalog.select("language = 'de' AND score > 0.2")  # doctest: +SKIP
+    >>> selection["web"].documents, selection.tokens  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from mixplane.catalog.dataset import scan_folder
+from mixplane.catalog.predicate import ValidPredicate, check_predicate
+from mixplane.catalog.query import select_version
+from mixplane.catalog.registry import DatasetVersion, Registry
+from mixplane.catalog.selection import Selection
+
+DEFAULT_CATALOG = "catalog.duckdb"
+
+
+class Catalog:
+    """A catalog file; every call opens it briefly, so several processes can share it.
+
+    `storage_options` are passed to fsspec for datasets on object storage.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike = DEFAULT_CATALOG, storage_options: dict | None = None
+    ):
+        self.path = os.fspath(path)
+        self.storage_options = storage_options or {}
+
+    def register(self, folder: str, name: str) -> DatasetVersion:
+        """Record a tokenized folder as the next version of `name` (a no-op if unchanged)."""
+        return self.register_verbose(folder, name)[0]
+
+    def register_verbose(self, folder: str, name: str) -> tuple[DatasetVersion, bool]:
+        """Like `register`, also saying whether a new version was created."""
+        scan = scan_folder(folder, self.storage_options)
+        with Registry(self.path, writable=True) as registry:
+            return registry.add(scan, name)
+
+    def get(self, ref: str) -> DatasetVersion:
+        """`NAME` (latest version) or `NAME@N`."""
+        with Registry(self.path) as registry:
+            return registry.resolve(ref)
+
+    def latest(self) -> list[DatasetVersion]:
+        """The latest version of every dataset."""
+        with Registry(self.path) as registry:
+            return registry.latest()
+
+    def versions(self) -> list[DatasetVersion]:
+        """Every version of every dataset, by name then version."""
+        with Registry(self.path) as registry:
+            return [registry.get(name, number) for name, number in registry.versions()]
+
+    def resolve(self, datasets: Sequence[str] | None = None) -> list[DatasetVersion]:
+        """The versions a query runs on: the given refs, or the latest of every dataset."""
+        with Registry(self.path) as registry:
+            if not datasets:
+                return registry.latest()
+            return [registry.resolve(ref) for ref in datasets]
+
+    def validate(self, where: str, datasets: Sequence[str] | None = None) -> ValidPredicate:
+        """Check a predicate against the columns of the chosen datasets without running it."""
+        return check_predicate(where, columns_of(self.resolve(datasets)))
+
+    def select(self, where: str, datasets: Sequence[str] | None = None) -> Selection:
+        """The documents matching `where` in `datasets` (default: latest of every dataset).
+
+        A column that only some datasets have reads as NULL in the others.
+        """
+        versions = self.resolve(datasets)
+        columns = columns_of(versions)
+        predicate = check_predicate(where, columns)
+        parts = []
+        for version in versions:
+            present = {name.lower() for name in version.schema}
+            missing = {
+                name: kind
+                for name, kind in columns.items()
+                if name.lower() not in present and name in predicate.columns
+            }
+            parts.append(select_version(version, predicate, missing, self.storage_options))
+        return Selection(where, tuple(parts))
+
+
+def columns_of(versions: Sequence[DatasetVersion]) -> dict[str, str]:
+    """Every property column of `versions` with its type (the first version's, on conflict)."""
+    columns: dict[str, str] = {}
+    for version in versions:
+        for name, kind in version.schema.items():
+            columns.setdefault(name, kind)
+    return columns
+
+
+def describe_versions(versions: Sequence[DatasetVersion]) -> list[dict[str, Any]]:
+    return [version.summary() for version in versions]

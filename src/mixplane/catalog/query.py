@@ -1,0 +1,105 @@
+"""Running a validated predicate over one dataset version and returning its ranges.
+
+DuckDB scans the shards' metadata Parquet (only the columns the predicate reads, with row
+groups skipped by their statistics) and streams back the shard and row number of each match
+in Arrow batches; they are compressed into ranges batch by batch, so memory follows the number
+of ranges, not of matching documents.
+
+Example:
+    >>> part = select_version(version, check_predicate("language = 'de'", columns), {})
+    ... # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from mixplane.catalog.dataset import META_SUFFIX, list_meta_files
+from mixplane.catalog.engine import (
+    ROW_COLUMN,
+    SHARD_COLUMN,
+    documents_view,
+    engine_error,
+    sandbox,
+)
+from mixplane.catalog.predicate import ValidPredicate
+from mixplane.catalog.registry import DatasetVersion
+from mixplane.catalog.selection import DatasetSelection, merge_runs, runs_of
+from mixplane.errors import MixplaneError
+from mixplane.io.atomic import join_url
+
+BATCH_ROWS = 1 << 20
+
+
+def select_version(
+    version: DatasetVersion,
+    predicate: ValidPredicate,
+    missing: dict[str, str],
+    storage_options: dict[str, Any] | None = None,
+) -> DatasetSelection:
+    """The documents of `version` matching `predicate`, as ranges.
+
+    `missing` maps columns this version lacks (but other queried versions have) to a type;
+    they read as NULL here.
+    """
+    check_unchanged(version, storage_options)
+    urls = [join_url(version.uri, shard.stem + META_SUFFIX) for shard in version.shards]
+    connection = sandbox(urls, storage_options)
+    pieces = []
+    try:
+        connection.execute(
+            f"CREATE TEMP VIEW documents AS {documents_view(urls, version.schema, missing)}"
+        )
+        relation = connection.sql(
+            f"SELECT {SHARD_COLUMN}, {ROW_COLUMN}, coalesce(n_tokens, 0) FROM documents "
+            + predicate.framed()
+        )
+        for batch in _arrow_batches(relation):
+            shard, row, tokens = (np.asarray(column) for column in batch.columns)
+            pieces.append(runs_of(shard, row, tokens))
+    except duckdb.Error as error:
+        raise engine_error(error, f"query failed on {version.ref}") from error
+    finally:
+        connection.close()
+    shard, start, end, tokens = merge_runs(pieces)
+    return DatasetSelection.from_runs(
+        version.ref,
+        version.uri,
+        [s.stem for s in version.shards],
+        shard,
+        start,
+        end,
+        tokens,
+        version.documents,
+        version.tokens,
+        storage_options,
+    )
+
+
+def _arrow_batches(relation: duckdb.DuckDBPyRelation):
+    """The relation's rows as Arrow record batches (the method's name differs by version)."""
+    reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    return reader(BATCH_ROWS)
+
+
+def check_unchanged(version: DatasetVersion, storage_options: dict[str, Any] | None) -> None:
+    """Refuse to query a version whose metadata files changed since it was registered.
+
+    Versions are immutable: if the folder was rewritten, register it again (a new version)
+    rather than letting an old version silently return different documents.
+    """
+    try:
+        sizes = list_meta_files(version.uri, storage_options)
+    except MixplaneError as error:
+        raise MixplaneError(f"{version.ref}: its folder is gone ({error})") from error
+    for shard in version.shards:
+        size = sizes.get(shard.stem)
+        if size != shard.meta_size:
+            state = "is missing" if size is None else "changed"
+            raise MixplaneError(
+                f"{version.ref}: {shard.stem}{META_SUFFIX} in {version.uri} {state} since it "
+                f"was registered; register the folder again to make a new version"
+            )

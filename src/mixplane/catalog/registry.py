@@ -1,0 +1,256 @@
+"""The registry: datasets and their immutable versions, kept in a DuckDB file.
+
+Rows are only ever inserted. A version records where its shards are, the tokenizer, the
+schema of its properties, and per shard the document and token counts; registering changed
+data adds version N+1, and registering the same data again returns the version it already has.
+
+Example:
+    >>> with Registry("catalog.duckdb") as registry:  # doctest: +SKIP
+    ...     version = registry.add(scan, "web")
+    >>> version.ref  # doctest: +SKIP
+    'web@1'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import orjson
+
+from mixplane.catalog.dataset import FolderScan, Shard
+from mixplane.errors import MixplaneError
+
+REGISTRY_FORMAT = 1
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS catalog_info (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    """CREATE TABLE IF NOT EXISTS versions (
+        name VARCHAR, version INTEGER, uri VARCHAR, fingerprint VARCHAR,
+        documents BIGINT, tokens BIGINT, tokenizer VARCHAR, schema VARCHAR,
+        manifest VARCHAR, registered_at TIMESTAMP, PRIMARY KEY (name, version))""",
+    """CREATE TABLE IF NOT EXISTS shards (
+        name VARCHAR, version INTEGER, position INTEGER, stem VARCHAR,
+        documents BIGINT, tokens BIGINT, meta_size BIGINT,
+        PRIMARY KEY (name, version, position))""",
+]
+
+
+@dataclass(frozen=True)
+class DatasetVersion:
+    """One registered version of a dataset."""
+
+    name: str
+    version: int
+    uri: str
+    fingerprint: str
+    documents: int
+    tokens: int
+    tokenizer: dict[str, Any]
+    schema: dict[str, str]
+    shards: tuple[Shard, ...]
+    registered_at: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-friendly description (without the shard list)."""
+        return {
+            "dataset": self.ref,
+            "name": self.name,
+            "version": self.version,
+            "uri": self.uri,
+            "documents": self.documents,
+            "tokens": self.tokens,
+            "shards": len(self.shards),
+            "tokenizer": self.tokenizer,
+            "columns": self.schema,
+            "fingerprint": self.fingerprint,
+            "registered_at": self.registered_at,
+        }
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """`name` or `name@N` -> (name, N or None for the latest).
+
+    Example:
+        >>> parse_ref("web@2"), parse_ref("web")
+        (('web', 2), ('web', None))
+    """
+    name, _, version = ref.partition("@")
+    if not version:
+        return name, None
+    if not version.isdigit() or int(version) < 1:
+        raise MixplaneError(f"bad dataset reference {ref!r}; use NAME or NAME@N with N >= 1")
+    return name, int(version)
+
+
+class Registry:
+    """Access to a catalog file. Writes hold DuckDB's file lock only while registering."""
+
+    def __init__(self, path: str | os.PathLike, writable: bool = False):
+        self.path = os.fspath(path)
+        if not writable and not os.path.exists(self.path):
+            raise MixplaneError(
+                f"no catalog at {self.path}; create it with `mixplane catalog register`"
+            )
+        try:
+            self.connection = duckdb.connect(self.path, read_only=not writable)
+        except duckdb.Error as error:
+            raise MixplaneError(f"cannot open catalog {self.path}: {error}") from error
+        if writable:
+            for statement in _SCHEMA:
+                self.connection.execute(statement)
+            self.connection.execute(
+                "INSERT OR IGNORE INTO catalog_info VALUES ('format', ?)", [str(REGISTRY_FORMAT)]
+            )
+        self._check_format()
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def add(self, scan: FolderScan, name: str) -> tuple[DatasetVersion, bool]:
+        """Record `scan` as the next version of `name`; `(version, created)`.
+
+        Same fingerprint and location as the latest version: nothing is written and that
+        version comes back with `created=False`.
+        """
+        if not _NAME.match(name):
+            raise MixplaneError(
+                f"bad dataset name {name!r}: use letters, digits, '_', '-', '.' (max 128)"
+            )
+        connection = self.connection
+        connection.execute("BEGIN TRANSACTION")
+        try:
+            latest = connection.execute(
+                "SELECT version, fingerprint, uri FROM versions WHERE name = ? "
+                "ORDER BY version DESC LIMIT 1",
+                [name],
+            ).fetchone()
+            if latest and latest[1] == scan.fingerprint and latest[2] == scan.uri:
+                connection.execute("ROLLBACK")
+                return self.get(name, latest[0]), False
+            number = latest[0] + 1 if latest else 1
+            self._insert(scan, name, number)
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        return self.get(name, number), True
+
+    def _insert(self, scan: FolderScan, name: str, number: int) -> None:
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+        self.connection.execute(
+            "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                name,
+                number,
+                scan.uri,
+                scan.fingerprint,
+                scan.documents,
+                scan.tokens,
+                _json(scan.manifest.get("tokenizer") or {}),
+                _json(scan.schema),
+                _json(scan.manifest),
+                now,
+            ],
+        )
+        rows = [
+            (name, number, position, shard.stem, shard.documents, shard.tokens, shard.meta_size)
+            for position, shard in enumerate(scan.shards)
+        ]
+        self.connection.executemany("INSERT INTO shards VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def get(self, name: str, version: int | None = None) -> DatasetVersion:
+        """A version of `name` (the latest when `version` is None)."""
+        query = (
+            "SELECT name, version, uri, fingerprint, documents, tokens, tokenizer, schema, "
+            "strftime(registered_at, '%Y-%m-%dT%H:%M:%SZ') FROM versions WHERE name = ?"
+        )
+        if version is None:
+            row = self.connection.execute(
+                query + " ORDER BY version DESC LIMIT 1", [name]
+            ).fetchone()
+        else:
+            row = self.connection.execute(query + " AND version = ?", [name, version]).fetchone()
+        if row is None:
+            raise MixplaneError(self._unknown_message(name, version))
+        shards = self.connection.execute(
+            "SELECT stem, documents, tokens, meta_size FROM shards "
+            "WHERE name = ? AND version = ? ORDER BY position",
+            [row[0], row[1]],
+        ).fetchall()
+        return DatasetVersion(
+            name=row[0],
+            version=row[1],
+            uri=row[2],
+            fingerprint=row[3],
+            documents=row[4],
+            tokens=row[5],
+            tokenizer=orjson.loads(row[6]),
+            schema=orjson.loads(row[7]),
+            shards=tuple(Shard(*shard) for shard in shards),
+            registered_at=row[8],
+        )
+
+    def resolve(self, ref: str) -> DatasetVersion:
+        """`name` (latest version) or `name@N`."""
+        return self.get(*parse_ref(ref))
+
+    def versions(self) -> list[tuple[str, int]]:
+        """Every `(name, version)`, by name then version."""
+        return self.connection.execute(
+            "SELECT name, version FROM versions ORDER BY name, version"
+        ).fetchall()
+
+    def latest(self) -> list[DatasetVersion]:
+        """The latest version of every dataset, by name."""
+        rows = self.connection.execute(
+            "SELECT name, max(version) FROM versions GROUP BY name ORDER BY name"
+        ).fetchall()
+        return [self.get(name, version) for name, version in rows]
+
+    def manifest(self, name: str, version: int) -> dict[str, Any]:
+        row = self.connection.execute(
+            "SELECT manifest FROM versions WHERE name = ? AND version = ?", [name, version]
+        ).fetchone()
+        if row is None:
+            raise MixplaneError(self._unknown_message(name, version))
+        return orjson.loads(row[0])
+
+    def _unknown_message(self, name: str, version: int | None) -> str:
+        known = self.connection.execute(
+            "SELECT DISTINCT name FROM versions ORDER BY name"
+        ).fetchall()
+        names = ", ".join(row[0] for row in known) or "none yet"
+        if version is not None and any(row[0] == name for row in known):
+            return f"dataset {name} has no version {version}; see `mixplane catalog list`"
+        return f"no dataset named {name!r} in {self.path}; registered: {names}"
+
+    def _check_format(self) -> None:
+        try:
+            row = self.connection.execute(
+                "SELECT value FROM catalog_info WHERE key = 'format'"
+            ).fetchone()
+        except duckdb.CatalogException as error:
+            raise MixplaneError(f"{self.path} is not a mixplane catalog") from error
+        if row is None or int(row[0]) > REGISTRY_FORMAT:
+            raise MixplaneError(
+                f"{self.path}: catalog format {row and row[0]} is newer than this mixplane reads"
+            )
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()

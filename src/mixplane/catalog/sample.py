@@ -1,0 +1,93 @@
+"""Example documents from a selection: their properties and their text decoded from tokens.
+
+Examples are spread evenly over the selection (the same ones every time), read from the shard
+metadata, and decoded with the tokenizer saved beside the shards.
+
+Example:
+    >>> rows = sample_documents(selection["web"], 3)  # doctest: +SKIP
+    >>> rows[0]["id"], rows[0]["text"][:40]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from mixplane.catalog.selection import DatasetSelection
+from mixplane.errors import MixplaneError
+from mixplane.io.urls import url_filesystem
+
+
+def spread_positions(total: int, k: int) -> np.ndarray:
+    """`k` evenly spread positions in `range(total)` (all of them when `k >= total`).
+
+    Example:
+        >>> spread_positions(10, 3).tolist()
+        [1, 5, 8]
+    """
+    if k >= total:
+        return np.arange(total, dtype=np.int64)
+    return ((np.arange(k, dtype=np.float64) + 0.5) * total / k).astype(np.int64)
+
+
+def locate(part: DatasetSelection, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`(shard, document index)` of the selection's documents at `positions` (in range order)."""
+    ends = np.cumsum(part.document_counts())
+    ranges = np.searchsorted(ends, positions, side="right")
+    before = ends[ranges] - part.document_counts()[ranges]
+    return part.shard[ranges], part.start[ranges] + (positions - before)
+
+
+def sample_documents(part: DatasetSelection, k: int, decode: bool = True) -> list[dict[str, Any]]:
+    """Up to `k` selected documents: shard, index, properties and (with `decode`) text."""
+    storage_options = part.storage_options
+    shards, indices = locate(part, spread_positions(part.documents, k))
+    decoder = _Decoder(part.uri, storage_options) if decode else None
+    examples = []
+    for shard, index in zip(shards.tolist(), indices.tolist(), strict=True):
+        stem = part.shards[shard]
+        row = _meta_row(part.shard_path(shard) + ".meta.parquet", index, storage_options)
+        example = {"dataset": part.dataset, "shard": stem, "index": index, **row}
+        if decoder is not None:
+            example["text"] = decoder.text(stem, index)
+        examples.append(example)
+    return examples
+
+
+def _meta_row(url: str, index: int, storage_options: dict[str, Any] | None) -> dict[str, Any]:
+    fs, path = url_filesystem(url, storage_options)
+    with fs.open(path, "rb") as handle:
+        parquet = pq.ParquetFile(handle)
+        # Read only the row group holding the row.
+        first = 0
+        for group in range(parquet.num_row_groups):
+            rows = parquet.metadata.row_group(group).num_rows
+            if index < first + rows:
+                table = parquet.read_row_group(group)
+                return table.slice(index - first, 1).to_pylist()[0]
+            first += rows
+    raise MixplaneError(f"{url}: has no row {index}; the shard changed since it was registered")
+
+
+class _Decoder:
+    """Decodes documents of one dataset folder; without token files, text is None."""
+
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None):
+        from mixplane.store import TokenizedDataset
+
+        try:
+            self.dataset = TokenizedDataset(uri, storage_options)
+            self.tokenizer = self.dataset.tokenizer()
+        except (MixplaneError, KeyError, OSError):
+            self.dataset = None
+
+    def text(self, stem: str, index: int) -> str | None:
+        if self.dataset is None:
+            return None
+        try:
+            tokens = self.dataset.shard(stem).document(index)
+        except (MixplaneError, KeyError, OSError):
+            return None
+        return self.tokenizer.decode(tokens.tolist())

@@ -1,0 +1,136 @@
+"""`mixplane tokenize`, `mixplane train-tokenizer` and `mixplane export`."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from mixplane.cli.common import JSON_OPTION, console, print_json, progress
+from mixplane.errors import ConfigError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tokenize")(tokenize)
+    app.command("train-tokenizer")(train_tokenizer_command)
+    app.command("export")(export)
+
+
+def tokenize(
+    input: list[str] = typer.Argument(
+        ..., help="Processed folder(s), files or globs to tokenize.", show_default=False
+    ),
+    output: str = typer.Argument(..., help="Output folder for the token shards."),
+    tokenizer: str = typer.Option(
+        ..., "--tokenizer", "-t", help="tokenizer.json, a .model file, tiktoken:NAME or hub name."
+    ),
+    bos: bool = typer.Option(False, "--bos", help="Add the BOS token before every document."),
+    eos: bool = typer.Option(False, "--eos", help="Add the EOS token after every document."),
+    bos_token: str | None = typer.Option(None, "--bos-token", help="BOS token text to use."),
+    eos_token: str | None = typer.Option(None, "--eos-token", help="EOS token text to use."),
+    batch_size: int = typer.Option(1000, "--batch-size", help="Documents per encode call."),
+    workers: int = typer.Option(1, "--workers", "-w", help="Parallel tasks (one per file)."),
+    executor: str = typer.Option("local", "--executor", help="'local' or 'ray'."),
+    shard_size_mb: float = typer.Option(
+        256.0, "--shard-size-mb", help="Target size of each shard's token file."
+    ),
+    text_key: str = typer.Option("text", "--text-key", help="Field holding the text."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Tokenize documents into memory-mappable token shards with per-document metadata.
+
+    The last argument is the output folder. Reruns skip input files already tokenized with
+    the same options, so an interrupted run can simply be repeated.
+    """
+    from mixplane.tokenize import TokenizeConfig, tokenize_dataset
+
+    if not input:
+        raise ConfigError("give at least one input and the output folder")
+    config = TokenizeConfig.parse(
+        {
+            "input": [{"path": path, "text_key": text_key} for path in input],
+            "output": output,
+            "tokenizer": tokenizer,
+            "bos": bos,
+            "eos": eos,
+            "bos_token": bos_token,
+            "eos_token": eos_token,
+            "batch_size": batch_size,
+            "workers": workers,
+            "executor": executor,
+            "shard_size_mb": shard_size_mb,
+        }
+    )
+    with progress(as_json) as bar:
+        handle = bar.add_task("tokenizing", total=None)
+        result = tokenize_dataset(
+            config,
+            on_planned=lambda tasks: bar.update(handle, total=len(tasks)),
+            on_done=lambda _: bar.advance(handle),
+        )
+    stats = result.stats
+    if as_json:
+        print_json({"stats": stats, "manifest": result.manifest})
+        return
+    table = Table(title=f"tokenized in {result.seconds:.1f}s", title_justify="left")
+    for column in ("documents", "tokens", "shards", "quarantined", "tokens/s"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{stats['documents']:,}",
+        f"{stats['tokens']:,}",
+        f"{stats['shards']:,}",
+        f"{stats['quarantined']:,}",
+        f"{stats['tokens_per_second']:,}",
+    )
+    console.print(table)
+    if stats["skipped_tasks"]:
+        console.print(f"{stats['skipped_tasks']} of {stats['tasks']} files were already done")
+    console.print(f"manifest: {result.manifest}")
+
+
+def train_tokenizer_command(
+    input: list[str] = typer.Argument(..., help="Corpus: folders, files or globs."),
+    vocab_size: int = typer.Option(..., "--vocab-size", help="Vocabulary size to train."),
+    out: str = typer.Option("tokenizer.json", "--out", "-o", help="Where to save the tokenizer."),
+    min_frequency: int = typer.Option(2, "--min-frequency", help="Minimum pair count to merge."),
+    max_documents: int | None = typer.Option(
+        None, "--max-documents", help="Train on the first N documents only."
+    ),
+    text_key: str = typer.Option("text", "--text-key", help="Field holding the text."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Train a byte-level BPE tokenizer and save it as a tokenizer.json."""
+    from mixplane.process.config import InputConfig
+    from mixplane.tokenize import train_tokenizer
+
+    specs = [InputConfig(path=path, text_key=text_key) for path in input]
+    summary = train_tokenizer(
+        specs, vocab_size, out, min_frequency=min_frequency, max_documents=max_documents
+    )
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(
+            f"trained a {summary['vocab_size']:,}-entry byte-level BPE on "
+            f"{summary['documents']:,} documents: {summary['out']}"
+        )
+
+
+def export(
+    dataset: str = typer.Argument(..., help="Tokenized dataset folder."),
+    out: str = typer.Argument(..., help="Output prefix: writes OUT.bin and OUT.idx."),
+    format: str = typer.Option("megatron", "--format", help="Export format: megatron."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Export a tokenized dataset to another trainer's format (Megatron's .bin/.idx)."""
+    from mixplane.store import export_megatron
+
+    if format != "megatron":
+        raise ConfigError(f"unknown export format {format!r}; valid formats: megatron")
+    summary = export_megatron(dataset, out)
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(
+            f"exported {summary['documents']:,} documents, {summary['tokens']:,} tokens "
+            f"({summary['dtype']}): {summary['bin']}, {summary['idx']}"
+        )

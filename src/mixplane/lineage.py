@@ -1,0 +1,242 @@
+"""Lineage: from any output folder back to the raw inputs and configs that produced it.
+
+Every step (`process`, `tokenize`...) writes `_manifest.json` with its config, its `inputs`
+(URL, size, fingerprint), its `outputs` (path, size, hash) and its `parents` (the manifests of
+the folders its inputs came from). `trace` follows `parents` to the start; `verify` recomputes
+the hash of every file named on the way and reports each one that is missing or changed.
+
+Example:
+    >>> steps = trace("out/tokens")  # doctest: +SKIP
+    >>> [step.kind for step in steps]  # doctest: +SKIP
+    ['tokenize', 'process']
+    >>> [c.url for c in verify(steps) if not c.ok]  # doctest: +SKIP
+    ['out/tokens/shard-00000-000.bin']
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from mixplane.errors import InputError
+from mixplane.io.atomic import is_local, join_url, local_path
+from mixplane.io.urls import url_filesystem
+from mixplane.manifest import MANIFEST, file_digest, read_json
+
+HASH_THREADS = 4
+
+
+@dataclass(frozen=True)
+class RecordedFile:
+    """A file a manifest vouches for: where it is and the size and hash it had."""
+
+    url: str
+    size: int | None
+    hash: str
+    role: str  # "output" (written by the step) or "input" (read by it)
+
+
+@dataclass
+class Step:
+    """One manifest on the way back, with what it says about its inputs and outputs."""
+
+    manifest_url: str
+    folder: str
+    manifest: dict[str, Any]
+    parents: list[str]
+    missing_parents: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return str(self.manifest.get("kind", "unknown"))
+
+    @property
+    def inputs(self) -> list[dict[str, Any]]:
+        return list(self.manifest.get("inputs") or [])
+
+    @property
+    def outputs(self) -> list[dict[str, Any]]:
+        return list(self.manifest.get("outputs") or [])
+
+    def files(self) -> list[RecordedFile]:
+        """Outputs (relative to the folder) and inputs with their recorded hashes."""
+        found = []
+        for output in self.outputs:
+            path = output.get("path") or output.get("url")
+            if path and output.get("hash"):
+                url = path if "://" in path or path.startswith("/") else join_url(self.folder, path)
+                found.append(RecordedFile(url, output.get("size"), output["hash"], "output"))
+        for item in self.inputs:
+            digest = item.get("fingerprint") or item.get("hash")
+            if item.get("url") and digest:
+                found.append(RecordedFile(item["url"], item.get("size"), digest, "input"))
+        return found
+
+    def raw_inputs(self, traced_folders: set[str]) -> list[dict[str, Any]]:
+        """Inputs that no traced step produced: the raw data at the start of the chain."""
+        return [
+            item
+            for item in self.inputs
+            if posixpath.dirname(str(item.get("url", ""))).rstrip("/") not in traced_folders
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        manifest = self.manifest
+        return {
+            "manifest": self.manifest_url,
+            "folder": self.folder,
+            "kind": self.kind,
+            "created_at": manifest.get("created_at"),
+            "tool_version": manifest.get("version"),
+            "config_hash": manifest.get("config_hash"),
+            "config": manifest.get("config"),
+            "stats": manifest.get("stats"),
+            "inputs": len(self.inputs),
+            "outputs": len(self.outputs),
+            "parents": self.parents,
+            "missing_parents": self.missing_parents,
+        }
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """The verification of one recorded file."""
+
+    step: str  # manifest URL that recorded it
+    url: str
+    role: str
+    expected: str
+    actual: str | None  # None when the file is missing
+    expected_size: int | None
+    actual_size: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.actual == self.expected and (
+            self.expected_size is None or self.actual_size == self.expected_size
+        )
+
+    @property
+    def problem(self) -> str:
+        if self.actual is None:
+            return "missing"
+        if self.ok:
+            return ""
+        if self.expected_size is not None and self.actual_size != self.expected_size:
+            return f"size {self.actual_size} differs from the recorded {self.expected_size}"
+        return "content hash differs from the recorded one"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "role": self.role,
+            "step": self.step,
+            "ok": self.ok,
+            "problem": self.problem,
+            "expected": self.expected,
+            "actual": self.actual,
+        }
+
+
+def manifest_url_of(location: str) -> str:
+    """The manifest of a folder, or the manifest itself when given one (local: absolute)."""
+    location = location.rstrip("/")
+    if is_local(location):
+        location = os.path.abspath(local_path(location))
+    return location if location.endswith(MANIFEST) else join_url(location, MANIFEST)
+
+
+def trace(location: str, storage_options: dict[str, Any] | None = None) -> list[Step]:
+    """Every step from `location` back to the raw inputs, breadth first (the start first)."""
+    first = manifest_url_of(location)
+    if not _exists(first, storage_options):
+        raise InputError(f"{first}: missing; lineage starts from a folder written by mixplane")
+    steps: list[Step] = []
+    queue, seen = [first], {first}
+    while queue:
+        url = queue.pop(0)
+        manifest = _read_manifest(url, storage_options)
+        folder = posixpath.dirname(url)
+        step = Step(url, folder, manifest, [])
+        for parent in _parent_urls(manifest, folder):
+            step.parents.append(parent)
+            if not _exists(parent, storage_options):
+                step.missing_parents.append(parent)
+            elif parent not in seen:
+                seen.add(parent)
+                queue.append(parent)
+        steps.append(step)
+    return steps
+
+
+def verify(
+    steps: list[Step],
+    storage_options: dict[str, Any] | None = None,
+    on_checked: Callable[[FileCheck], None] | None = None,
+) -> list[FileCheck]:
+    """Recompute the hash of every file the steps record (each file once), in parallel."""
+
+    def check(item: tuple[Step, RecordedFile]) -> FileCheck:
+        step, recorded = item
+        try:
+            size, digest = file_digest(recorded.url, storage_options)
+        except (FileNotFoundError, IsADirectoryError):
+            size, digest = None, None
+        result = FileCheck(
+            step.manifest_url,
+            recorded.url,
+            recorded.role,
+            recorded.hash,
+            digest,
+            recorded.size,
+            size,
+        )
+        if on_checked:
+            on_checked(result)
+        return result
+
+    with ThreadPoolExecutor(HASH_THREADS) as pool:
+        return list(pool.map(check, recorded_files(steps)))
+
+
+def recorded_files(steps: list[Step]) -> list[tuple[Step, RecordedFile]]:
+    """Every file the steps vouch for, once (an output of one step is often the next's input)."""
+    wanted: dict[tuple[str, str], tuple[Step, RecordedFile]] = {}
+    for step in steps:
+        for recorded in step.files():
+            wanted.setdefault((recorded.url, recorded.hash), (step, recorded))
+    return list(wanted.values())
+
+
+def _parent_urls(manifest: dict[str, Any], folder: str) -> list[str]:
+    """Parents as manifest URLs; entries may be URLs, folders or `{"url": ...}` objects."""
+    found = []
+    for parent in manifest.get("parents") or []:
+        if isinstance(parent, dict):
+            parent = parent.get("manifest") or parent.get("url") or parent.get("path")
+        if not parent:
+            continue
+        parent = str(parent)
+        if "://" not in parent and not parent.startswith("/") and is_local(folder):
+            parent = posixpath.normpath(posixpath.join(folder, parent))
+        found.append(manifest_url_of(parent))
+    return found
+
+
+def _read_manifest(url: str, storage_options: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        manifest = read_json(url, storage_options)
+    except ValueError as error:
+        raise InputError(f"{url}: not valid JSON ({error})") from error
+    if not isinstance(manifest, dict):
+        raise InputError(f"{url}: a manifest is a JSON object")
+    return manifest
+
+
+def _exists(url: str, storage_options: dict[str, Any] | None) -> bool:
+    fs, path = url_filesystem(url, storage_options)
+    return fs.exists(path)

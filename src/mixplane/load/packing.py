@@ -1,0 +1,155 @@
+"""One component packed into fixed-length sequences, reshuffled every epoch (pure numpy).
+
+The documents of an epoch are laid end to end in a seeded random order (each followed by its
+EOS when one is appended), and the stream is cut every `seq_len` tokens; a document longer
+than what is left of a sequence continues in the next one. The tail shorter than a sequence
+is left out of that epoch (the next epoch's order differs, so different tokens fall there).
+
+Sequence k of epoch e is found with two binary searches in the cumulative token counts of
+the epoch's order; only two arrays per epoch are held (the order and its cumulative ends).
+
+Example:
+    >>> packed = PackedComponent(np.array([5, 3, 9, 2]), seq_len=4, seed=0, key="a")
+    >>> packed.sequences_per_epoch
+    4
+    >>> spans = packed.spans(np.array([0, 1]))
+    >>> spans.row.tolist(), (spans.stop - spans.begin).tolist()
+    ([0, 0, 1], [3, 1, 4])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from mixplane.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Spans:
+    """Pieces of documents that make up a block of sequences, in order.
+
+    `row` is the sequence (0..n-1 of the request), `document` the component-local document,
+    `begin`/`stop` the token range inside the document (its EOS, when appended, is the
+    position just after its stored tokens), `column` where the piece starts in its row.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("row", "document", "begin", "stop", "column")
+
+    row: np.ndarray
+    document: np.ndarray
+    begin: np.ndarray
+    stop: np.ndarray
+    column: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    @staticmethod
+    def concatenate(parts: list[Spans]) -> Spans:
+        return Spans(*(np.concatenate([getattr(p, f) for p in parts]) for f in Spans.FIELDS))
+
+    def take(self, order: np.ndarray) -> Spans:
+        return Spans(*(getattr(self, f)[order] for f in Spans.FIELDS))
+
+
+def stable_key(name: str) -> int:
+    """A 64-bit number for a component name, the same on every machine and Python run."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+
+
+class PackedComponent:
+    """`lengths[i]` tokens for document i (its EOS included when one is appended)."""
+
+    def __init__(
+        self, lengths: np.ndarray, seq_len: int, seed: int, key: str, cached_epochs: int = 2
+    ):
+        self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        self.seq_len = int(seq_len)
+        self.seed = int(seed)
+        self.key = key
+        self.total_tokens = int(self.lengths.sum())
+        self.sequences_per_epoch = self.total_tokens // self.seq_len
+        if self.sequences_per_epoch == 0:
+            raise ConfigError(
+                f"component {key!r} holds {self.total_tokens} tokens in {len(self.lengths)} "
+                f"documents, less than one sequence of seq_len {self.seq_len}: widen its "
+                "predicate or lower seq_len"
+            )
+        if np.any(self.lengths <= 0):
+            raise ConfigError(f"component {key!r} has documents without tokens")
+        self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._cached_epochs = cached_epochs
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_cache"], state["_lock"] = OrderedDict(), None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def order(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
+        """`(documents in epoch order, cumulative token ends in that order)`."""
+        with self._lock:
+            if epoch in self._cache:
+                self._cache.move_to_end(epoch)
+                return self._cache[epoch]
+        seeds = np.random.SeedSequence([self.seed, stable_key(self.key), epoch])
+        permutation = np.random.Generator(np.random.PCG64(seeds)).permutation(len(self.lengths))
+        index_type = np.int32 if len(self.lengths) < 2**31 else np.int64
+        permutation = permutation.astype(index_type)
+        ends = np.cumsum(self.lengths[permutation])
+        with self._lock:
+            self._cache[epoch] = (permutation, ends)
+            while len(self._cache) > self._cached_epochs:
+                self._cache.popitem(last=False)
+        return permutation, ends
+
+    def spans(self, indices: np.ndarray) -> Spans:
+        """The document pieces of the component's sequences `indices` (over all epochs)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        epochs, within = np.divmod(indices, self.sequences_per_epoch)
+        parts = []
+        for epoch in np.unique(epochs):
+            mine = np.flatnonzero(epochs == epoch)
+            parts.append(self._epoch_spans(int(epoch), within[mine], mine))
+        if len(parts) == 1:
+            return parts[0]
+        spans = Spans.concatenate(parts)
+        return spans.take(np.argsort(spans.row, kind="stable"))
+
+    def _epoch_spans(self, epoch: int, sequences: np.ndarray, rows: np.ndarray) -> Spans:
+        permutation, ends = self.order(epoch)
+        first_token = sequences * self.seq_len
+        last_token = first_token + self.seq_len - 1
+        first = np.searchsorted(ends, first_token, side="right")
+        last = np.searchsorted(ends, last_token, side="right")
+        counts = last - first + 1
+        row = np.repeat(rows, counts)
+        # Position of each piece inside its sequence's run of documents: 0, 1, 2...
+        run_start = np.repeat(np.cumsum(counts) - counts, counts)
+        ordinal = first.repeat(counts) + (np.arange(len(row)) - run_start)
+        document_end = ends[ordinal]
+        document_start = document_end - self.lengths[permutation[ordinal]]
+        sequence_start = np.repeat(first_token, counts)
+        begin = np.maximum(sequence_start, document_start) - document_start
+        stop = np.minimum(sequence_start + self.seq_len, document_end) - document_start
+        column = np.maximum(document_start - sequence_start, 0)
+        return Spans(
+            row.astype(np.int64),
+            permutation[ordinal].astype(np.int64),
+            begin,
+            stop,
+            column,
+        )

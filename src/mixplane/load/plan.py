@@ -1,0 +1,156 @@
+"""The sample plan: global position -> component -> sequence -> document pieces (pure).
+
+It joins the blend (which component fills each position, under the schedule and weight
+changes) with each component's packing (which document pieces make its k-th sequence).
+Nothing here reads files: inputs are token counts per document, outputs are index arrays.
+
+Example:
+    >>> from mixplane.mix import MixtureSpec, MixtureTree
+    >>> spec = MixtureSpec.parse({"seq_len": 4, "components": {
+    ...     "a": {"weight": 0.5}, "b": {"weight": 0.5}}})
+    >>> plan = SamplePlan(spec, MixtureTree(spec), [np.full(10, 3), np.full(10, 5)])
+    >>> block = plan.block(np.arange(4))
+    >>> block.components.tolist(), block.indices.tolist()
+    ([0, 1, 0, 1], [0, 0, 1, 1])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mixplane.errors import ConfigError
+from mixplane.load.packing import PackedComponent, Spans
+from mixplane.mix.blend import NO_CAP, Blend
+from mixplane.mix.spec import MixtureSpec
+from mixplane.mix.tree import MixtureTree
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block of positions: their components, sequence indices and document pieces.
+
+    `spans.row` indexes the block's positions; `spans.document` is component-local and
+    `span_component` says which component each piece belongs to.
+    """
+
+    positions: np.ndarray
+    components: np.ndarray
+    indices: np.ndarray
+    spans: Spans
+    span_component: np.ndarray
+
+
+class SamplePlan:
+    """The whole stream of a mixture as a function of position.
+
+    `lengths[c]` holds the token count of every document of leaf c (EOS included when one is
+    appended). `weight_changes` are `{"step": s, "weights": {...}}` made by `set_weights`.
+    """
+
+    def __init__(
+        self,
+        spec: MixtureSpec,
+        tree: MixtureTree,
+        lengths: Sequence[np.ndarray],
+        weight_changes: Sequence[Mapping[str, Any]] = (),
+    ):
+        if len(lengths) != len(tree.leaves):
+            raise ValueError(f"expected {len(tree.leaves)} components, got {len(lengths)}")
+        self.spec = spec
+        self.tree = tree
+        self.components = [
+            PackedComponent(lengths[c], spec.seq_len, spec.seed, leaf.name)
+            for c, leaf in enumerate(tree.leaves)
+        ]
+        self.leaf_tokens = np.array([p.total_tokens for p in self.components], dtype=np.float64)
+        self.caps = np.array(
+            [_cap(leaf.max_epochs, p.sequences_per_epoch) for leaf, p in self._pairs()],
+            dtype=np.int64,
+        )
+        self.stop = np.array([leaf.on_exhausted == "stop" for leaf in tree.leaves])
+        self.weight_changes: list[dict[str, Any]] = []
+        for change in weight_changes:
+            self._record(change["step"], change["weights"])
+        self.blend = self._make_blend()
+
+    def _pairs(self):
+        return zip(self.tree.leaves, self.components)
+
+    @property
+    def names(self) -> list[str]:
+        return self.tree.names
+
+    @property
+    def length(self) -> int | None:
+        """Positions in the stream (None: endless)."""
+        return self.blend.length
+
+    def _record(self, step: int, weights: Mapping[str, float]) -> None:
+        step = int(step)
+        if step < 0:
+            raise ConfigError(f"set_weights: step must be >= 0, got {step}")
+        weights = {str(k): float(v) for k, v in weights.items()}
+        self.tree.check_overrides(weights, where=f"set_weights at step {step}")
+        self.weight_changes = [c for c in self.weight_changes if c["step"] != step]
+        self.weight_changes.append({"step": step, "weights": weights})
+        self.weight_changes.sort(key=lambda c: c["step"])
+
+    def set_weights(self, step: int, weights: Mapping[str, float]) -> None:
+        """From `step` on, these sibling weights hold (recorded; the blend is rebuilt)."""
+        self._record(step, weights)
+        self.blend = self._make_blend()
+
+    def switches(self) -> list[tuple[int, np.ndarray]]:
+        """`(position, leaf weights)` at each point where the weights change."""
+        batch = self.spec.global_batch_size
+        entries = [(e.step, 0, e.weights) for e in self.spec.schedule]
+        entries += [(c["step"], 1, c["weights"]) for c in self.weight_changes]
+        overrides: dict[str, float] = {}
+        switches = [(0, self.tree.leaf_weights(self.leaf_tokens))]
+        for step, _, weights in sorted(entries, key=lambda e: (e[0], e[1])):
+            overrides.update(weights)
+            leaf = self.tree.leaf_weights(self.leaf_tokens, overrides)
+            position = step * batch
+            if switches[-1][0] == position:
+                switches[-1] = (position, leaf)
+            elif not np.array_equal(switches[-1][1], leaf):
+                switches.append((position, leaf))
+        return switches
+
+    def _make_blend(self) -> Blend:
+        return Blend(self.switches(), self.caps, self.stop, self.spec.weight_resolution)
+
+    def block(self, positions: np.ndarray) -> Block:
+        """Everything needed to read the sequences at `positions`."""
+        positions = np.asarray(positions, dtype=np.int64)
+        components, indices = self.blend.lookup(positions)
+        parts, owners = [], []
+        for c in np.unique(components):
+            rows = np.flatnonzero(components == c)
+            spans = self.components[c].spans(indices[rows])
+            parts.append(Spans(rows[spans.row], spans.document, spans.begin, spans.stop, spans.column))
+            owners.append(np.full(len(spans), c, dtype=np.int32))
+        spans = Spans.concatenate(parts) if parts else _no_spans()
+        owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int32)
+        order = np.lexsort((spans.column, spans.row))
+        return Block(positions, components, indices, spans.take(order), owner[order])
+
+    def epochs_at(self, position: int) -> np.ndarray:
+        """Epochs each component has gone through by `position` (fractional)."""
+        counts = self.blend.counts_before(position)
+        per_epoch = np.array([p.sequences_per_epoch for p in self.components], dtype=np.float64)
+        return counts / per_epoch
+
+
+def _cap(max_epochs: float | None, per_epoch: int) -> int:
+    return NO_CAP if max_epochs is None else math.floor(max_epochs * per_epoch)
+
+
+def _no_spans() -> Spans:
+    empty = np.zeros(0, dtype=np.int64)
+    return Spans(empty, empty, empty, empty, empty)

@@ -1,0 +1,186 @@
+"""From a mixture spec to concrete documents: run each component's query on the catalog.
+
+This is where the loader meets the catalog: every leaf component's predicate becomes a
+selection (ranges of documents per shard), overlaps between components are checked or
+resolved, and each document's token count is read (from shard indexes, or from the metadata
+for remote data). Bad specs fail here, before any training step, with the component named.
+
+Example:
+    >>> resolved = resolve_mixture(MixtureSpec.from_yaml("mixture.yaml"))  # doctest: +SKIP
+    >>> resolved.tree.names, [r.documents for r in resolved.ranges]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from mixplane.errors import ConfigError, MixplaneError
+from mixplane.load import ranges as iv
+from mixplane.load.cache import local_copy
+from mixplane.load.ranges import DocumentRanges, ShardKey
+from mixplane.load.source import TokenSource
+from mixplane.mix.spec import MixtureSpec
+from mixplane.mix.tree import MixtureTree
+
+EVERYTHING = "TRUE"
+
+
+@dataclass
+class ResolvedMixture:
+    """The documents of every leaf component, over one shared list of shards."""
+
+    spec: MixtureSpec
+    tree: MixtureTree
+    shards: tuple[ShardKey, ...]
+    ranges: list[DocumentRanges]
+    lengths: list[np.ndarray]  # per leaf, per document: tokens (+1 when an EOS is appended)
+    eos_id: int | None
+    datasets: list[dict[str, Any]]  # ref, fingerprint, tokenizer of every dataset used
+    fingerprint: str  # of the spec and the exact data versions
+
+    def source(self, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
+        spec = self.spec
+        return TokenSource(self.shards, self.eos_id, dtype, spec.storage_options, spec.cache_dir)
+
+
+def open_catalog(spec: MixtureSpec):
+    from mixplane.catalog import Catalog
+
+    if not spec.catalog:
+        raise ConfigError("the mixture names no catalog; add `catalog: PATH` to it")
+    path = local_copy(spec.catalog, spec.cache_dir, spec.storage_options)
+    return Catalog(path, storage_options=spec.storage_options)
+
+
+def resolve_mixture(spec: MixtureSpec, catalog=None) -> ResolvedMixture:
+    """Select every leaf's documents and read their token counts."""
+    tree = MixtureTree(spec)
+    catalog = catalog if catalog is not None else open_catalog(spec)
+    selected, versions = [], {}
+    for leaf in tree.leaves:
+        where = leaf.where or EVERYTHING
+        try:
+            selection = catalog.select(where, datasets=list(leaf.datasets or []) or None)
+        except MixplaneError as error:
+            raise ConfigError(f"component {leaf.name!r}: {error}") from None
+        if selection.documents == 0:
+            raise ConfigError(
+                f"component {leaf.name!r}: no document matches {where!r}"
+                + (f" in {list(leaf.datasets)}" if leaf.datasets else "")
+            )
+        parts = []
+        for part in selection:
+            keys = [(part.uri, stem) for stem in part.shards]
+            parts.append(DocumentRanges.build(keys, part.shard, part.start, part.end))
+            versions.setdefault(part.uri, part.dataset)
+        selected.append(DocumentRanges.join(parts))
+    selected = settle_overlaps(tree.names, selected, spec.overlap)
+    infos = [_dataset_info(catalog, ref) for ref in sorted(set(versions.values()))]
+    shards, selected = _shared_shards(selected)
+    eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
+    source = TokenSource(shards, eos_id, storage_options=spec.storage_options,
+                         cache_dir=spec.cache_dir)
+    stored: dict[int, np.ndarray] = {}
+
+    def per_shard(number: int) -> np.ndarray:
+        if number not in stored:
+            extra = int(append[shards[number][0]])
+            stored[number] = source.stored_lengths(number) + extra
+        return stored[number]
+
+    lengths = [ranges.gather(per_shard) for ranges in selected]
+    fingerprint = _fingerprint(spec, infos)
+    return ResolvedMixture(spec, tree, shards, selected, lengths, eos_id, infos, fingerprint)
+
+
+def settle_overlaps(
+    names: list[str], selected: list[DocumentRanges], rule: str
+) -> list[DocumentRanges]:
+    """Refuse documents matched by two components, or give them to the first one listed."""
+    if rule == "allow":
+        return selected
+    numbering: dict[ShardKey, int] = {}
+    for ranges in selected:
+        for key in ranges.shards:
+            numbering.setdefault(key, len(numbering))
+    lines = [ranges.line(numbering) for ranges in selected]
+    if rule == "error":
+        for i in range(len(lines)):
+            for j in range(i + 1, len(lines)):
+                shared = iv.intersection_size(lines[i], lines[j])
+                if shared:
+                    raise ConfigError(
+                        f"components {names[i]!r} and {names[j]!r} both match {shared:,} "
+                        "documents; make their predicates disjoint or set `overlap: first` "
+                        "(earlier components keep shared documents) or `overlap: allow`"
+                    )
+        return selected
+    taken = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    settled = []
+    for name, line in zip(names, lines):
+        mine = iv.difference(line, taken)
+        if int((mine[1] - mine[0]).sum()) == 0:
+            raise ConfigError(
+                f"component {name!r}: every document it matches belongs to an earlier "
+                "component (overlap: first); narrow the earlier predicates or drop it"
+            )
+        settled.append(DocumentRanges.from_line(*mine, numbering))
+        taken = iv.union(taken, line)
+    return settled
+
+
+def _shared_shards(selected: list[DocumentRanges]):
+    joined = DocumentRanges.join(selected)
+    numbering = {key: n for n, key in enumerate(joined.shards)}
+    renumbered = []
+    for ranges in selected:
+        mapping = np.array([numbering[k] for k in ranges.shards] or [0], dtype=np.int32)
+        renumbered.append(
+            DocumentRanges(joined.shards, mapping[ranges.shard], ranges.start, ranges.end)
+        )
+    return joined.shards, renumbered
+
+
+def _dataset_info(catalog, ref: str) -> dict[str, Any]:
+    version = catalog.get(ref)
+    return {
+        "dataset": version.ref,
+        "uri": version.uri,
+        "fingerprint": version.fingerprint,
+        "tokenizer": version.tokenizer or {},
+    }
+
+
+def _eos_plan(spec: MixtureSpec, infos, refs: dict[str, str]):
+    """The EOS id, and per dataset folder whether an EOS is appended after each document."""
+    by_ref = {info["dataset"]: info for info in infos}
+    kinds = {i["tokenizer"].get("fingerprint") or i["tokenizer"].get("spec") for i in infos}
+    if len(kinds) > 1:
+        raise ConfigError(
+            "the components draw from datasets tokenized with different tokenizers "
+            f"({', '.join(i['dataset'] for i in infos)}); one mixture needs one tokenizer"
+        )
+    append = {}
+    known = [i["tokenizer"].get("eos_id") for i in infos if i["tokenizer"].get("eos_id") is not None]
+    for uri, ref in refs.items():
+        carries_eos = by_ref[ref]["tokenizer"].get("eos_id") is not None
+        append[uri] = spec.append_eos and not carries_eos
+    eos_id = spec.eos_id if spec.eos_id is not None else (known[0] if known else None)
+    if any(append.values()) and eos_id is None:
+        missing = sorted(ref for uri, ref in refs.items() if append[uri])
+        raise ConfigError(
+            f"datasets {missing} were tokenized without EOS and no eos_id is known: set "
+            "`eos_id` in the mixture (or `append_eos: false` to pack documents back to back)"
+        )
+    return eos_id, append
+
+
+def _fingerprint(spec: MixtureSpec, infos: list[dict[str, Any]]) -> str:
+    data = [(i["dataset"], i["fingerprint"]) for i in infos]
+    content = orjson.dumps({"spec": spec.fingerprint(), "data": data})
+    return hashlib.sha256(content).hexdigest()[:32]

@@ -1,0 +1,125 @@
+"""Reading document pieces out of memory-mapped token shards into packed sequences.
+
+Shards open on first use (remote ones are copied once into the cache directory by
+`TokenizedDataset`), so starting a loader touches no token file. A reader handed to another
+process reopens its shards there.
+
+Example:
+    >>> source = TokenSource([("/data/web", "shard-00000-000")], eos_id=0)  # doctest: +SKIP
+    >>> tokens = source.fill(block_shards, block_documents, spans, rows=8, seq_len=2048)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mixplane.io.atomic import is_local, join_url, local_path
+from mixplane.load.packing import Spans
+from mixplane.load.ranges import ShardKey
+from mixplane.store.dataset import TokenizedDataset
+from mixplane.store.reader import ShardReader
+
+# Below this many tokens per piece, one vectorized gather beats a slice copy per piece.
+GATHER_BELOW = 48
+
+
+class TokenSource:
+    """Token reads for a fixed list of shards (`(dataset folder, shard stem)` pairs)."""
+
+    def __init__(
+        self,
+        shards: Sequence[ShardKey],
+        eos_id: int | None,
+        dtype: np.dtype = np.dtype(np.int64),
+        storage_options: dict[str, Any] | None = None,
+        cache_dir: str | None = None,
+    ):
+        self.shards = tuple(shards)
+        self.eos_id = eos_id
+        self.dtype = np.dtype(dtype)
+        self.storage_options = storage_options or {}
+        self.cache_dir = cache_dir
+        self._readers: dict[int, ShardReader] = {}
+        self._datasets: dict[str, TokenizedDataset] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_readers"], state["_datasets"], state["_lock"] = {}, {}, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def reader(self, number: int) -> ShardReader:
+        found = self._readers.get(number)
+        if found is not None:
+            return found
+        with self._lock:
+            if number not in self._readers:
+                uri, stem = self.shards[number]
+                if is_local(uri):
+                    reader = ShardReader(local_path(join_url(uri, stem)))
+                else:
+                    reader = self._dataset(uri).shard(stem)
+                self._readers[number] = reader
+            return self._readers[number]
+
+    def _dataset(self, uri: str) -> TokenizedDataset:
+        if uri not in self._datasets:
+            self._datasets[uri] = TokenizedDataset(uri, self.storage_options, self.cache_dir)
+        return self._datasets[uri]
+
+    def stored_lengths(self, number: int) -> np.ndarray:
+        """Token count of every document of a shard, as stored (without an appended EOS)."""
+        uri, stem = self.shards[number]
+        if is_local(uri):
+            return self.reader(number).lengths()
+        # Remote: the metadata's token counts, so no token file is fetched before it is read.
+        import pyarrow.parquet as pq
+
+        from mixplane.io.urls import url_filesystem
+
+        fs, path = url_filesystem(join_url(uri, stem + ".meta.parquet"), self.storage_options)
+        with fs.open(path, "rb") as handle:
+            column = pq.read_table(handle, columns=["n_tokens"]).column("n_tokens")
+        return column.to_numpy().astype(np.int64)
+
+    def fill(
+        self, shard: np.ndarray, document: np.ndarray, spans: Spans, rows: int, seq_len: int
+    ) -> np.ndarray:
+        """A `(rows, seq_len)` array of the pieces; `shard`/`document` locate each piece."""
+        out = np.empty(rows * seq_len, dtype=self.dtype)
+        target = spans.row * seq_len + spans.column
+        lengths = spans.stop - spans.begin
+        for number in np.unique(shard):
+            mine = np.flatnonzero(shard == number)
+            reader = self.reader(int(number))
+            offsets = reader.offsets
+            doc = document[mine]
+            first = offsets[doc].astype(np.int64)
+            stored = offsets[doc + 1].astype(np.int64) - first
+            # Pieces reaching past a document's stored tokens end in its appended EOS.
+            take = np.minimum(spans.stop[mine], stored) - spans.begin[mine]
+            ends_in_eos = np.flatnonzero(take < lengths[mine])
+            if len(ends_in_eos):
+                if self.eos_id is None:
+                    raise ValueError("an appended EOS is needed but no eos_id is known")
+                out[target[mine][ends_in_eos] + take[ends_in_eos]] = self.eos_id
+            self._copy(reader.tokens, first + spans.begin[mine], take, target[mine], out)
+        return out.reshape(rows, seq_len)
+
+    @staticmethod
+    def _copy(tokens: np.ndarray, start: np.ndarray, take: np.ndarray, target, out) -> None:
+        if len(take) and take.mean() < GATHER_BELOW:
+            run_start = np.repeat(np.cumsum(take) - take, take)
+            step = np.arange(int(take.sum())) - run_start
+            out[np.repeat(target, take) + step] = tokens[np.repeat(start, take) + step]
+            return
+        for begin, count, at in zip(start.tolist(), take.tolist(), target.tolist()):
+            out[at : at + count] = tokens[begin : begin + count]

@@ -1,0 +1,127 @@
+"""One reader's pass over a rank's stream: chunks read ahead, handed out one by one.
+
+A `Stream` is an iterator with explicit state kept on its dataset (`base`, `read`), so a
+checkpoint is a dict. Chunks of positions are turned into arrays in a background thread;
+a weight change drops what was read ahead and reads it again under the new weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mixplane.load.partition import Layout
+from mixplane.load.prefetch import Prefetcher
+
+if TYPE_CHECKING:
+    from mixplane.load.dataset import MixtureDataset
+
+
+class Stream:
+    """Samples (or whole batches) for `layout`, from the dataset's `read` on."""
+
+    def __init__(
+        self,
+        dataset: MixtureDataset,
+        layout: Layout,
+        batched: bool = False,
+        poll: Callable[[MixtureDataset], None] | None = None,
+    ):
+        self.dataset = dataset
+        self.layout = layout
+        self.batched = batched
+        self.poll = poll
+        blocks = max(1, -(-dataset.read_ahead // layout.block))
+        self.chunk = blocks * layout.block
+        self._local = np.zeros(0, dtype=np.int64)
+        self._arrays: dict[str, np.ndarray] = {}
+        self._next = 0  # next row of the current chunk to hand out
+        self._ahead: Prefetcher | None = None
+        self.restart()
+
+    # -- producing -----------------------------------------------------------------------
+
+    def _chunks(self, start: int) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        dataset, layout = self.dataset, self.layout
+        limit = layout.local_limit(dataset.base, dataset.plan.length)
+        cursor = start
+        while True:
+            local = layout.owned(cursor, self.chunk)
+            if limit is not None:
+                local = local[local < limit]
+            if len(local) == 0:
+                return
+            yield local, self.read_block(dataset, layout.positions(dataset.base, local))
+            cursor = int(local[-1]) + 1
+
+    @staticmethod
+    def read_block(dataset: MixtureDataset, positions: np.ndarray) -> dict[str, np.ndarray]:
+        """Arrays for the sequences at `positions`: tokens, component, document boundaries."""
+        plan, resolved = dataset.plan, dataset.resolved
+        block = plan.block(positions)
+        spans = block.spans
+        shard = np.empty(len(spans), dtype=np.int64)
+        document = np.empty(len(spans), dtype=np.int64)
+        for c in np.unique(block.span_component):
+            mine = block.span_component == c
+            shard[mine], document[mine] = resolved.ranges[c].locate(spans.document[mine])
+        rows, seq_len = len(positions), plan.spec.seq_len
+        out = {
+            "input_ids": dataset.source.fill(shard, document, spans, rows, seq_len),
+            "component": block.components.astype(np.int64),
+            "index": positions.astype(np.int64),
+        }
+        lengths = spans.stop - spans.begin
+        if dataset.boundaries in ("document_ids", "both"):
+            first_of_row = np.searchsorted(spans.row, spans.row, side="left")
+            ordinal = (np.arange(len(spans)) - first_of_row).astype(np.int32)
+            out["document_ids"] = np.repeat(ordinal, lengths).reshape(rows, seq_len)
+        if dataset.boundaries in ("position_ids", "both"):
+            starts = spans.row * seq_len + spans.column
+            flat = np.arange(rows * seq_len, dtype=np.int64) - np.repeat(starts, lengths)
+            out["position_ids"] = flat.astype(np.int32).reshape(rows, seq_len)
+        return out
+
+    # -- handing out ---------------------------------------------------------------------
+
+    def restart(self) -> None:
+        """Drop everything read ahead; continue from the first local index not handed out."""
+        if self._ahead is not None:
+            self._ahead.close()
+        self._local = np.zeros(0, dtype=np.int64)
+        self._next = 0
+        self._ahead = Prefetcher(self._chunks(self.dataset.read), self.dataset.prefetch)
+
+    def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.close()
+            self._ahead = None
+
+    def __iter__(self) -> Stream:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        if self.poll is not None:
+            self.poll(self.dataset)
+        if self._next >= len(self._local):
+            if self._ahead is None:
+                raise StopIteration
+            try:
+                self._local, self._arrays = next(self._ahead)
+            except StopIteration:
+                self.close()
+                raise
+            self._next = 0
+        start = self._next
+        if self.batched:
+            blocks = self._local[start:] // self.layout.block
+            stop = start + int(np.searchsorted(blocks, blocks[0], side="right"))
+            item = {key: value[start:stop] for key, value in self._arrays.items()}
+        else:
+            stop = start + 1
+            item = {key: value[start] for key, value in self._arrays.items()}
+        self._next = stop
+        self.dataset.read = int(self._local[stop - 1]) + 1
+        return item

@@ -1,0 +1,119 @@
+"""Synthetic tokenized datasets: real shards and manifests with random tokens.
+
+For loader tests and benchmarks at sizes where tokenizing text would dominate. Shards are
+written by the store's own writer, the manifest has the fields `mixplane tokenize` writes,
+so the catalog registers these folders like any other.
+
+Example:
+    >>> write_token_dataset("/tmp/web", documents=1000, seed=1, source="web")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from mixplane.io.atomic import join_url, write_bytes
+from mixplane.manifest import write_manifest
+from mixplane.store.format import FORMAT_NAME, FORMAT_VERSION, token_dtype
+from mixplane.store.writer import TaskShardWriter
+
+LANGUAGES = ("en", "de", "fr", "es")
+
+
+def write_token_dataset(
+    folder: str,
+    documents: int,
+    seed: int = 0,
+    source: str = "synthetic",
+    mean_tokens: int = 300,
+    vocab_size: int = 32_000,
+    eos_id: int | None = None,
+    shard_bytes: int = 64 << 20,
+    batch: int = 50_000,
+    storage_options: dict[str, Any] | None = None,
+) -> str:
+    """Write `documents` documents of random tokens; returns the manifest's URL.
+
+    Lengths are 1..2*mean_tokens (uniform). Token ids are 1..vocab_size-1; `eos_id`, when
+    given, ends every document as if tokenized with EOS. Properties: `source`, `language`
+    (cycling en, de, fr, es by document number) and `quality` (uniform in [0, 1)).
+    """
+    rng = np.random.default_rng(seed)
+    dtype = token_dtype(vocab_size)
+    writer = TaskShardWriter(folder, 0, dtype, shard_bytes, storage_options)
+    done = 0
+    while done < documents:
+        count = min(batch, documents - done)
+        lengths = rng.integers(1, 2 * mean_tokens + 1, count).astype(np.int64)
+        tokens = rng.integers(1, vocab_size, int(lengths.sum())).astype(dtype)
+        if eos_id is not None:
+            tokens[np.cumsum(lengths) - 1] = eos_id
+        numbers = np.arange(done, done + count)
+        meta = pa.table(
+            {
+                "id": pa.array([f"{source}-{seed}-{n}" for n in numbers.tolist()]),
+                "source": pa.array([source] * count),
+                "language": pa.array(np.array(LANGUAGES, dtype=object)[numbers % 4].tolist()),
+                "quality": pa.array(rng.random(count)),
+            }
+        )
+        writer.add(tokens, lengths, meta)
+        done += count
+    records = [record.to_json() for record in writer.close()]
+    outputs = [
+        {"path": record["name"] + suffix, **record["files"][key]}
+        for record in records
+        for key, suffix in (("bin", ".bin"), ("idx", ".idx"), ("meta", ".meta.parquet"))
+    ]
+    tokens_total = sum(record["tokens"] for record in records)
+    write_bytes(join_url(folder, "_stats.json"), b"{}", storage_options)
+    return write_manifest(
+        folder,
+        {
+            "kind": "tokenize",
+            "format": {"name": FORMAT_NAME, "version": FORMAT_VERSION},
+            "config": {"synthetic": True, "seed": seed, "documents": documents},
+            "tokenizer": {
+                "spec": f"synthetic:{vocab_size}",
+                "kind": "synthetic",
+                "vocab_size": vocab_size,
+                "bos_id": None,
+                "eos_id": eos_id,
+                "dtype": dtype.name,
+                "fingerprint": f"synthetic:{vocab_size}",
+            },
+            "inputs": [],
+            "parents": [],
+            "totals": {"documents": documents, "tokens": tokens_total, "shards": len(records)},
+            "shards": records,
+            "outputs": outputs,
+        },
+        storage_options,
+    )
+
+
+def write_catalog(
+    folder: str,
+    datasets: dict[str, dict[str, Any]],
+    catalog: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> str:
+    """Write each dataset (`name: write_token_dataset options`) under `folder` and register
+    it in a catalog (default `folder/catalog.duckdb`); returns the catalog's path.
+
+    Example:
+        >>> write_catalog("/tmp/c", {"wiki": {"documents": 500, "source": "wiki"}})  # doctest: +SKIP
+        '/tmp/c/catalog.duckdb'
+    """
+    from mixplane.catalog import Catalog
+
+    path = catalog or join_url(folder, "catalog.duckdb")
+    registry = Catalog(path, storage_options=storage_options)
+    for name, options in datasets.items():
+        target = join_url(folder, name)
+        write_token_dataset(target, storage_options=storage_options, **options)
+        registry.register(target, name=name)
+    return path

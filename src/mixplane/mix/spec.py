@@ -1,0 +1,218 @@
+"""The mixture spec: one pydantic model shared by YAML files, the CLI and the Python API.
+
+A mixture names components (a predicate over catalog properties and a weight over tokens),
+possibly nested, and says how to pack them (`seq_len`), shuffle them (`seed`) and change the
+weights over time (`schedule`).
+
+Example:
+    >>> spec = MixtureSpec.parse({
+    ...     "catalog": "work/catalog.duckdb",
+    ...     "seq_len": 2048,
+    ...     "components": {
+    ...         "wiki": {"where": "source = 'wiki'", "weight": 0.7},
+    ...         "code": {"where": "source = 'code'", "weight": 0.3},
+    ...     },
+    ... })
+    >>> spec.seq_len, list(spec.components)
+    (2048, ['wiki', 'code'])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mixplane.errors import ConfigError
+from mixplane.process.config import describe_errors
+
+NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+MAX_RESOLUTION = 1 << 22
+
+
+class Weighting(BaseModel):
+    """How the weights of sibling components are chosen.
+
+    `explicit` takes each component's `weight`; the others compute weights from the token
+    counts of the selections: `natural` (proportional to tokens), `temperature`
+    (q_i^(1/T), normalized) and `unimax` (uniform budget, capped at `max_epochs` per component;
+    needs the mixture's `total_tokens`). `max_epochs` also caps temperature and natural weights.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["explicit", "natural", "temperature", "unimax"] = "explicit"
+    temperature: float = Field(1.0, gt=0, description="tau; 1 is natural, large is uniform")
+    max_epochs: float | None = Field(None, gt=0, description="epoch cap over total_tokens")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"method": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _unimax_needs_cap(self) -> Weighting:
+        if self.method == "unimax" and self.max_epochs is None:
+            raise ValueError("unimax weighting needs max_epochs (the per-component epoch cap)")
+        if self.method == "explicit" and self.max_epochs is not None:
+            raise ValueError("max_epochs caps computed weights; explicit weights are used as given")
+        return self
+
+
+class ComponentSpec(BaseModel):
+    """A named slice of the catalog with a weight, or a group of nested components.
+
+    A nested component's `where` and `datasets` apply to all its children. `max_epochs` and
+    `on_exhausted` given on a group are the defaults of its children.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    where: str | None = Field(None, description="SQL predicate over document properties")
+    datasets: list[str] | None = Field(None, description="restrict to these catalog datasets")
+    weight: float | None = Field(None, ge=0, description="share of tokens among its siblings")
+    weighting: Weighting | None = Field(None, description="how the children's weights are set")
+    components: dict[str, ComponentSpec] | None = None
+    max_epochs: float | None = Field(None, gt=0, description="passes over the data at most")
+    on_exhausted: Literal["stop", "drop"] | None = Field(
+        None, description="at max_epochs: end the stream, or drop the component and renormalize"
+    )
+
+    @field_validator("components")
+    @classmethod
+    def _names(cls, value: dict[str, ComponentSpec] | None) -> dict[str, ComponentSpec] | None:
+        if value is not None:
+            check_names(value)
+        return value
+
+    @field_validator("where")
+    @classmethod
+    def _where(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("where is empty; leave it out to select everything")
+        return value
+
+
+class ScheduleEntry(BaseModel):
+    """From `step` on, the named components take these weights (relative to their siblings)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(ge=0)
+    weights: dict[str, float] = Field(min_length=1)
+
+    @field_validator("weights")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, weight in value.items():
+            if not weight >= 0:
+                raise ValueError(f"weight of {name!r} must be a number >= 0, got {weight}")
+        return value
+
+
+class MixtureSpec(BaseModel):
+    """A whole mixture: where the data is, the components, packing, order and schedule."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    catalog: str | None = Field(None, description="catalog path or URL (.duckdb)")
+    datasets: list[str] | None = Field(None, description="restrict every component to these")
+    seq_len: int = Field(gt=0, description="tokens per packed sequence")
+    seed: int = Field(0, ge=0, description="shuffle seed; the same seed gives the same stream")
+    components: dict[str, ComponentSpec] = Field(min_length=1)
+    weighting: Weighting | None = Field(None, description="how top-level weights are set")
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+    overlap: Literal["error", "first", "allow"] = Field(
+        "error",
+        description="a document matched by several components: error, goes to the first "
+        "listed, or is allowed in each",
+    )
+    max_epochs: float | None = Field(None, gt=0, description="default for every component")
+    on_exhausted: Literal["stop", "drop"] = Field("stop", description="default at max_epochs")
+    total_tokens: float | None = Field(None, gt=0, description="training budget (UniMax, caps)")
+    global_batch_size: int = Field(1, ge=1, description="sequences per step (all ranks)")
+    weight_resolution: int = Field(
+        1 << 16, ge=2, le=MAX_RESOLUTION, description="weights are multiples of 1/this"
+    )
+    append_eos: bool = Field(True, description="add the tokenizer's EOS after each document")
+    eos_id: int | None = Field(None, ge=0, description="override the catalog's EOS id")
+    cache_dir: str | None = Field(None, description="local copies of a remote catalog's data")
+    storage_options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("components")
+    @classmethod
+    def _names(cls, value: dict[str, ComponentSpec]) -> dict[str, ComponentSpec]:
+        check_names(value)
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _ordered(cls, value: list[ScheduleEntry]) -> list[ScheduleEntry]:
+        steps = [entry.step for entry in value]
+        if len(set(steps)) != len(steps):
+            raise ValueError(f"schedule has repeated steps: {steps}")
+        return sorted(value, key=lambda entry: entry.step)
+
+    def fingerprint(self) -> str:
+        """Hash of everything that decides the stream (not where files are cached)."""
+        decisive = self.model_dump(mode="json", exclude={"cache_dir", "storage_options"})
+        return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+    @classmethod
+    def parse(cls, data: dict[str, Any], where: str = "mixture") -> MixtureSpec:
+        """Validate a dict, turning pydantic's report into one readable line."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected a mapping with seq_len and components")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            raise ConfigError(f"{where}: {describe_errors(error, cls)}") from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> MixtureSpec:
+        """Load a YAML file; `overrides` (e.g. `seed=7`) win over the file.
+
+        A relative `catalog` path is taken relative to the YAML file's folder.
+        """
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: file not found") from None
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: invalid YAML: {error}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping with seq_len and components")
+        data.update({key: value for key, value in overrides.items() if value is not None})
+        catalog = data.get("catalog")
+        if isinstance(catalog, str) and "://" not in catalog and not Path(catalog).is_absolute():
+            candidate = Path(path).parent / catalog
+            if candidate.exists() or not Path(catalog).exists():
+                data["catalog"] = str(candidate)
+        return cls.parse(data, where=str(path))
+
+
+def check_names(components: dict[str, Any]) -> None:
+    for name in components:
+        if not NAME.match(name):
+            raise ValueError(
+                f"component name {name!r} may only use letters, digits, '_', '-' and '.'"
+            )
+
+
+def load_mixture(mixture: MixtureSpec | dict[str, Any] | str | Path) -> MixtureSpec:
+    """A `MixtureSpec` from a spec, a dict or a YAML path.
+
+    Example:
+        >>> load_mixture({"seq_len": 8, "components": {"a": {"weight": 1}}}).seq_len
+        8
+    """
+    if isinstance(mixture, MixtureSpec):
+        return mixture
+    if isinstance(mixture, dict):
+        return MixtureSpec.parse(mixture)
+    return MixtureSpec.from_yaml(mixture)

@@ -1,0 +1,305 @@
+"""Running a pipeline that has global stages: segment by segment, with a merge in between.
+
+Every segment runs per task through the executor and writes a completion marker last;
+every merge writes its marker last; so a rerun after a crash skips whatever was finished.
+Intermediate files live under `OUTPUT/_work/<config hash>/` and are removed once the run is
+complete. The final segment writes the usual parts, and one `_excluded/` and one
+`_quarantine/` file per task holding the rows of all segments; its marker carries the
+task's statistics over all segments, so they still balance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mixplane.document import Document
+from mixplane.io.atomic import join_url, write_bytes
+from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, Shard, reader_for
+from mixplane.io.urls import url_filesystem
+from mixplane.manifest import read_json
+from mixplane.process.config import PipelineConfig
+from mixplane.process.executors import ExecutorSettings, execute
+from mixplane.process.global_stage import GlobalStage, MergeRun, Segment, WorkArea
+from mixplane.process.runner import (
+    BATCH,
+    Sinks,
+    apply_stage,
+    load_stages,
+    marker_url,
+    read_batches,
+    sort_results,
+)
+from mixplane.process.stats import check_balance, count, new_task_stats
+from mixplane.process.tasks import Task
+
+WORK = "_work"
+
+
+def work_root(config: PipelineConfig) -> str:
+    return join_url(config.output, WORK, config.outputs_hash()[:16])
+
+
+def segment_folder(config: PipelineConfig, number: int) -> str:
+    return join_url(work_root(config), f"segment-{number}")
+
+
+def stage_work(config: PipelineConfig, index: int) -> WorkArea:
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in config.stages[index].name)
+    url = join_url(work_root(config), f"stage-{index:02d}-{name}")
+    return WorkArea(url, config.storage_options)
+
+
+@dataclass(frozen=True)
+class SegmentJob:
+    """What a segment task needs besides its task: the config and the segment's plan."""
+
+    config: PipelineConfig
+    segment: Segment
+    earlier: tuple[int, ...]
+
+
+def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
+    """Run one segment of one task unless its marker says it is already complete."""
+    config, segment = job.config, job.segment
+    marker = _segment_marker(config, segment, task.index)
+    done = _completed(marker, config)
+    if done is not None:
+        return done | {"skipped": True}
+    stages = load_stages(config)
+    stats = new_task_stats()
+    seconds = stats["seconds"]
+    folder = config.output if segment.final else segment_folder(config, segment.index)
+    sinks = Sinks(
+        config,
+        task.index,
+        folder=folder,
+        keep_documents=segment.final or segment.saves,
+        digests=segment.final,
+        name=None if segment.final else f"part-{task.index:05d}.parquet",
+    )
+    if segment.final:
+        for number in job.earlier:
+            sinks.carry(segment_folder(config, number))
+    replays = [stages[g].decider(stage_work(config, g), task.index) for g in segment.replays]
+    opener = None
+    if segment.opens is not None:
+        opener = stages[segment.opens].decider(stage_work(config, segment.opens), task.index)
+    collector = None
+    if segment.collects is not None:
+        target = stages[segment.collects]
+        collector = target.collector(stage_work(config, segment.collects), task.index)
+    read_stats = ReadStats()
+    for batch in _batches(task, job, stats, sinks, read_stats):
+        for decider in replays:
+            batch = [doc for doc in decider.decide(batch) if isinstance(doc, Document)]
+        if segment.index > 0:
+            stats["documents_in"] += len(batch)
+        if opener is not None:
+            name = stages[segment.opens].stage_name()
+            started = time.perf_counter()
+            batch = sort_results(name, batch, opener.decide(batch), stats, sinks)
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+        for index in segment.stages:
+            batch = apply_stage(stages[index], batch, stats, sinks)
+        if collector is not None:
+            name = f"{stages[segment.collects].stage_name()}:collect"
+            started = time.perf_counter()
+            collector.add(batch)
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+        for doc in batch:
+            sinks.documents.write(doc)
+            stats["text_bytes_out"] += len(doc.text.encode("utf-8"))
+        stats["kept"] += len(batch)
+    stats["bytes_in"] = read_stats.bytes
+    collected = collector.close() if collector is not None else None
+    check_balance(stats)
+    outputs = sinks.close()
+    if segment.final and job.earlier:
+        parts = [_segment_stats(config, number, task.index) for number in job.earlier]
+        stats = chain_stats([*parts, stats])
+    result = {
+        "task": task.index,
+        "shard": {"url": task.shard.url, "start": task.shard.start, "end": task.shard.end},
+        "config_hash": config.outputs_hash(),
+        "stats": stats,
+        "outputs": outputs,
+    }
+    if collected is not None:
+        result["collected"] = collected
+    write_bytes(marker, orjson.dumps(result, option=orjson.OPT_INDENT_2), config.storage_options)
+    return result | {"skipped": False}
+
+
+def _batches(
+    task: Task, job: SegmentJob, stats: dict[str, Any], sinks: Sinks, read_stats: ReadStats
+) -> Iterator[list[Document]]:
+    """The documents a segment starts from: the task's input (the first segment also counts
+    and quarantines unreadable records), or an earlier segment's saved documents."""
+    config, segment = job.config, job.segment
+    spec = config.input[task.input_index]
+    if segment.source >= 0:
+        url = join_url(segment_folder(config, segment.source), f"part-{task.index:05d}.parquet")
+        shard = Shard(url, os.path.basename(url), "parquet")
+        options = ReadOptions("text", "id", None, config.storage_options)
+    else:
+        shard = task.shard
+        options = ReadOptions(spec.text_key, spec.id_key, spec.source, config.storage_options)
+    records = reader_for(shard.format)(shard, options, read_stats)
+    if segment.index == 0:
+        for batch, unreadable in read_batches(records, stats):
+            for item in unreadable:
+                stats["quarantined"] += 1
+                count(stats["quarantined_by"], "read", item.error.split(":")[0][:60])
+                sinks.quarantine("read", item.location, None, item.error, item.raw)
+            yield batch
+        return
+    batch: list[Document] = []
+    for record in records:
+        if isinstance(record, Quarantined):
+            continue  # recorded by the first segment
+        batch.append(record)
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    yield batch
+
+
+def chain_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One task's statistics over consecutive segments: documents in from the first, kept
+    from the last, exclusions and quarantines summed.
+
+    Example:
+        >>> a = new_task_stats() | {"documents_in": 5, "kept": 3, "excluded": 2}
+        >>> b = new_task_stats() | {"documents_in": 3, "kept": 1, "excluded": 2}
+        >>> chain_stats([a, b])["kept"], chain_stats([a, b])["excluded"]
+        (1, 4)
+    """
+    merged = new_task_stats()
+    for key in ("documents_in", "bytes_in"):
+        merged[key] = parts[0][key]
+    for key in ("kept", "text_bytes_out"):
+        merged[key] = parts[-1][key]
+    for part in parts:
+        merged["excluded"] += part["excluded"]
+        merged["quarantined"] += part["quarantined"]
+        for key in ("excluded_by", "quarantined_by"):
+            for stage, reasons in part[key].items():
+                for reason, n in reasons.items():
+                    count(merged[key], stage, reason, n)
+        for name, value in part["seconds"].items():
+            merged["seconds"][name] = merged["seconds"].get(name, 0.0) + value
+    check_balance(merged)
+    return merged
+
+
+def _segment_marker(config: PipelineConfig, segment: Segment, index: int) -> str:
+    if segment.final:
+        return marker_url(config.output, index)
+    return marker_url(segment_folder(config, segment.index), index)
+
+
+def _segment_stats(config: PipelineConfig, number: int, index: int) -> dict[str, Any]:
+    url = marker_url(segment_folder(config, number), index)
+    return read_json(url, config.storage_options)["stats"]
+
+
+def _completed(url: str, config: PipelineConfig) -> dict[str, Any] | None:
+    fs, path = url_filesystem(url, config.storage_options)
+    if not fs.exists(path):
+        return None
+    done = read_json(url, config.storage_options)
+    return done if done.get("config_hash") == config.outputs_hash() else None
+
+
+def run_segments(
+    config: PipelineConfig,
+    segments: list[Segment],
+    tasks: list[Task],
+    settings: ExecutorSettings,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run every segment and merge; return the final segment's task results and, per
+    global stage, its merge summary."""
+    final = segments[-1]
+    finished = [_completed(marker_url(config.output, t.index), config) for t in tasks]
+    if all(done is not None for done in finished):
+        for done in finished:
+            if on_done:
+                on_done(done | {"skipped": True})
+        return [done | {"skipped": True} for done in finished], {}
+    stages = load_stages(config)
+    merges: dict[str, Any] = {}
+    earlier = tuple(s.index for s in segments[:-1])
+    with ray_session(settings):
+        for segment in segments:
+            job = SegmentJob(config, segment, earlier if segment is final else ())
+            results = execute(
+                run_segment_task, tasks, job, settings, on_done if segment is final else None
+            )
+            if segment.collects is not None:
+                stage = stages[segment.collects]
+                merges[stage.stage_name()] = _merge(
+                    config, segment.collects, stage, tasks, settings
+                )
+    return results, merges
+
+
+def _merge(
+    config: PipelineConfig, index: int, stage: GlobalStage, tasks: list[Task], settings
+) -> dict[str, Any]:
+    work = stage_work(config, index)
+    marker = work.url("_merged.json")
+    done = _completed(marker, config)
+    if done is not None:
+        return done["summary"]
+    started = time.perf_counter()
+    key = f"{config.output.rstrip('/')}\n{config.outputs_hash()}\n{index}"
+    run = MergeRun(settings, hashlib.sha256(key.encode()).hexdigest()[:16])
+    summary = stage.merge(work, [task.index for task in tasks], run)
+    summary = summary | {"seconds": round(time.perf_counter() - started, 3)}
+    content = {"config_hash": config.outputs_hash(), "summary": summary}
+    write_bytes(marker, orjson.dumps(content, option=orjson.OPT_INDENT_2), config.storage_options)
+    return summary
+
+
+@contextmanager
+def ray_session(settings: ExecutorSettings) -> Iterator[None]:
+    """Keep one Ray runtime for all phases of a run instead of one per phase."""
+    if settings.executor != "ray":
+        yield
+        return
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    if settings.ray_address:
+        ray.init(address=settings.ray_address, log_to_driver=False)
+    else:
+        path = os.pathsep.join(p for p in sys.path if p)
+        ray.init(
+            num_cpus=settings.workers,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+        )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def remove_work(config: PipelineConfig) -> None:
+    """Delete `_work/` once every task of the run is complete."""
+    fs, path = url_filesystem(join_url(config.output, WORK), config.storage_options)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)

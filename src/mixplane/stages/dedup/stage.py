@@ -1,0 +1,269 @@
+"""What exact and near-duplicate removal share: a global stage over per-document keys.
+
+A subclass says how to turn documents into keys (`fingerprint`): one 128-bit hash for exact
+dedup, one 64-bit key per LSH band for MinHash. Documents sharing a key in any band are
+candidate duplicates; candidates may be verified on their signatures; clusters are the
+connected components; each keeps one survivor. Decisions are written per task, and the
+documents are then filtered in the same order they were collected.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import Field
+
+from mixplane.document import Document, Drop
+from mixplane.io.atomic import write_bytes
+from mixplane.io.urls import url_filesystem
+from mixplane.process.global_stage import GlobalStage, MergeRun, WorkArea
+from mixplane.process.stage import Result
+from mixplane.stages.dedup.candidates import (
+    MergePlan,
+    find_candidates,
+    parts_for,
+    unique_pairs,
+    verify_pairs,
+)
+from mixplane.stages.dedup.clusters import Members, choose_survivors, components
+from mixplane.stages.dedup.index import DedupIndex, write_index_run
+from mixplane.stages.dedup.runs import Run, load_array, read_ids, write_run
+
+KEYS_PER_UNIT = 1 << 22  # keys of one band sorted together in a merge unit (~100 MB)
+VERIFY_CHUNK = 1 << 18  # candidate pairs verified per task
+PARALLEL_KEYS = 1 << 20  # below this many keys, merging in-process beats starting workers
+
+
+class DedupStage(GlobalStage):
+    """Base of `dedup_exact` and `dedup_minhash`; see the module docstring."""
+
+    prefer_sources: list[str] = Field(
+        default_factory=list,
+        description="sources whose documents survive first, best first; then the lowest id",
+    )
+    index: str | None = Field(
+        None, description="folder of a persistent index: drop duplicates of earlier runs too"
+    )
+
+    #: Stored key width in 64-bit words.
+    key_width: ClassVar[int] = 1
+    #: Whether survivors get `dup_cluster_id` and `dup_cluster_size`.
+    cluster_metadata: ClassVar[bool] = False
+
+    def band_count(self) -> int:
+        return 1
+
+    def verify_cutoff(self) -> float | None:
+        """Share of equal signature values a candidate pair needs; None: no verification."""
+        return None
+
+    def index_params(self) -> dict[str, Any]:
+        """Everything the stored keys depend on."""
+        raise NotImplementedError
+
+    def fingerprint(self, docs: list[Document]) -> tuple[np.ndarray, np.ndarray, Any]:
+        """Keys `(n, bands, key_width)` uint64, which documents have keys, and signatures
+        `(n, hashes)` uint32 or None."""
+        raise NotImplementedError
+
+    def collector(self, work: WorkArea, task: int) -> _Collector:
+        return _Collector(self, work, task)
+
+    def decider(self, work: WorkArea, task: int) -> _Decider:
+        return _Decider(self, work, task)
+
+    def merge(self, work: WorkArea, tasks: list[int], run: MergeRun) -> dict[str, Any]:
+        options = work.storage_options
+        task_runs = [_task_run(work, task) for task in tasks]
+        index = DedupIndex(self.index, self.index_params(), options) if self.index else None
+        index_runs = index.runs(excluding=run.run_id) if index else []
+        runs = task_runs + index_runs
+        keys = sum(r.keyed for r in runs)
+        documents = sum(r.documents for r in task_runs)
+        plan = MergePlan(
+            tuple(runs),
+            documents,
+            self.band_count(),
+            parts_for(keys, KEYS_PER_UNIT),
+            self.verify_cutoff(),
+            options,
+        )
+        parallel = keys * self.band_count() >= PARALLEL_KEYS
+        mapper = run.map if parallel else _in_process
+        pairs = unique_pairs(mapper(find_candidates, plan.units(), plan))
+        candidates = pairs.shape[1]
+        if plan.cutoff is not None and candidates:
+            chunks = [pairs[:, i : i + VERIFY_CHUNK] for i in range(0, candidates, VERIFY_CHUNK)]
+            pairs = np.concatenate(mapper(verify_pairs, chunks, plan), axis=1)
+        nodes, roots = components(pairs)
+        members = self._members(nodes, roots, plan)
+        clusters = choose_survivors(members)
+        dropped = _write_decisions(work, tasks, plan, members, clusters)
+        if index is not None:
+            items = [
+                (task_run, index.run_prefix(run.run_id, task), dropped.get(task, _NONE))
+                for task, task_run in zip(tasks, task_runs, strict=True)
+            ]
+            index.commit(run.run_id, mapper(write_index_run, items, options))
+        fresh = nodes < documents
+        survivors = clusters.survivor[fresh]
+        return {
+            "documents": documents,
+            "index_documents": sum(r.documents for r in index_runs),
+            "candidate_pairs": int(candidates),
+            "verified_pairs": int(pairs.shape[1]),
+            "clusters": int(len(np.unique(roots[fresh]))),
+            "duplicates": int((survivors != np.flatnonzero(fresh)).sum()),
+            "duplicates_of_index": int(members.in_index[survivors].sum()),
+        }
+
+    def _members(self, nodes: np.ndarray, roots: np.ndarray, plan: MergePlan) -> Members:
+        offsets = plan.offsets
+        run_of = np.searchsorted(offsets, nodes, side="right") - 1
+        ids, sources = [], []
+        for number in np.unique(run_of).tolist():
+            rows = nodes[run_of == number] - offsets[number]
+            table = read_ids(plan.runs[number], plan.storage_options).take(rows)
+            ids.append(table["id"])
+            sources.append(table["source"])
+        id_array = pa.chunked_array([c for a in ids for c in a.chunks], type=pa.string())
+        source_list = [s for a in sources for s in a.to_pylist()]
+        preference = {source: rank for rank, source in enumerate(self.prefer_sources)}
+        ranks = np.array([preference.get(s, len(preference)) for s in source_list], np.int64)
+        return Members(nodes, roots, id_array, ranks, nodes >= plan.new_documents)
+
+
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _in_process(function, items: list, context) -> list:
+    return [function(item, context) for item in items]
+
+
+def _task_run(work: WorkArea, task: int) -> Run:
+    prefix = work.url("collect", f"task-{task:05d}")
+    probe = Run(prefix, 0, 0)
+    fs, path = url_filesystem(probe.url("ids"), work.storage_options)
+    with fs.open(path, "rb") as handle:
+        documents = pq.read_metadata(handle).num_rows
+    keyed = load_array(probe.url("keys"), work.storage_options).shape[2]
+    return Run(prefix, documents, keyed)
+
+
+def _write_decisions(
+    work: WorkArea, tasks: list[int], plan: MergePlan, members: Members, clusters
+) -> dict[int, np.ndarray]:
+    """One Parquet file per task with a clustered document; returns each task's dropped
+    rows."""
+    offsets = plan.offsets
+    fresh = np.flatnonzero(members.nodes < plan.new_documents)
+    run_of = np.searchsorted(offsets, members.nodes[fresh], side="right") - 1
+    dropped: dict[int, np.ndarray] = {}
+    for number in np.unique(run_of).tolist():
+        chosen = fresh[run_of == number]
+        rows = members.nodes[chosen] - offsets[number]
+        survivor = clusters.survivor[chosen]
+        is_duplicate = survivor != chosen
+        survivor_ids = members.ids.take(pa.array(survivor))
+        table = pa.table(
+            {
+                "row": pa.array(rows, pa.int64()),
+                "duplicate": pa.array(is_duplicate),
+                "in_index": pa.array(members.in_index[survivor]),
+                "survivor_id": survivor_ids,
+                "cluster_size": pa.array(clusters.size[chosen], pa.int64()),
+            }
+        )
+        task = tasks[number]
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, compression="zstd")
+        write_bytes(_decisions_url(work, task), buffer.getvalue(), work.storage_options)
+        dropped[task] = rows[is_duplicate]
+    return dropped
+
+
+def _decisions_url(work: WorkArea, task: int) -> str:
+    return work.url("decisions", f"task-{task:05d}.parquet")
+
+
+class _Collector:
+    """Fingerprints one task's documents and writes them as a sorted run."""
+
+    def __init__(self, stage: DedupStage, work: WorkArea, task: int):
+        self.stage, self.work, self.task = stage, work, task
+        self.keys: list[np.ndarray] = []
+        self.keyed: list[np.ndarray] = []
+        self.signatures: list[np.ndarray] = []
+        self.ids: list[str] = []
+        self.sources: list[str] = []
+
+    def add(self, docs: list[Document]) -> None:
+        if not docs:
+            return
+        keys, keyed, signatures = self.stage.fingerprint(docs)
+        self.keys.append(keys)
+        self.keyed.append(keyed)
+        if signatures is not None:
+            self.signatures.append(signatures)
+        self.ids.extend(doc.id for doc in docs)
+        self.sources.extend(doc.source for doc in docs)
+
+    def close(self) -> dict[str, Any]:
+        stage = self.stage
+        empty_keys = np.empty((0, stage.band_count(), stage.key_width), dtype=np.uint64)
+        keys = np.concatenate([empty_keys, *self.keys])
+        keyed = np.concatenate([np.empty(0, dtype=bool), *self.keyed])
+        signatures = np.concatenate(self.signatures) if self.signatures else None
+        if signatures is None and stage.verify_cutoff() is not None:
+            signatures = np.empty((0, 0), dtype=np.uint32)
+        prefix = self.work.url("collect", f"task-{self.task:05d}")
+        options = self.work.storage_options
+        run = write_run(prefix, keys, keyed, self.ids, self.sources, signatures, options)
+        return {"documents": run.documents, "keyed": run.keyed}
+
+
+class _Decider:
+    """Applies the merge's decisions to one task's documents, counted in collection order."""
+
+    def __init__(self, stage: DedupStage, work: WorkArea, task: int):
+        self.name = stage.stage_name()
+        self.metadata = stage.cluster_metadata
+        self.row = 0
+        self.decisions: dict[int, tuple[bool, bool, str, int]] = {}
+        url = _decisions_url(work, task)
+        fs, path = url_filesystem(url, work.storage_options)
+        if fs.exists(path):
+            with fs.open(path, "rb") as handle:
+                table = pq.read_table(handle)
+            columns = ("row", "duplicate", "in_index", "survivor_id", "cluster_size")
+            for row, *decision in zip(*(table[c].to_pylist() for c in columns), strict=True):
+                self.decisions[row] = tuple(decision)
+
+    def decide(self, docs: list[Document]) -> list[Result]:
+        results: list[Result] = []
+        for doc in docs:
+            decision = self.decisions.get(self.row)
+            self.row += 1
+            if decision is None:
+                if self.metadata:
+                    doc.metadata["dup_cluster_id"] = doc.id
+                    doc.metadata["dup_cluster_size"] = 1
+                results.append(doc)
+                continue
+            duplicate, in_index, survivor, size = decision
+            if duplicate:
+                reason = "duplicate_in_index" if in_index else "duplicate"
+                detail = {"duplicate_of": survivor}
+                if not in_index:
+                    detail["cluster_size"] = size
+                results.append(Drop(reason, detail))
+                continue
+            if self.metadata:
+                doc.metadata["dup_cluster_id"] = survivor
+                doc.metadata["dup_cluster_size"] = size
+            results.append(doc)
+        return results

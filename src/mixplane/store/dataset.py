@@ -1,0 +1,164 @@
+"""A tokenized dataset: a folder of shards described by its `_manifest.json`.
+
+Local folders are mapped in place; on object storage (s3://, gs://...) each shard file is
+copied once into a local cache folder and mapped from there.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from mixplane.errors import InputError, MixplaneError
+from mixplane.io.atomic import is_local, join_url, local_path
+from mixplane.io.urls import url_filesystem
+from mixplane.manifest import MANIFEST, file_digest, read_json
+from mixplane.store.format import BIN, FORMAT_NAME, FORMAT_VERSION, IDX, META
+from mixplane.store.reader import ShardReader, verify_files
+
+DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "mixplane", "shards")
+
+
+class TokenizedDataset:
+    """The shards of one `mixplane tokenize` output, with totals and the tokenizer.
+
+    Example:
+        >>> dataset = TokenizedDataset("tokens/")  # doctest: +SKIP
+        >>> dataset.n_documents, dataset.n_tokens, dataset.shard_names[:1]  # doctest: +SKIP
+        (1200, 845113, ['shard-00000-000'])
+        >>> dataset.tokenizer().decode(dataset.document(0))  # doctest: +SKIP
+        'The first document...'
+    """
+
+    def __init__(
+        self,
+        folder: str | os.PathLike,
+        storage_options: dict[str, Any] | None = None,
+        cache_dir: str | None = None,
+    ):
+        self.folder = os.fspath(folder).rstrip("/")
+        self.storage_options = storage_options or {}
+        self.cache_dir = cache_dir or os.environ.get("MIXPLANE_CACHE", DEFAULT_CACHE)
+        manifest_url = join_url(self.folder, MANIFEST)
+        try:
+            self.manifest: dict[str, Any] = read_json(manifest_url, self.storage_options)
+        except FileNotFoundError:
+            raise InputError(
+                f"{self.folder}: no {MANIFEST}; not a tokenized dataset (run mixplane tokenize)"
+            ) from None
+        fmt = self.manifest.get("format", {})
+        if self.manifest.get("kind") != "tokenize" or fmt.get("name") != FORMAT_NAME:
+            raise InputError(f"{self.folder}: its manifest is not a tokenized dataset's")
+        if fmt.get("version") != FORMAT_VERSION:
+            raise InputError(
+                f"{self.folder}: token format version {fmt.get('version')}; this mixplane "
+                f"reads version {FORMAT_VERSION}"
+            )
+        self.shards: list[dict[str, Any]] = self.manifest["shards"]
+        self._readers: dict[str, ShardReader] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"TokenizedDataset({self.folder!r}, shards={len(self.shards)}, "
+            f"documents={self.n_documents}, tokens={self.n_tokens})"
+        )
+
+    def __len__(self) -> int:
+        return self.n_documents
+
+    @property
+    def shard_names(self) -> list[str]:
+        return [shard["name"] for shard in self.shards]
+
+    @property
+    def n_documents(self) -> int:
+        return sum(shard["documents"] for shard in self.shards)
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(shard["tokens"] for shard in self.shards)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.manifest["tokenizer"]["dtype"])
+
+    @property
+    def tokenizer_info(self) -> dict[str, Any]:
+        """The manifest's tokenizer entry: spec, vocab_size, bos_id, eos_id, dtype..."""
+        return self.manifest["tokenizer"]
+
+    @cached_property
+    def _first_documents(self) -> np.ndarray:
+        counts = [shard["documents"] for shard in self.shards]
+        return np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+
+    def shard(self, key: int | str) -> ShardReader:
+        """The reader of a shard, by position or name (mapped once, then reused)."""
+        name = self.shards[key]["name"] if isinstance(key, int) else key
+        if name not in self._readers:
+            if name not in self.shard_names:
+                raise KeyError(f"{self.folder} has no shard {name!r}")
+            for suffix in (BIN, IDX):
+                self.local_file(name + suffix)
+            self._readers[name] = ShardReader(self._local_stem(name))
+        return self._readers[name]
+
+    def document(self, index: int) -> np.ndarray:
+        """Tokens of document `index` counted across shards in order."""
+        if not 0 <= index < self.n_documents:
+            raise IndexError(f"document {index} out of range ({self.n_documents} documents)")
+        position = int(np.searchsorted(self._first_documents, index, side="right")) - 1
+        return self.shard(position).document(index - int(self._first_documents[position]))
+
+    def meta_urls(self) -> list[str]:
+        """URLs of every shard's metadata Parquet, in shard order."""
+        return [join_url(self.folder, name + META) for name in self.shard_names]
+
+    def tokenizer(self):
+        """The tokenizer that made the shards: the copy saved beside them, else its spec."""
+        from mixplane.tokenize.load import load_tokenizer
+
+        info = self.tokenizer_info
+        saved = info.get("file")
+        spec = join_url(self.folder, saved) if saved else info["spec"]
+        return load_tokenizer(spec, storage_options=self.storage_options)
+
+    def local_file(self, name: str) -> str:
+        """A local path of one of the dataset's files (copied into the cache if remote)."""
+        url = join_url(self.folder, name)
+        if is_local(url):
+            return local_path(url)
+        # Cached under the folder URL's hash, keeping file names so a shard's files sit together.
+        cached = os.path.join(self.cache_dir, xxhash.xxh3_64_hexdigest(self.folder.encode()), name)
+        fs, path = url_filesystem(url, self.storage_options)
+        if not os.path.exists(cached) or os.path.getsize(cached) != fs.size(path):
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            partial = f"{cached}.{os.getpid()}.partial"
+            fs.get_file(path, partial)
+            os.replace(partial, cached)
+        return cached
+
+    def _local_stem(self, name: str) -> str:
+        return self.local_file(name + BIN)[: -len(BIN)]
+
+    def verify(self) -> None:
+        """Check every shard file (and the saved tokenizer) against the manifest's hashes.
+
+        Raises `MixplaneError` naming the first shard whose content changed.
+        """
+        for name in self.shard_names:
+            for suffix in (BIN, IDX, META):
+                self.local_file(name + suffix)
+            stem = self._local_stem(name)
+            verify_files(stem, self.manifest)
+            ShardReader(stem).check_offsets()
+        saved = self.tokenizer_info.get("file")
+        if saved:
+            expected = next(o for o in self.manifest["outputs"] if o["path"] == saved)
+            _, digest = file_digest(join_url(self.folder, saved), self.storage_options)
+            if digest != expected["hash"]:
+                raise MixplaneError(f"{self.folder}: {saved} does not match the manifest")

@@ -1,0 +1,244 @@
+"""Writing token shards: one task's documents, cut into shards of a target size.
+
+Each file of a shard is written under a temporary name (or, on object storage, uploaded once
+complete) and appears only when whole. Hashes of the `.bin` and `.idx` are computed while
+writing, so nothing is read back. A document never spans two shards.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import xxhash
+
+from mixplane.io.atomic import is_local, join_url, local_path, write_bytes
+from mixplane.io.urls import url_filesystem
+from mixplane.io.writers import ParquetTableWriter
+from mixplane.manifest import file_digest
+from mixplane.store.format import BIN, IDX, META, OFFSET_DTYPE, encode_index, shard_stem
+
+META_ROW_GROUP = 65_536
+EMPTY_META = pa.schema([("id", pa.string()), ("n_tokens", pa.int64()), ("source", pa.string())])
+
+
+@dataclass
+class ShardRecord:
+    """What the manifest says about one finished shard."""
+
+    name: str
+    documents: int
+    tokens: int
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "documents": self.documents,
+            "tokens": self.tokens,
+            "files": self.files,
+        }
+
+
+class TaskShardWriter:
+    """Streams one task's tokenized documents into `shard-TTTTT-KKK` files in `folder`.
+
+    A new shard starts when the current `.bin` has reached `target_bytes`, so a shard holds
+    at most one document beyond its target.
+
+    Example:
+        >>> writer = TaskShardWriter("out", task=0, dtype=np.uint16, target_bytes=1 << 28)
+        >>> writer.add(np.array([5, 6, 7], np.uint16), np.array([2, 1]), meta)  # doctest: +SKIP
+        >>> records = writer.close()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        folder: str,
+        task: int,
+        dtype: np.dtype,
+        target_bytes: int,
+        storage_options: dict[str, Any] | None = None,
+    ):
+        if target_bytes <= 0:
+            raise ValueError("target shard size must be positive")
+        self.folder = folder.rstrip("/")
+        self.task = task
+        self.dtype = np.dtype(dtype)
+        self.target_bytes = target_bytes
+        self.storage_options = storage_options
+        self.records: list[ShardRecord] = []
+        self._shard: _OpenShard | None = None
+
+    def add(self, tokens: np.ndarray, lengths: np.ndarray, meta: pa.Table) -> None:
+        """Append documents: their tokens concatenated, each one's length, their metadata.
+
+        `meta` has one row per document, in order, and no `n_tokens` column (it is added).
+        """
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if len(lengths) != meta.num_rows or int(lengths.sum()) != len(tokens):
+            raise ValueError("tokens, lengths and metadata rows disagree")
+        meta = _with_token_counts(meta, lengths)
+        start_doc, start_token = 0, 0
+        while start_doc < len(lengths):
+            shard = self._current()
+            rest = lengths[start_doc:]
+            # A document starts in this shard while the shard is below its target size.
+            bytes_before = (np.cumsum(rest) - rest) * self.dtype.itemsize
+            take = int(np.searchsorted(bytes_before, self.target_bytes - shard.bytes, "left"))
+            if take == 0:
+                self._finish()
+                continue
+            n_tokens = int(rest[:take].sum())
+            shard.write(
+                tokens[start_token : start_token + n_tokens],
+                rest[:take],
+                meta.slice(start_doc, take),
+            )
+            start_doc += take
+            start_token += n_tokens
+            if start_doc < len(lengths):
+                self._finish()
+
+    def close(self) -> list[ShardRecord]:
+        """Finish the last shard; return a record per shard written, in order."""
+        if self._shard is not None:
+            self._finish()
+        return self.records
+
+    def abort(self) -> None:
+        """Drop the shard being written (after an error); finished shards stay."""
+        if self._shard is not None:
+            self._shard.discard()
+            self._shard = None
+
+    def _current(self) -> _OpenShard:
+        if self._shard is None:
+            name = shard_stem(self.task, len(self.records))
+            self._shard = _OpenShard(self.folder, name, self.dtype, self.storage_options)
+        return self._shard
+
+    def _finish(self) -> None:
+        self.records.append(self._shard.finish())
+        self._shard = None
+
+
+def _with_token_counts(meta: pa.Table, lengths: np.ndarray) -> pa.Table:
+    """Put `n_tokens` right after `id`, where every metadata table has it."""
+    column = pa.array(lengths, type=pa.int64())
+    position = meta.column_names.index("id") + 1 if "id" in meta.column_names else 0
+    return meta.add_column(position, "n_tokens", column)
+
+
+class _OpenShard:
+    """The shard being written: a staged `.bin`, offsets in memory, metadata row groups."""
+
+    def __init__(self, folder: str, name: str, dtype: np.dtype, storage_options):
+        self.folder = folder
+        self.name = name
+        self.dtype = dtype
+        self.storage_options = storage_options
+        self.bytes = 0
+        self.documents = 0
+        self._lengths: list[np.ndarray] = []
+        self._bin_url = join_url(folder, name + BIN)
+        self._bin_hash = xxhash.xxh3_128()
+        self._staged = _stage_path(self._bin_url)
+        self._bin = open(self._staged, "wb")  # noqa: SIM115 (closed in finish/discard)
+        self._meta_url = join_url(folder, name + META)
+        self._meta_staged = _stage_path(self._meta_url)
+        self._meta = ParquetTableWriter(self._meta_staged)
+        self._meta_rows: list[pa.Table] = []
+        self._meta_pending = 0
+
+    def write(self, tokens: np.ndarray, lengths: np.ndarray, meta: pa.Table) -> None:
+        data = np.ascontiguousarray(tokens, dtype=self.dtype.newbyteorder("<")).tobytes()
+        self._bin.write(data)
+        self._bin_hash.update(data)
+        self.bytes += len(data)
+        self.documents += len(lengths)
+        self._lengths.append(lengths)
+        self._meta_rows.append(meta)
+        self._meta_pending += meta.num_rows
+        while self._meta_pending >= META_ROW_GROUP:
+            self._flush_meta(META_ROW_GROUP)
+
+    def _flush_meta(self, rows: int) -> None:
+        """Write exactly `rows` buffered rows as one row group (so row groups do not depend
+        on how documents were batched)."""
+        taken, size = [], 0
+        while size < rows:
+            table = self._meta_rows.pop(0)
+            need = rows - size
+            if table.num_rows > need:
+                self._meta_rows.insert(0, table.slice(need))
+                table = table.slice(0, need)
+            taken.append(table)
+            size += table.num_rows
+        self._meta_pending -= size
+        try:
+            merged = pa.concat_tables(taken, promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            merged = None
+        if merged is not None:
+            self._meta.write(merged.combine_chunks())
+        else:
+            for table in taken:
+                self._meta.write(table)
+
+    def finish(self) -> ShardRecord:
+        self._bin.flush()
+        os.fsync(self._bin.fileno())
+        self._bin.close()
+        _publish(self._staged, self._bin_url, self.storage_options)
+        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=OFFSET_DTYPE)
+        np.cumsum(lengths, out=offsets[1:])
+        index = encode_index(self.dtype, offsets)
+        write_bytes(join_url(self.folder, self.name + IDX), index, self.storage_options)
+        if self._meta_pending:
+            self._flush_meta(self._meta_pending)
+        self._meta.close(EMPTY_META)
+        meta_size, meta_hash = file_digest(self._meta_staged)
+        _publish(self._meta_staged, self._meta_url, self.storage_options)
+        files = {
+            "bin": {"size": self.bytes, "hash": f"xxh3_128:{self._bin_hash.hexdigest()}"},
+            "idx": {"size": len(index), "hash": f"xxh3_128:{xxhash.xxh3_128_hexdigest(index)}"},
+            "meta": {"size": meta_size, "hash": meta_hash},
+        }
+        tokens = int(offsets[-1])
+        return ShardRecord(self.name, self.documents, tokens, files)
+
+    def discard(self) -> None:
+        self._bin.close()
+        self._meta.close(EMPTY_META)
+        for staged in (self._staged, self._meta_staged):
+            if os.path.exists(staged):
+                os.remove(staged)
+
+
+def _stage_path(url: str) -> str:
+    """Where a file is written before it appears: beside it locally, else a temporary file."""
+    if is_local(url):
+        folder, name = os.path.split(local_path(url))
+        os.makedirs(folder or ".", exist_ok=True)
+        return os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
+    handle, staged = tempfile.mkstemp(prefix="mixplane-shard-", suffix=".tmp")
+    os.close(handle)
+    return staged
+
+
+def _publish(staged: str, url: str, storage_options) -> None:
+    if is_local(url):
+        os.replace(staged, local_path(url))
+        return
+    try:
+        fs, path = url_filesystem(url, storage_options)
+        fs.put_file(staged, path)
+    finally:
+        os.remove(staged)

