@@ -89,6 +89,10 @@ def test_same_data_in_another_place_is_a_new_version(tmp_path: Path):
     other = catalog.register(str(tmp_path / "web"), "mirror")
     assert other.ref == "mirror@1"
     assert catalog.select("true", ["web@1", "web@2", "mirror"]).documents == 300
+    assert [p.dataset for p in catalog.select("true", ["web", "web@2", "web@1"])] == [
+        "web@2",
+        "web@1",
+    ]
 
 
 def test_properties_of_every_type(tmp_path: Path):
@@ -101,7 +105,9 @@ def test_properties_of_every_type(tmp_path: Path):
             "quality": [0.1, 0.9, 0.5, 0.7, None, 0.3, 0.95, 0.2],
             "is_code": [True, False, None, True, False, False, True, False],
             "topics": [["a", "b"], [], None, ["b"], ["c"], ["a"], ["a", "c"], ["b", "c"]],
-            "lengths": pa.array([[1, 2], [3], [], None, [5], [6, 7], [8], [9]], pa.list_(pa.int32())),
+            "lengths": pa.array(
+                [[1, 2], [3], [], None, [5], [6, 7], [8], [9]], pa.list_(pa.int32())
+            ),
             "crawled": pa.array(
                 [dt.datetime(2024, 1, 1 + i) for i in range(8)], pa.timestamp("us")
             ),
@@ -119,7 +125,7 @@ def test_properties_of_every_type(tmp_path: Path):
     def ids(where: str) -> list[str]:
         part = catalog.select(where)["typed"]
         shard, index = part.document_indices()
-        return [table["id"][int(s) * 5 + int(i)].as_py() for s, i in zip(shard, index)]
+        return [table["id"][int(s) * 5 + int(i)].as_py() for s, i in zip(shard, index, strict=True)]
 
     assert ids("language = 'de'") == ["d1", "d3", "d6"]
     assert ids("stars >= 4") == ["d1", "d4", "d6"]
@@ -158,6 +164,28 @@ def test_datasets_with_different_properties_query_together(tmp_path: Path):
         catalog.select("stars > 5", ["web"])
     with pytest.raises(PredicateError, match="available columns: .*stars"):
         catalog.select("nope = 1")
+
+
+def test_shards_with_different_columns_merge_by_name(tmp_path: Path):
+    early = pa.table({"id": ["a", "b"], "n_tokens": pa.array([1, 2], pa.int64())})
+    later = pa.table(
+        {
+            "score": [0.5, 0.9, 0.1],
+            "id": ["c", "d", "e"],
+            "n_tokens": pa.array([3, 4, 5], pa.int64()),
+        }
+    )
+    write_metadata_shards(str(tmp_path / "grown"), [early, later])
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    version = catalog.register(str(tmp_path / "grown"), "grown")
+    assert not version.uniform and list(version.schema) == ["id", "n_tokens", "score"]
+    part = catalog.select("score > 0.3 OR id = 'a'")["grown"]
+    assert part.document_indices()[0].tolist() == [0, 1, 1]
+    assert part.document_indices()[1].tolist() == [0, 0, 1]
+    assert part.tokens == 1 + 3 + 4
+    assert catalog.register(str(tmp_path / "grown"), "same").uniform is False
+    make_dataset(tmp_path / "web")
+    assert catalog.register(str(tmp_path / "web"), "web").uniform is True
 
 
 def test_registration_errors_name_the_problem(tmp_path: Path):
@@ -223,6 +251,7 @@ def test_catalog_on_object_storage(s3_bucket, tmp_path: Path):
             table["language"].to_pylist(),
             table["quality"].to_pylist(),
             table["n_tokens"].to_pylist(),
+            strict=True,
         )
         if lang == "en" and quality > 0.3
     ]

@@ -7,7 +7,6 @@ tokens read from the shards.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,8 @@ import pytest
 from mixplane import run_pipeline
 from mixplane.catalog import Catalog
 from mixplane.catalog.sample import sample_documents
+from mixplane.cli import app
+from mixplane.cli.common import console, run_app
 from mixplane.tokenize import load_tokenizer, tokenize_dataset, train_tokenizer
 
 TEXTS = {
@@ -57,16 +58,19 @@ def tokens(tmp_path_factory) -> Path:
     return root
 
 
-def mixplane(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = os.environ | {"COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "mixplane", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `mixplane ARGS` in this process: (exit code, stdout, stderr)."""
+
+    monkeypatch.setattr(console, "width", 500)  # no line wrapping inside names
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["mixplane", *args])
+        code = run_app(app)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 def metadata(root: Path) -> list[dict]:
@@ -74,54 +78,67 @@ def metadata(root: Path) -> list[dict]:
     return [row for path in shards for row in pq.read_table(path).to_pylist()]
 
 
-def test_register_list_show_and_query_from_the_command_line(tokens: Path, tmp_path: Path):
+def test_register_list_show_and_query_from_the_command_line(tokens: Path, tmp_path: Path, cli):
     catalog = str(tmp_path / "c.duckdb")
     folder = str(tokens / "tokens")
-    first = mixplane("catalog", "register", folder, "--name", "docs", "-c", catalog, "--json", cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
-    registered = json.loads(first.stdout)
+    code, out, err = cli("catalog", "register", folder, "--name", "docs", "-c", catalog, "--json")
+    assert code == 0, err
+    registered = json.loads(out)
     assert registered["dataset"] == "docs@1" and registered["created"] is True
     assert registered["documents"] == 120 and registered["shards"] > 1
-    again = mixplane("catalog", "register", folder, "--name", "docs", "-c", catalog, cwd=tmp_path)
-    assert again.returncode == 0 and "unchanged, already registered as docs@1" in again.stderr
+    code, _, err = cli("catalog", "register", folder, "--name", "docs", "-c", catalog)
+    assert code == 0 and "unchanged, already registered as docs@1" in err
 
-    listed = json.loads(mixplane("catalog", "list", "-c", catalog, "--json", cwd=tmp_path).stdout)
+    listed = json.loads(cli("catalog", "list", "-c", catalog, "--json")[1])
     assert [entry["dataset"] for entry in listed] == ["docs@1"]
-    shown = mixplane("catalog", "show", "docs@1", "-c", catalog, cwd=tmp_path)
-    assert "language" in shown.stderr and "VARCHAR[]" in shown.stderr
+    assert "docs@1" in cli("catalog", "list", "-c", catalog)[2]
+    shown = cli("catalog", "show", "docs@1", "-c", catalog)[2]
+    assert "language" in shown and "VARCHAR[]" in shown
 
     rows = metadata(tokens)
     expected = [r for r in rows if r["language"] == "de" and r["quality"] > 0.5]
-    counted = mixplane("query", "language = 'de' AND quality > 0.5", "-c", catalog, "--count", cwd=tmp_path)
+    _, _, counted = cli("query", "language = 'de' AND quality > 0.5", "-c", catalog, "--count")
     tokens_expected = sum(r["n_tokens"] for r in expected)
-    assert counted.stderr.strip() == f"docs@1: {len(expected)} documents, {tokens_expected:,} tokens"
+    assert counted.strip() == f"docs@1: {len(expected)} documents, {tokens_expected:,} tokens"
 
-    table = mixplane("query", "list_contains(topics, 'b')", "-c", catalog, cwd=tmp_path)
-    assert table.returncode == 0 and "docs@1" in table.stderr
+    code, _, table = cli("query", "list_contains(topics, 'b')", "-c", catalog, "--sample", "1")
+    assert code == 0 and "docs@1" in table
     matching = sum(1 for r in rows if "b" in (r["topics"] or []))
-    assert f" {matching} " in table.stderr
+    assert f" {matching} " in table
+    assert "topics=['a', 'b'" in table
 
-    sampled = mixplane("query", "language = 'zh'", "-c", catalog, "--sample", "2", "--json", cwd=tmp_path)
-    report = json.loads(sampled.stdout)
+
+def test_query_samples_from_a_separate_process(tokens: Path, tmp_path: Path):
+    """The installed command end to end: a fresh process reads the catalog and decodes."""
+    Catalog(tmp_path / "catalog.duckdb").register(str(tokens / "tokens"), "docs")
+    done = subprocess.run(
+        [sys.executable, "-m", "mixplane", "query", "language = 'zh'", "--sample", "2", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # the default catalog is ./catalog.duckdb
+        timeout=120,
+    )
+    report = json.loads(done.stdout)
     assert report["documents"] == 40
     assert [s["language"] for s in report["samples"]] == ["zh", "zh"]
     assert all("🚀✨" in s["text"] for s in report["samples"])
 
 
-def test_user_mistakes_are_one_line_errors(tokens: Path, tmp_path: Path):
-    catalog = Catalog(tmp_path / "c.duckdb")
-    catalog.register(str(tokens / "tokens"), "docs")
+def test_user_mistakes_are_one_line_errors(tokens: Path, tmp_path: Path, cli):
+    catalog = str(tmp_path / "c.duckdb")
+    Catalog(catalog).register(str(tokens / "tokens"), "docs")
     for predicate, message in (
         ("1=1; DROP TABLE versions", "';'"),
         ("read_csv('/etc/passwd') IS NOT NULL", "function 'read_csv' is not allowed"),
         ("langauge = 'de'", "did you mean 'language'"),
     ):
-        done = mixplane("query", predicate, "-c", str(tmp_path / "c.duckdb"), cwd=tmp_path)
-        assert done.returncode == 2
-        assert done.stderr.startswith("error:") and message in done.stderr
-        assert "Traceback" not in done.stderr
-    done = mixplane("query", "true", "-c", str(tmp_path / "none.duckdb"), cwd=tmp_path)
-    assert done.returncode == 2 and "no catalog at" in done.stderr
+        code, _, err = cli("query", predicate, "-c", catalog)
+        assert code == 2
+        assert err.startswith("error:") and message in " ".join(err.split())
+    code, _, err = cli("query", "true", "-c", str(tmp_path / "none.duckdb"))
+    assert code == 2 and "no catalog at" in err
+    code, _, err = cli("catalog", "register", str(tmp_path), "--name", "x", "-c", catalog)
+    assert code == 2 and "_manifest.json: missing" in " ".join(err.split())
 
 
 def test_samples_decode_the_stored_tokens(tokens: Path, tmp_path: Path):

@@ -36,18 +36,23 @@ def part_from(runs, shards: int = 5) -> DatasetSelection:
 def test_ranges_hold_exactly_the_matches_whatever_the_batching(data):
     shard, row, tokens, cuts = data
     bounds = [0, *cuts, len(row)]
-    pieces = [runs_of(shard[a:b], row[a:b], tokens[a:b]) for a, b in zip(bounds, bounds[1:])]
+    pieces = [
+        runs_of(shard[a:b], row[a:b], tokens[a:b])
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
     part = part_from(merge_runs(pieces))
 
     got_shard, got_row = part.document_indices()
-    expected = sorted(zip(shard.tolist(), row.tolist()))
-    assert list(zip(got_shard.tolist(), got_row.tolist())) == expected
+    expected = sorted(zip(shard.tolist(), row.tolist(), strict=True))
+    assert list(zip(got_shard.tolist(), got_row.tolist(), strict=True)) == expected
     assert part.documents == len(expected)
     assert part.tokens == int(tokens.sum())
     per_range = {}
-    for s, r, t in zip(shard.tolist(), row.tolist(), tokens.tolist()):
+    for s, r, t in zip(shard.tolist(), row.tolist(), tokens.tolist(), strict=True):
         per_range[(s, r)] = t
-    for s, start, end, t in zip(part.shard, part.start, part.end, part.tokens_per_range):
+    for s, start, end, t in zip(
+        part.shard, part.start, part.end, part.tokens_per_range, strict=True
+    ):
         assert t == sum(per_range[(int(s), r)] for r in range(int(start), int(end)))
     # Maximal: consecutive ranges of one shard leave a gap.
     same = part.shard[1:] == part.shard[:-1]
@@ -95,4 +100,10 @@ def test_sample_positions_spread_and_locate():
     assert spread_positions(100, 4).tolist() == [12, 37, 62, 87]
     part = part_from((np.array([0, 2]), np.array([10, 4]), np.array([13, 6]), np.array([3, 2])))
     shard, index = locate(part, np.arange(5))
-    assert list(zip(shard.tolist(), index.tolist())) == [(0, 10), (0, 11), (0, 12), (2, 4), (2, 5)]
+    assert list(zip(shard.tolist(), index.tolist(), strict=True)) == [
+        (0, 10),
+        (0, 11),
+        (0, 12),
+        (2, 4),
+        (2, 5),
+    ]

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from mixplane import run_pipeline
+from mixplane.cli import app
+from mixplane.cli.common import console, run_app
 from mixplane.errors import InputError
 from mixplane.lineage import trace, verify
 from mixplane.manifest import file_digest
@@ -34,7 +36,11 @@ def write_raw(folder: Path) -> list[Path]:
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         rows = [
-            {"id": f"{name}-{i}", "text": TEXTS[i % 3].format(i=i), "lang": ["en", "de", "zh"][i % 3]}
+            {
+                "id": f"{name}-{i}",
+                "text": TEXTS[i % 3].format(i=i),
+                "lang": ["en", "de", "zh"][i % 3],
+            }
             for i in range(start, start + 60)
         ]
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
@@ -102,7 +108,7 @@ def test_verify_checks_every_recorded_file_once(chain: Path):
     assert str(chain / "raw" / "more" / "b.jsonl") in urls
 
 
-def test_a_flipped_byte_in_a_shard_is_named(copy: Path):
+def test_a_flipped_byte_in_a_shard_is_named(copy: Path, cli):
     shard = sorted((copy / "tokens").glob("shard-*.bin"))[1]
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0x01
@@ -111,12 +117,12 @@ def test_a_flipped_byte_in_a_shard_is_named(copy: Path):
     assert [check.url for check in failures] == [str(shard)]
     assert failures[0].problem == "content hash differs from the recorded one"
 
-    done = mixplane("lineage", str(copy / "tokens"), "--verify")
-    assert done.returncode == 2
-    assert shard.name in done.stderr and "verification failed for 1 of" in done.stderr
+    code, _, err = cli("lineage", str(copy / "tokens"), "--verify")
+    assert code == 2
+    assert shard.name in err and "verification failed for 1 of" in " ".join(err.split())
 
 
-def test_missing_files_and_parents_are_reported(copy: Path):
+def test_missing_files_and_parents_are_reported(copy: Path, cli):
     (copy / "raw" / "a.jsonl").unlink()
     checks = verify(trace(str(copy / "tokens")))
     missing = [check for check in checks if not check.ok]
@@ -126,29 +132,45 @@ def test_missing_files_and_parents_are_reported(copy: Path):
     steps = trace(str(copy / "tokens"))
     assert len(steps) == 1
     assert steps[0].missing_parents == [str(copy / "clean" / "_manifest.json")]
-    done = mixplane("lineage", str(copy / "tokens"))
-    assert done.returncode == 0
-    assert "missing parent manifest" in done.stderr
+    code, _, err = cli("lineage", str(copy / "tokens"))
+    assert code == 0
+    assert "missing parent manifest" in err
 
 
-def test_lineage_cli_tree_and_json(chain: Path):
+def test_lineage_cli_tree_and_json(chain: Path, cli):
     done = mixplane("lineage", str(chain / "tokens"), "--verify")
     assert done.returncode == 0, done.stderr
     for expected in ("tokenize", "process", "raw inputs: 2 files", "b.jsonl", "files match"):
         assert expected in done.stderr
-    done = mixplane("lineage", str(chain / "tokens"), "--json", "--verify")
-    report = json.loads(done.stdout)
+    code, out, _ = cli("lineage", str(chain / "tokens"), "--json", "--verify")
+    assert code == 0
+    report = json.loads(out)
     assert [step["kind"] for step in report["steps"]] == ["tokenize", "process"]
     assert len(report["raw_inputs"]) == 2
     assert report["failures"] == [] and report["verified"] > 10
 
 
-def test_lineage_starts_from_any_step_and_needs_a_manifest(chain: Path, tmp_path: Path):
+def test_lineage_starts_from_any_step_and_needs_a_manifest(chain: Path, tmp_path: Path, cli):
     assert [s.kind for s in trace(str(chain / "clean" / "_manifest.json"))] == ["process"]
     with pytest.raises(InputError, match="_manifest.json: missing"):
         trace(str(tmp_path))
-    done = mixplane("lineage", str(tmp_path))
-    assert done.returncode == 2 and "error:" in done.stderr and "Traceback" not in done.stderr
+    code, _, err = cli("lineage", str(tmp_path))
+    assert code == 2 and err.startswith("error:")
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `mixplane ARGS` in this process: (exit code, stdout, stderr)."""
+
+    monkeypatch.setattr(console, "width", 500)  # no line wrapping inside names
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["mixplane", *args])
+        code = run_app(app)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 def mixplane(*args: str) -> subprocess.CompletedProcess:

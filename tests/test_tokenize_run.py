@@ -186,6 +186,8 @@ def test_raw_json_lines_and_bare_parquet_inputs(workspace: Path, tmp_path: Path)
     assert result.stats["quarantined"] == 1  # the row without text, kept aside with its place
     quarantine = pq.read_table(tmp_path / "tokens" / "_quarantine" / "task-00001.parquet")
     assert quarantine.column("location").to_pylist() == [f"{bare}#row 1"]
+    outputs = read_json(str(tmp_path / "tokens" / "_manifest.json"))["outputs"]
+    assert {"path": "_quarantine/task-00001.parquet", "records": 1}.items() <= outputs[-1].items()
     dataset = TokenizedDataset(tmp_path / "tokens")
     first = dataset.shard("shard-00000-000").metadata().to_pylist()[0]
     assert first["id"] == "crawl-0-0" and first["language"] == "en"

@@ -76,10 +76,10 @@ def run_peer(python: str, mode: str, docs_path: Path, out_path: Path) -> list[di
     return read_jsonl(out_path)
 
 
-def our_decisions(docs: list[dict]) -> list[dict]:
+def our_decisions(docs: list[dict], options: dict) -> list[dict]:
     from mixplane.process.stage import build_stage
 
-    stages = {name: build_stage(name, {}) for name in FILTERS}
+    stages = {name: build_stage(name, options) for name in FILTERS}
     rows = []
     for doc in docs:
         row = {"id": doc["id"]}
@@ -159,15 +159,25 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=6000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--words", action="store_true", help="also compare word splitting")
+    parser.add_argument("--reuse", action="store_true", help="reuse datatrove's last decisions")
     args = parser.parse_args()
 
     docs = build_corpus(args.docs, seed=args.seed)
     docs_path = DATA / "agreement-docs.jsonl"
     write_jsonl(docs_path, docs)
     python = ensure_venv("datatrove", PEER_PACKAGES)
-    theirs = run_peer(python, "filters", docs_path, DATA / "agreement-datatrove.jsonl")
-    ours = our_decisions(docs)
-    report = {"filters": compare(docs, ours, theirs)}
+    peer_path = DATA / "agreement-datatrove.jsonl"
+    if args.reuse and peer_path.exists():
+        theirs = read_jsonl(peer_path)
+    else:
+        theirs = run_peer(python, "filters", docs_path, peer_path)
+    report = {
+        "filters": compare(docs, our_decisions(docs, {}), theirs),
+        # Splitting every text like English, as datatrove's English tokenizer does.
+        "filters_language_blind": compare(
+            docs, our_decisions(docs, {"language_aware": False}), theirs
+        ),
+    }
     if args.words:
         words = run_peer(python, "words", docs_path, DATA / "agreement-words.jsonl")
         report["words"] = compare_words(docs, words)
@@ -176,14 +186,17 @@ def main() -> None:
     (DATA / "agreement.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
 
     print(f"{len(docs)} documents ({', '.join(f'{n} {k}' for k, n in origins.items())})\n")
-    print("| filter | agreement | kept (ours) | kept (datatrove) | same reason | differences |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, row in report["filters"].items():
-        cats = "; ".join(f"{n} {c}" for c, n in row["disagreement_categories"].items()) or "-"
-        print(
-            f"| {name} | {row['agreement']:.2%} | {row['kept_by_ours']} | "
-            f"{row['kept_by_datatrove']} | {row['same_reason_when_both_drop']:.2%} | {cats} |"
-        )
+    print("| filter | ours | agreement | kept (ours) | kept (datatrove) | same reason | "
+          "differences |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for setting, label in (("filters", "default"), ("filters_language_blind", "language_aware: false")):
+        for name, row in report[setting].items():
+            cats = row["disagreement_categories"]
+            text = "; ".join(f"{n} {c}" for c, n in cats.items()) or "-"
+            print(
+                f"| {name} | {label} | {row['agreement']:.2%} | {row['kept_by_ours']} | "
+                f"{row['kept_by_datatrove']} | {row['same_reason_when_both_drop']:.2%} | {text} |"
+            )
     if "words" in report:
         print(f"\nword splitting: {report['words']}")
 

@@ -19,6 +19,7 @@ from mixplane.catalog.predicate import ValidPredicate, check_predicate
 from mixplane.catalog.query import select_version
 from mixplane.catalog.registry import DatasetVersion, Registry
 from mixplane.catalog.selection import Selection
+from mixplane.errors import MixplaneError
 
 DEFAULT_CATALOG = "catalog.duckdb"
 
@@ -64,8 +65,13 @@ class Catalog:
         """The versions a query runs on: the given refs, or the latest of every dataset."""
         with Registry(self.path) as registry:
             if not datasets:
-                return registry.latest()
-            return [registry.resolve(ref) for ref in datasets]
+                versions = registry.latest()
+                if not versions:
+                    raise MixplaneError(f"{self.path} has no datasets yet; register one first")
+                return versions
+            found = [registry.resolve(ref) for ref in datasets]
+        unique = {version.ref: version for version in found}  # a version listed twice runs once
+        return list(unique.values())
 
     def validate(self, where: str, datasets: Sequence[str] | None = None) -> ValidPredicate:
         """Check a predicate against the columns of the chosen datasets without running it."""

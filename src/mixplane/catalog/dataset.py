@@ -21,7 +21,7 @@ import duckdb
 import orjson
 import xxhash
 
-from mixplane.catalog.engine import describe, engine_error, sandbox, shard_counts
+from mixplane.catalog.engine import describe, engine_error, same_schema, sandbox, shard_counts
 from mixplane.errors import InputError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.urls import url_filesystem
@@ -50,6 +50,7 @@ class FolderScan:
     shards: tuple[Shard, ...]
     schema: dict[str, str]
     fingerprint: str
+    uniform: bool  # every shard has the same columns and types
 
     @property
     def documents(self) -> int:
@@ -99,9 +100,10 @@ def scan_folder(folder: str, storage_options: dict[str, Any] | None = None) -> F
     urls = [join_url(uri, stem + META_SUFFIX) for stem in stems]
     connection = sandbox(urls, storage_options)
     try:
+        uniform = same_schema(connection, urls)
         schema = describe(connection, urls)
         _check_columns(uri, schema)
-        counts = shard_counts(connection, urls)
+        counts = shard_counts(connection, urls, union=not uniform)
     except duckdb.Error as error:
         raise engine_error(error, f"{uri}: cannot read shard metadata") from error
     finally:
@@ -111,7 +113,7 @@ def scan_folder(folder: str, storage_options: dict[str, Any] | None = None) -> F
         _check_counts(uri, stem, documents, tokens, recorded.get(stem, {}))
         shards.append(Shard(stem, documents, tokens, sizes[stem]))
     fingerprint = content_fingerprint(manifest, shards, schema)
-    return FolderScan(uri, manifest, tuple(shards), schema, fingerprint)
+    return FolderScan(uri, manifest, tuple(shards), schema, fingerprint, uniform)
 
 
 def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -60,19 +60,43 @@ def sandbox(
         connection.register_filesystem(fs)
     folders = sorted({posixpath.dirname(url).rstrip("/") + "/" for url in urls})
     listing = ", ".join(quote_literal(folder) for folder in folders)
+    connection.execute("SET enable_progress_bar = false")
+    # Matches are sorted into ranges afterwards, so DuckDB may return them in any order.
+    connection.execute("SET preserve_insertion_order = false")
+    # Footers are read once at bind time and reused by the scan.
+    connection.execute("SET parquet_metadata_cache = true")
     connection.execute(f"SET allowed_directories = [{listing}]")
     connection.execute("SET enable_external_access = false")
     connection.execute("SET lock_configuration = true")
     return connection
 
 
-def parquet_source(urls: list[str]) -> str:
-    """`read_parquet` over `urls` (in this order), every file's columns merged by name."""
+def parquet_source(urls: list[str], union: bool = True) -> str:
+    """`read_parquet` over `urls` (in this order).
+
+    With `union`, files may have different columns (merged by name, missing ones NULL);
+    without, all files must share one schema, which spares reading every footer up front.
+    """
     listing = ", ".join(quote_literal(url) for url in urls)
-    return f"read_parquet([{listing}], union_by_name = true)"
+    return f"read_parquet([{listing}], union_by_name = {str(union).lower()})"
 
 
-def documents_view(urls: list[str], schema: dict[str, str], missing: dict[str, str]) -> str:
+def same_schema(connection: duckdb.DuckDBPyConnection, urls: list[str]) -> bool:
+    """True when every file has the same columns, in the same order, of the same types."""
+    listing = ", ".join(quote_literal(url) for url in urls)
+    rows = connection.execute(
+        "SELECT file_name, name, type, repetition_type, converted_type, logical_type "
+        f"FROM parquet_schema([{listing}])"
+    ).fetchall()
+    signatures: dict[str, list[tuple]] = {}
+    for file_name, *column in rows:
+        signatures.setdefault(file_name, []).append(tuple(str(part) for part in column))
+    return len({tuple(signature) for signature in signatures.values()}) <= 1
+
+
+def documents_view(
+    urls: list[str], schema: dict[str, str], missing: dict[str, str], union: bool = True
+) -> str:
     """SQL of a view with one row per document: its properties, shard number and row number.
 
     `missing` are columns other datasets have and these shards do not: they read as NULL of
@@ -81,7 +105,7 @@ def documents_view(urls: list[str], schema: dict[str, str], missing: dict[str, s
     columns = [quote_name(name) for name in schema]
     columns += [f"CAST(NULL AS {kind}) AS {quote_name(name)}" for name, kind in missing.items()]
     columns += [f"file_index AS {SHARD_COLUMN}", f"file_row_number AS {ROW_COLUMN}"]
-    return f"SELECT {', '.join(columns)} FROM {parquet_source(urls)}"
+    return f"SELECT {', '.join(columns)} FROM {parquet_source(urls, union)}"
 
 
 def describe(connection: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, str]:
@@ -91,12 +115,12 @@ def describe(connection: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str
 
 
 def shard_counts(
-    connection: duckdb.DuckDBPyConnection, urls: list[str]
+    connection: duckdb.DuckDBPyConnection, urls: list[str], union: bool = True
 ) -> list[tuple[int, int]]:
     """`(documents, tokens)` of each file in `urls`, read from its `n_tokens` column."""
     rows = connection.execute(
-        f"SELECT file_index, count(*), coalesce(sum(n_tokens), 0) FROM {parquet_source(urls)} "
-        "GROUP BY file_index"
+        "SELECT file_index, count(*), coalesce(sum(n_tokens), 0) "
+        f"FROM {parquet_source(urls, union)} GROUP BY file_index"
     ).fetchall()
     counts = {int(index): (int(docs), int(tokens)) for index, docs, tokens in rows}
     return [counts.get(index, (0, 0)) for index in range(len(urls))]

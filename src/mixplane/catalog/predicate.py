@@ -34,42 +34,39 @@ FRAME_OPEN = "WHERE (\n"
 FRAME_CLOSE = "\n)"
 _PROBE = "SELECT * FROM documents "
 
-PURE_FUNCTIONS = frozenset(
-    """
-    lower upper lcase ucase length len strlen char_length character_length abs coalesce ifnull
-    nullif list_contains list_has array_contains array_has list_has_any list_has_all
-    array_has_any array_has_all list_value list_pack array_length starts_with ends_with prefix
-    suffix contains regexp_matches regexp_full_match round floor ceil ceiling sign least
-    greatest isnan isinf isfinite trim ltrim rtrim
-    """.split()
-)
+# fmt: off
+PURE_FUNCTIONS = frozenset([
+    "lower", "upper", "lcase", "ucase", "length", "len", "strlen", "char_length",
+    "character_length", "abs", "coalesce", "ifnull", "nullif", "list_contains", "list_has",
+    "array_contains", "array_has", "list_has_any", "list_has_all", "array_has_any",
+    "array_has_all", "list_value", "list_pack", "array_length", "starts_with", "ends_with",
+    "prefix", "suffix", "contains", "regexp_matches", "regexp_full_match", "round", "floor",
+    "ceil", "ceiling", "sign", "least", "greatest", "isnan", "isinf", "isfinite", "trim",
+    "ltrim", "rtrim",
+])
 SHOWN_FUNCTIONS = (
     "lower, upper, length, trim, abs, round, floor, ceil, coalesce, nullif, least, greatest, "
     "list_contains, list_has_any, list_has_all, starts_with, ends_with, contains, "
     "regexp_matches, isnan"
 )
 # Arithmetic, concatenation and pattern matching: LIKE (~~), ILIKE (~~*), GLOB (~~~).
-OPERATORS = frozenset("+ - * / // % || ~~ !~~ ~~* !~~* ~~~".split())
-COMPARISONS = frozenset(
-    f"COMPARE_{name}"
-    for name in (
-        "EQUAL NOTEQUAL LESSTHAN GREATERTHAN LESSTHANOREQUALTO GREATERTHANOREQUALTO "
-        "DISTINCT_FROM NOT_DISTINCT_FROM"
-    ).split()
-)
+OPERATORS = frozenset(["+", "-", "*", "/", "//", "%", "||", "~~", "!~~", "~~*", "!~~*", "~~~"])
+COMPARISONS = frozenset([
+    "COMPARE_EQUAL", "COMPARE_NOTEQUAL", "COMPARE_LESSTHAN", "COMPARE_GREATERTHAN",
+    "COMPARE_LESSTHANOREQUALTO", "COMPARE_GREATERTHANOREQUALTO", "COMPARE_DISTINCT_FROM",
+    "COMPARE_NOT_DISTINCT_FROM",
+])
 # Operator nodes whose children are ordinary expressions (COALESCE parses as an operator).
-PLAIN_OPERATORS = frozenset(
-    """
-    OPERATOR_NOT COMPARE_IN COMPARE_NOT_IN OPERATOR_IS_NULL OPERATOR_IS_NOT_NULL
-    OPERATOR_COALESCE ARRAY_EXTRACT
-    """.split()
-)
-CAST_TYPES = frozenset(
-    """
-    BOOLEAN BOOL TINYINT SMALLINT INTEGER INT BIGINT HUGEINT UTINYINT USMALLINT UINTEGER UBIGINT
-    FLOAT REAL DOUBLE DECIMAL NUMERIC VARCHAR TEXT STRING DATE TIMESTAMP TIMESTAMPTZ
-    """.split()
-)
+PLAIN_OPERATORS = frozenset([
+    "OPERATOR_NOT", "COMPARE_IN", "COMPARE_NOT_IN", "OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL",
+    "OPERATOR_COALESCE", "ARRAY_EXTRACT",
+])
+CAST_TYPES = frozenset([
+    "BOOLEAN", "BOOL", "TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT",
+    "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "NUMERIC",
+    "VARCHAR", "TEXT", "STRING", "DATE", "TIMESTAMP", "TIMESTAMPTZ",
+])
+# fmt: on
 _KIND_NAMES = {
     "SUBQUERY": "subqueries",
     "WINDOW": "window functions",
@@ -143,7 +140,9 @@ _parser_lock = threading.Lock()
 def _parse(text: str) -> dict[str, Any]:
     sql = f"{_PROBE}{FRAME_OPEN}{text}{FRAME_CLOSE}"
     with _parser_lock:
-        serialized = _parser(os.getpid()).execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
+        serialized = (
+            _parser(os.getpid()).execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
+        )
     result = orjson.loads(serialized)
     if result.get("error"):
         message = " ".join(str(result.get("error_message", "syntax error")).split())
@@ -238,7 +237,7 @@ def _function_arguments(node: dict[str, Any]) -> list[Any]:
             f"allowed: {SHOWN_FUNCTIONS} (and their aliases)"
         )
     arguments = node.get("arguments") or node.get("children") or []
-    return [arg["expression"] if "expression" in arg else arg for arg in arguments]
+    return [arg.get("expression", arg) for arg in arguments]
 
 
 def _check_type(type_expr: dict[str, Any]) -> None:

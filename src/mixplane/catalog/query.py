@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from mixplane.catalog.dataset import META_SUFFIX, list_meta_files
 from mixplane.catalog.engine import (
@@ -51,14 +52,15 @@ def select_version(
     pieces = []
     try:
         connection.execute(
-            f"CREATE TEMP VIEW documents AS {documents_view(urls, version.schema, missing)}"
+            "CREATE TEMP VIEW documents AS "
+            + documents_view(urls, version.schema, missing, union=not version.uniform)
         )
         relation = connection.sql(
-            f"SELECT {SHARD_COLUMN}, {ROW_COLUMN}, coalesce(n_tokens, 0) FROM documents "
-            + predicate.framed()
+            f"SELECT CAST({SHARD_COLUMN} AS INTEGER), CAST({ROW_COLUMN} AS BIGINT), "
+            "CAST(coalesce(n_tokens, 0) AS BIGINT) FROM documents " + predicate.framed()
         )
         for batch in _arrow_batches(relation):
-            shard, row, tokens = (np.asarray(column) for column in batch.columns)
+            shard, row, tokens = (_numbers(column) for column in batch.columns)
             pieces.append(runs_of(shard, row, tokens))
     except duckdb.Error as error:
         raise engine_error(error, f"query failed on {version.ref}") from error
@@ -77,6 +79,18 @@ def select_version(
         version.tokens,
         storage_options,
     )
+
+
+def _numbers(column: pa.Array) -> np.ndarray:
+    """A null-free signed integer Arrow array as numpy, without copying.
+
+    (pyarrow's own conversion imports pandas, which takes longer than a selective query.)
+    """
+    dtype = np.dtype(f"<i{column.type.bit_width // 8}")
+    if len(column) == 0:
+        return np.zeros(0, dtype=dtype)
+    offset = column.offset * dtype.itemsize
+    return np.frombuffer(column.buffers()[1], dtype=dtype, count=len(column), offset=offset)
 
 
 def _arrow_batches(relation: duckdb.DuckDBPyRelation):

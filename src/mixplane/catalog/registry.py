@@ -32,7 +32,8 @@ _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS versions (
         name VARCHAR, version INTEGER, uri VARCHAR, fingerprint VARCHAR,
         documents BIGINT, tokens BIGINT, tokenizer VARCHAR, schema VARCHAR,
-        manifest VARCHAR, registered_at TIMESTAMP, PRIMARY KEY (name, version))""",
+        manifest VARCHAR, registered_at TIMESTAMP, uniform BOOLEAN,
+        PRIMARY KEY (name, version))""",
     """CREATE TABLE IF NOT EXISTS shards (
         name VARCHAR, version INTEGER, position INTEGER, stem VARCHAR,
         documents BIGINT, tokens BIGINT, meta_size BIGINT,
@@ -54,6 +55,7 @@ class DatasetVersion:
     schema: dict[str, str]
     shards: tuple[Shard, ...]
     registered_at: str
+    uniform: bool = False  # all shards share one schema (queries skip merging by name)
 
     @property
     def ref(self) -> str:
@@ -153,7 +155,7 @@ class Registry:
     def _insert(self, scan: FolderScan, name: str, number: int) -> None:
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
         self.connection.execute(
-            "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 name,
                 number,
@@ -165,6 +167,7 @@ class Registry:
                 _json(scan.schema),
                 _json(scan.manifest),
                 now,
+                scan.uniform,
             ],
         )
         rows = [
@@ -177,7 +180,7 @@ class Registry:
         """A version of `name` (the latest when `version` is None)."""
         query = (
             "SELECT name, version, uri, fingerprint, documents, tokens, tokenizer, schema, "
-            "strftime(registered_at, '%Y-%m-%dT%H:%M:%SZ') FROM versions WHERE name = ?"
+            "strftime(registered_at, '%Y-%m-%dT%H:%M:%SZ'), uniform FROM versions WHERE name = ?"
         )
         if version is None:
             row = self.connection.execute(
@@ -203,6 +206,7 @@ class Registry:
             schema=orjson.loads(row[7]),
             shards=tuple(Shard(*shard) for shard in shards),
             registered_at=row[8],
+            uniform=bool(row[9]),
         )
 
     def resolve(self, ref: str) -> DatasetVersion:

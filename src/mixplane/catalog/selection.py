@@ -225,8 +225,10 @@ def runs_of(shard: np.ndarray, row: np.ndarray, tokens: np.ndarray) -> tuple[np.
     tokens = np.asarray(tokens, dtype=INDEX_DTYPE)
     if len(row) == 0:
         return _empty_runs()
-    order = np.lexsort((row, shard))
-    shard, row, tokens = shard[order], row[order], tokens[order]
+    shard_steps, row_steps = np.diff(shard), np.diff(row)
+    if not np.all((shard_steps > 0) | ((shard_steps == 0) & (row_steps > 0))):
+        order = np.lexsort((row, shard))
+        shard, row, tokens = shard[order], row[order], tokens[order]
     breaks = np.flatnonzero((np.diff(shard) != 0) | (np.diff(row) != 1)) + 1
     firsts = np.concatenate(([0], breaks))
     lasts = np.concatenate((breaks - 1, [len(row) - 1]))

@@ -89,6 +89,9 @@ def write_metadata_shards(
             "kind": "tokenize",
             "tokenizer": tokenizer or {"spec": "synthetic", "vocab_size": 4096, "dtype": "uint16"},
             "shards": records,
+            "outputs": [
+                {"path": r["name"] + ".meta.parquet", **r["files"]["meta"]} for r in records
+            ],
             "parents": list(parents),
         },
         storage_options,

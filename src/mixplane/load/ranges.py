@@ -131,6 +131,8 @@ def merge(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def covered(lo: np.ndarray, hi: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Whether each point lies in one of the sorted disjoint intervals."""
+    if len(lo) == 0:
+        return np.zeros(len(points), dtype=bool)
     which = np.searchsorted(lo, points, side="right") - 1
     return (which >= 0) & (points < hi[np.maximum(which, 0)])
 

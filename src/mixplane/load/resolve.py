@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from mixplane.errors import ConfigError, MixplaneError
+from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.load import ranges as iv
 from mixplane.load.cache import local_copy
+from mixplane.load.plan_cache import entry_folder, load_resolved, save_resolved
 from mixplane.load.ranges import DocumentRanges, ShardKey
 from mixplane.load.source import TokenSource
 from mixplane.mix.spec import MixtureSpec
@@ -48,19 +49,41 @@ class ResolvedMixture:
         return TokenSource(self.shards, self.eos_id, dtype, spec.storage_options, spec.cache_dir)
 
 
-def open_catalog(spec: MixtureSpec):
-    from mixplane.catalog import Catalog
-
+def catalog_path(spec: MixtureSpec) -> str:
+    """A local path of the mixture's catalog (remote catalogs are copied into the cache)."""
     if not spec.catalog:
         raise ConfigError("the mixture names no catalog; add `catalog: PATH` to it")
-    path = local_copy(spec.catalog, spec.cache_dir, spec.storage_options)
-    return Catalog(path, storage_options=spec.storage_options)
+    try:
+        return local_copy(spec.catalog, spec.cache_dir, spec.storage_options)
+    except InputError as error:
+        raise ConfigError(f"the mixture's catalog: {error}") from None
 
 
-def resolve_mixture(spec: MixtureSpec, catalog=None) -> ResolvedMixture:
-    """Select every leaf's documents and read their token counts."""
+def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> ResolvedMixture:
+    """Select every leaf's documents and read their token counts.
+
+    With the spec's own catalog, the result is cached on disk (see `plan_cache`); a catalog
+    object passed in is always queried.
+    """
+    MixtureTree(spec)  # the spec's own mistakes are reported before any file is opened
+    if catalog is not None:
+        return _resolve(spec, catalog)
+    path = catalog_path(spec)
+    folder = entry_folder(spec, path, spec.cache_dir) if use_cache else None
+    if folder is not None:
+        cached = load_resolved(spec, folder)
+        if cached is not None:
+            return cached
+    from mixplane.catalog import Catalog  # DuckDB loads only when the catalog is queried
+
+    resolved = _resolve(spec, Catalog(path, storage_options=spec.storage_options))
+    if folder is not None:
+        save_resolved(resolved, folder)
+    return resolved
+
+
+def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
     tree = MixtureTree(spec)
-    catalog = catalog if catalog is not None else open_catalog(spec)
     selected, versions = [], {}
     for leaf in tree.leaves:
         where = leaf.where or EVERYTHING
@@ -75,6 +98,8 @@ def resolve_mixture(spec: MixtureSpec, catalog=None) -> ResolvedMixture:
             )
         parts = []
         for part in selection:
+            if part.documents == 0:
+                continue
             keys = [(part.uri, stem) for stem in part.shards]
             parts.append(DocumentRanges.build(keys, part.shard, part.start, part.end))
             versions.setdefault(part.uri, part.dataset)

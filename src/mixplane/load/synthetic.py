@@ -37,7 +37,7 @@ def write_token_dataset(
 ) -> str:
     """Write `documents` documents of random tokens; returns the manifest's URL.
 
-    Lengths are 1..2*mean_tokens (uniform). Token ids are 1..vocab_size-1; `eos_id`, when
+    Lengths are 1..2*mean_tokens (uniform; from 2 with an EOS). Token ids are 1..vocab_size-1; `eos_id`, when
     given, ends every document as if tokenized with EOS. Properties: `source`, `language`
     (cycling en, de, fr, es by document number) and `quality` (uniform in [0, 1)).
     """
@@ -47,7 +47,8 @@ def write_token_dataset(
     done = 0
     while done < documents:
         count = min(batch, documents - done)
-        lengths = rng.integers(1, 2 * mean_tokens + 1, count).astype(np.int64)
+        shortest = 1 if eos_id is None else 2  # at least one token besides the EOS
+        lengths = rng.integers(shortest, 2 * mean_tokens + 1, count).astype(np.int64)
         tokens = rng.integers(1, vocab_size, int(lengths.sum())).astype(dtype)
         if eos_id is not None:
             tokens[np.cumsum(lengths) - 1] = eos_id

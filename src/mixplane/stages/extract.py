@@ -144,7 +144,9 @@ class Extract(Stage):
         # Title and canonical URL come from the full page, before extraction prunes it.
         title = extract_title(tree)
         url = doc.metadata.get("url") or extract_url(tree)
-        text = trafilatura.extract(tree, options=self._options, prune_xpath=self.prune_xpath or None)
+        text = trafilatura.extract(
+            tree, options=self._options, prune_xpath=self.prune_xpath or None
+        )
         if not text or not text.strip():
             return Drop("no_text")
         doc.text = text

@@ -129,7 +129,10 @@ class TaskShardWriter:
 
 
 def _with_token_counts(meta: pa.Table, lengths: np.ndarray) -> pa.Table:
-    """Put `n_tokens` right after `id`, where every metadata table has it."""
+    """Put `n_tokens` right after `id`, where every metadata table has it (a property of the
+    same name would be ambiguous, so the count replaces it)."""
+    if "n_tokens" in meta.column_names:
+        meta = meta.drop_columns(["n_tokens"])
     column = pa.array(lengths, type=pa.int64())
     position = meta.column_names.index("id") + 1 if "id" in meta.column_names else 0
     return meta.add_column(position, "n_tokens", column)

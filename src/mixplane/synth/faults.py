@@ -66,7 +66,10 @@ def truncated_zstd(rng: random.Random, offset: int) -> tuple[bytes, dict[str, An
     compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
     frames = []
     for frame in range(TRUNCATED_FRAMES):
-        lines = [_wiki_line(rng, offset + frame * RECORDS_PER_FRAME + i) for i in range(RECORDS_PER_FRAME)]
+        lines = [
+            _wiki_line(rng, offset + frame * RECORDS_PER_FRAME + i)
+            for i in range(RECORDS_PER_FRAME)
+        ]
         frames.append(compressor.compress(b"".join(lines)))
     last = frames.pop()
     data = b"".join(frames) + last[: len(last) // 2]

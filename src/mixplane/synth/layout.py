@@ -98,9 +98,7 @@ def open_sink(source: str, rng: random.Random) -> Callable[[str], Any]:
     return JsonlSink
 
 
-def place(
-    files: RollingFiles, draft: Draft, serial: int, rng: random.Random
-) -> tuple[str, str]:
+def place(files: RollingFiles, draft: Draft, serial: int, rng: random.Random) -> tuple[str, str]:
     """Write `draft` as the next document of its source; return its id and file."""
     sink, name, row = files.next_slot()
     if draft.source == "web":

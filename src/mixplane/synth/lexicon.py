@@ -45,6 +45,7 @@ class Topic:
     """What one document is about: a handful of key nouns and a home place."""
 
     nouns: tuple[Any, ...]
+    words: tuple[str, ...]
     place: str
 
 
@@ -79,6 +80,7 @@ class Language:
     compiled_titles: tuple[Sentence, ...] = field(init=False)
     compiled_leads: tuple[Sentence, ...] = field(init=False)
     replacement_words: tuple[str, ...] = field(init=False)
+    noun_words: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         # Slots index tuples with one `random()` draw each: the generator fills millions.
@@ -88,9 +90,10 @@ class Language:
                 return lambda rng, topic: items[int(rng.random() * count)]
             return lambda rng, topic: convert(items[int(rng.random() * count)])
 
+        self.noun_words = tuple(noun_word(noun) for noun in self.nouns)
         places, place_count = self.places, len(self.places)
         self.slots: dict[str, Slot] = {
-            "N": lambda rng, topic: noun_word(self.noun(rng, topic)),
+            "N": self._bare_noun,
             "A": chooser(self.adjectives, self.adjective_word),
             "V": chooser(self.verbs),
             "VD": chooser(self.past),
@@ -144,18 +147,19 @@ class Language:
         defaults = "".join(f", {key}={key}" for key in bound)
         source = f"def sentence(rng, topic, title=''{defaults}):\n    return {body}\n"
         namespace = dict(bound, _capitalize=capitalize)
-        exec(source, namespace)  # noqa: S102 - source is built from the template above
+        exec(source, namespace)  # the source is built above from the template alone
         return namespace["sentence"]
 
     def fill(self, sentence: Sentence, rng: random.Random, topic: Topic, title: str = "") -> str:
         """One sentence from a compiled template."""
         return sentence(rng, topic, title)
 
+    def _bare_noun(self, rng: random.Random, topic: Topic) -> str:
+        words = topic.words if rng.random() < TOPIC_SHARE else self.noun_words
+        return words[int(rng.random() * len(words))]
+
     def noun(self, rng: random.Random, topic: Topic) -> Any:
-        if rng.random() < TOPIC_SHARE:
-            nouns = topic.nouns
-        else:
-            nouns = self.nouns
+        nouns = topic.nouns if rng.random() < TOPIC_SHARE else self.nouns
         return nouns[int(rng.random() * len(nouns))]
 
     def person(self, rng: random.Random) -> str:
@@ -163,7 +167,11 @@ class Language:
         return f"{first} {last}" if self.spaced else f"{last}{first}"
 
     def topic(self, rng: random.Random) -> Topic:
-        return Topic(tuple(rng.sample(self.nouns, TOPIC_NOUNS)), rng.choice(self.places))
+        """Key nouns drawn with replacement (a repeat just weighs that noun more)."""
+        nouns, count = self.nouns, len(self.nouns)
+        chosen = tuple(nouns[int(rng.random() * count)] for _ in range(TOPIC_NOUNS))
+        words = tuple(noun_word(noun) for noun in chosen)
+        return Topic(chosen, words, pick(rng, self.places))
 
     def join(self, sentences: list[str]) -> str:
         return (" " if self.spaced else "").join(sentences)
@@ -184,7 +192,6 @@ def pick(rng: random.Random, items: tuple[Any, ...]) -> Any:
 def noun_word(entry: Any) -> str:
     """The bare noun of a plain or `(gender, word)` entry."""
     return entry if entry.__class__ is str else entry[1]
-
 
 
 def gendered(text: str) -> tuple[tuple[str, str], ...]:

@@ -78,7 +78,11 @@ LOOKALIKE_TEMPLATES = {
         "El libro tiene el ISBN {isbn}.",
         "El pedido {order} ya fue enviado; se necesita la compilación {build}.",
     ),
-    "zh": ("版本{version}于{date}发布。", "该书的ISBN是{isbn}。", "订单{order}已发货，需要版本{build}。"),
+    "zh": (
+        "版本{version}于{date}发布。",
+        "该书的ISBN是{isbn}。",
+        "订单{order}已发货，需要版本{build}。",
+    ),
     "ja": ("バージョン{version}は{date}に公開されました。", "この本のISBNは{isbn}です。"),
 }
 _RESERVED_V4 = [

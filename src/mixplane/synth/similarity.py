@@ -48,7 +48,7 @@ def shingles(text: str, n: int = NGRAM) -> set[tuple[str, ...]]:
 def token_shingles(tokens: Sequence[str], n: int = NGRAM) -> set[tuple[str, ...]]:
     if len(tokens) < n:
         return {tuple(tokens)}
-    return set(zip(*(tokens[i:] for i in range(n))))
+    return set(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
 def jaccard(a: str, b: str, n: int = NGRAM) -> float:

@@ -39,7 +39,9 @@ class JsonlSink:
         elif url.endswith(".gz"):
             # filename="" keeps the temporary file's name out of the gzip header.
             self._out = self._stack.enter_context(
-                gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
+                gzip.GzipFile(
+                    filename="", fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0
+                )
             )
         else:
             self._out = raw
@@ -70,9 +72,7 @@ class ParquetSink:
     def close(self) -> None:
         table = pa.table(self.rows, schema=self.schema)
         with atomic_open(self.url) as handle:
-            pq.write_table(
-                table, handle, compression="zstd", row_group_size=PARQUET_ROW_GROUP
-            )
+            pq.write_table(table, handle, compression="zstd", row_group_size=PARQUET_ROW_GROUP)
 
 
 class WarcSink:

@@ -18,12 +18,14 @@ import random
 from dataclasses import dataclass
 
 from mixplane.synth.languages import LANGUAGES
-from mixplane.synth.lexicon import noun_word
+from mixplane.synth.lexicon import entries, noun_word
 
 _ENGLISH = LANGUAGES["en"]
 _NOUNS = tuple(noun_word(n) for n in _ENGLISH.nouns if " " not in noun_word(n))
-_VERBS = ("parse", "load", "build", "merge", "count", "update", "render", "check", "split",
-          "encode", "decode", "fetch", "store", "resolve", "compute", "collect", "format")  # fmt: skip
+_VERBS = entries("""
+    parse, load, build, merge, count, update, render, check, split, encode, decode, fetch, store,
+    resolve, compute, collect, format
+""")
 # (imperative, third person) forms of what a function does: "Return ..." / "returns ...".
 _PURPOSES = (
     ("Return the {noun} for the given {noun2}.", "returns the {noun} for the given {noun2}."),
@@ -84,7 +86,7 @@ HEADERS = {
     "python": "import json\nimport os\nfrom typing import Any\n",
     "javascript": "'use strict';\n\nconst path = require('path');\n",
     "c": "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n",
-    "go": "package {pkg}\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\nvar _ = strings.TrimSpace\n",
+    "go": 'package {pkg}\n\nimport (\n\t"fmt"\n\t"strings"\n)\n\nvar _ = strings.TrimSpace\n',
     "rust": "use std::collections::HashMap;\n",
 }
 COMMENT = {"python": "#", "javascript": "//", "c": "//", "go": "//", "rust": "//"}

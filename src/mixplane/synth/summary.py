@@ -75,9 +75,7 @@ def summarize(
         if label["programming_language"] is not None:
             programming[label["programming_language"]] += 1
     near = Counter(str(pair["target_similarity"]) for pair in pairs if pair["kind"] == "near")
-    exact_by_source = Counter(
-        label["source"] for label in labels if label["copy_kind"] == "exact"
-    )
+    exact_by_source = Counter(label["source"] for label in labels if label["copy_kind"] == "exact")
     duplicates = {
         "pairs": len(pairs),
         "exact": sum(1 for pair in pairs if pair["kind"] == "exact"),

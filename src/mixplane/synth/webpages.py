@@ -27,7 +27,7 @@ from typing import Any
 
 from mixplane.synth import prose
 from mixplane.synth.languages import LANGUAGES
-from mixplane.synth.lexicon import Language
+from mixplane.synth.lexicon import Language, entries
 
 _SYLLABLES = ("ka", "lo", "mi", "ra", "ten", "vo", "su", "del", "mar", "no", "pi", "ber", "ly")
 _TLDS = {
@@ -49,12 +49,13 @@ SPAM_LINES = (
     "Best price guaranteed, order today.",
     "Free shipping worldwide, no prescription needed.",
 )
-LOREM = (
-    "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt "
-    "ut labore et dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco "
-    "laboris nisi aliquip ex ea commodo consequat duis aute irure in reprehenderit voluptate "
-    "velit esse cillum fugiat nulla pariatur excepteur sint occaecat cupidatat non proident"
-).split()
+LOREM = entries("""
+    lorem, ipsum, dolor, sit, amet, consectetur, adipiscing, elit, sed, do, eiusmod, tempor,
+    incididunt, ut, labore, et, dolore, magna, aliqua, enim, ad, minim, veniam, quis, nostrud,
+    exercitation, ullamco, laboris, nisi, aliquip, ex, ea, commodo, consequat, duis, aute,
+    irure, in, reprehenderit, voluptate, velit, esse, cillum, fugiat, nulla, pariatur,
+    excepteur, sint, occaecat, cupidatat, non, proident
+""")
 _SYMBOLS = ("★", "☆", "→", "»", "$$$", "###", "!!!", "***", ">>>", "|", "©", "®", "::", "~~")
 
 
@@ -143,13 +144,14 @@ def spam_page(rng: random.Random, language: Language, site: Site, number: int) -
     )
     blocks = [f"<h1>BEST {keyword.upper()} DEALS</h1>", f"<p>{stuffing}</p>"]
     blocks += [f"<p>{rng.choice(SPAM_LINES)}</p>"] * rng.randint(8, 25)
+    name = slug(keyword)
     farm = "".join(
-        f'<li><a href="https://{slug(keyword)}-{i}.biz/{slug(keyword)}">buy {keyword} now</a></li>'
+        f'<li><a href="https://{name}-{i}.biz/{name}">buy {keyword} now</a></li>'
         for i in range(rng.randint(20, 60))
     )
     blocks.append(f"<ul>{farm}</ul>")
     main = "<article>\n" + "\n".join(blocks) + "\n</article>"
-    url = f"https://{slug(keyword)}-{site.domain.split('.')[0]}.biz/offer-{number}"
+    url = f"https://{name}-{site.domain.split('.')[0]}.biz/offer-{number}"
     return Page(_document(rng, language, site, title, main), url, title, "en", "spam")
 
 
@@ -160,11 +162,12 @@ def low_quality_page(rng: random.Random, language: Language, site: Site, number:
     code = language.code
     if variant == "stub":
         title = ui["not_found"]
-        main = f"<main><h1>{escape(title)}</h1><p><a href=\"/\">{escape(ui['back'])}</a></p></main>"
+        main = f'<main><h1>{escape(title)}</h1><p><a href="/">{escape(ui["back"])}</a></p></main>'
     elif variant == "links":
         title = ui["related"]
         links = "".join(
-            f'<li><a href="/{rng.choice(site.sections)}/{i}">{escape(_noun(rng, language))}</a></li>'
+            f'<li><a href="/{rng.choice(site.sections)}/{i}">'
+            f"{escape(_noun(rng, language))}</a></li>"
             for i in range(rng.randint(25, 80))
         )
         main = f"<main><h1>{escape(title)}</h1><ul>{links}</ul></main>"
@@ -214,9 +217,7 @@ def _escaped_ui(code: str) -> dict[str, str]:
     return {key: escape(value) for key, value in LANGUAGES[code].ui.items()}
 
 
-def _document(
-    rng: random.Random, language: Language, site: Site, title: str, main: str
-) -> str:
+def _document(rng: random.Random, language: Language, site: Site, title: str, main: str) -> str:
     ui = _escaped_ui(language.code)
     menu = [("/", ui["home"])] + [(f"/{s}/", s.capitalize()) for s in site.sections]
     menu += [("/about", ui["about"]), ("/contact", ui["contact"])]

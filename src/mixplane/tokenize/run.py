@@ -82,6 +82,7 @@ def tokenize_dataset(
             path = shard["name"] + suffix
             outputs.append({"path": path, "size": file["size"], "hash": file["hash"]})
             outputs[-1]["records"] = shard["documents"]
+    outputs.extend(output for result in results for output in result.get("outputs", []))
 
     stats = merge_task_stats(results)
     stats["tokens_per_second"] = round(stats["tokens"] / max(time.perf_counter() - started, 1e-9))

@@ -102,6 +102,11 @@ def run_tokenize_task(task: TokenizeTask, context: TokenizeContext) -> dict[str,
         writer.abort()
         raise
     stats["quarantined"] = quarantine.close()
+    outputs = []
+    if quarantine.count:
+        size, digest = file_digest(quarantine.url, config.storage_options)
+        path = f"_quarantine/task-{task.index:05d}.parquet"
+        outputs.append({"path": path, "size": size, "hash": digest, "records": quarantine.count})
     stats["seconds"] = {key: round(value, 3) for key, value in seconds.items()}
     _remove_stale_shards(config, task.index, {record.name for record in records})
     size, fingerprint = file_digest(task.file.url, config.storage_options)
@@ -111,6 +116,7 @@ def run_tokenize_task(task: TokenizeTask, context: TokenizeContext) -> dict[str,
         "config_hash": context.config_hash,
         "stats": stats,
         "shards": [record.to_json() for record in records],
+        "outputs": outputs,
     }
     marker = orjson.dumps(result, option=orjson.OPT_INDENT_2)
     write_bytes(marker_url(config.output, task.index), marker, config.storage_options)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.stages.dedup.minhash import agreement
-from mixplane.stages.dedup.runs import Run, key_range, load_array
+from mixplane.stages.dedup.runs import Run, key_range, load_arrays
 
 KEY_SPACE = 1 << 64
 
@@ -126,7 +126,7 @@ def signatures_of(nodes: np.ndarray, plan: MergePlan) -> np.ndarray:
     run_of = np.searchsorted(offsets, nodes, side="right") - 1
     result: np.ndarray | None = None
     for number in np.unique(run_of).tolist():
-        signatures = load_array(plan.runs[number].url("sigs"), plan.storage_options)
+        signatures = load_arrays(plan.runs[number].url("run"), plan.storage_options)["sigs"]
         if result is None:
             result = np.empty((len(nodes), signatures.shape[1]), dtype=np.uint32)
         chosen = run_of == number

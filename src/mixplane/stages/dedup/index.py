@@ -26,7 +26,7 @@ from mixplane.errors import ConfigError
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.io.urls import url_filesystem
 from mixplane.manifest import read_json
-from mixplane.stages.dedup.runs import Run, load_array, read_ids, write_sorted_run
+from mixplane.stages.dedup.runs import Run, load_arrays, read_ids, write_sorted_run
 
 INDEX_FILE = "index.json"
 FORMAT = 1
@@ -105,8 +105,8 @@ def write_index_run(item: tuple[Run, str, np.ndarray], storage_options) -> Run:
     keep = np.ones(run.documents, dtype=bool)
     keep[dropped] = False
     renumbered = (np.cumsum(keep) - 1).astype(np.uint32)
-    keys = load_array(run.url("keys"), storage_options)
-    rows = load_array(run.url("rows"), storage_options)
+    arrays = load_arrays(run.url("run"), storage_options)
+    keys, rows = arrays["keys"], arrays["rows"]
     bands, width, _ = keys.shape
     kept_keys = int(keep[rows[0]].sum()) if bands else 0
     new_keys = np.empty((bands, width, kept_keys), dtype=np.uint64)
@@ -116,9 +116,8 @@ def write_index_run(item: tuple[Run, str, np.ndarray], storage_options) -> Run:
         new_keys[band] = keys[band][:, chosen]
         new_rows[band] = renumbered[rows[band][chosen]]
     signatures = None
-    fs, path = url_filesystem(run.url("sigs"), storage_options)
-    if fs.exists(path):
-        signatures = np.asarray(load_array(run.url("sigs"), storage_options)[keep])
+    if arrays["sigs"].size:
+        signatures = np.asarray(arrays["sigs"][keep])
     ids = read_ids(run, storage_options).filter(keep)
     return write_sorted_run(
         prefix, new_keys, new_rows, ids["id"], ids["source"], signatures, storage_options

@@ -1,12 +1,14 @@
 """MinHash signatures, LSH band keys and the choice of bands x rows (pure numpy).
 
-Signatures use one-permutation hashing with optimal densification: a shingle's 64-bit hash
-(salted by the seed and mixed) picks one of `count` bins with its top bits and competes for
-that bin's minimum with its low 32 bits; a bin no shingle fell into copies the value of the
-first filled bin along a probe sequence that depends only on the bin, so two texts probe
-alike. Two texts agree on a bin with probability equal to their Jaccard similarity, as with
-`count` independent permutations `(a*h + b) mod (2^61 - 1)`, but each shingle is touched
-once instead of `count` times. Tests compare both estimators against exact similarity.
+Signatures are fast similarity sketches (Dahlgaard, Knudsen and Thorup, 2017): in round i
+every shingle's 64-bit hash, salted by the seed and the round, picks one of `count` bins
+and offers the value `i + u` (u uniform in [0, 1), from the hash's low bits); each bin keeps
+its minimum. Rounds stop once every bin of a text is filled, since later rounds only offer
+larger values; from round `count` on, a shingle steps through the bins in turn, so every
+bin fills. Two texts agree on a bin with probability about their Jaccard similarity, and
+the estimate is as precise as with `count` independent permutations `(a*h + b) mod
+(2^61 - 1)`, but a long text costs one or two passes over its shingles instead of `count`.
+Tests compare both estimators against exact similarity.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ import numpy as np
 from mixplane.stages.dedup.hashing import mix64
 
 _LOW32 = np.uint64(0xFFFFFFFF)
-_RANDOM_PROBES = 1
+_UNFILLED = np.iinfo(np.uint64).max
 
 
 def signatures(hashes: np.ndarray, offsets: np.ndarray, count: int, seed: int = 1) -> np.ndarray:
     """MinHash signatures: one row of `count` uint32 values per text.
 
     Text i owns shingle hashes `hashes[offsets[i]:offsets[i+1]]`; a text without shingles
-    gets a row of zeros (and no band keys, see `band_keys`).
+    gets a row of zeros (and no band keys: the caller skips it).
 
     Example:
         >>> sig = signatures(np.arange(6, dtype=np.uint64), np.array([0, 3, 6, 6]), 4)
@@ -31,44 +33,29 @@ def signatures(hashes: np.ndarray, offsets: np.ndarray, count: int, seed: int = 
         ((3, 4), [0, 0, 0, 0])
     """
     texts = len(offsets) - 1
-    mixed = mix64(hashes ^ np.uint64(mix64(np.array([seed], dtype=np.uint64))[0]))
-    bins = ((mixed >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32)
+    sketch = np.full(texts * count, _UNFILLED, dtype=np.uint64)
     owner = np.repeat(np.arange(texts, dtype=np.int64), np.diff(offsets))
-    cells = owner * count + bins.astype(np.int64)
-    flat = np.full(texts * count, np.iinfo(np.uint32).max, dtype=np.uint32)
-    np.minimum.at(flat, cells, (mixed & _LOW32).astype(np.uint32))
-    filled = np.zeros(texts * count, dtype=bool)
-    filled[cells] = True
-    signature = flat.reshape(texts, count)
-    _densify(signature, filled.reshape(texts, count), seed)
+    salt = mix64(np.array([seed], dtype=np.uint64))[0]
+    start = np.zeros(len(hashes), dtype=np.uint64)
+    for round_ in range(2 * count):
+        if not len(owner):
+            break
+        mixed = mix64(hashes ^ (salt + np.uint64(round_)))
+        if round_ < count:
+            bins = ((mixed >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32)
+            if round_ == 0:
+                start = bins
+        else:  # walk the bins from the first round's bin, so every bin is reached
+            bins = (start + np.uint64(round_ - count + 1)) % np.uint64(count)
+        values = (np.uint64(round_) << np.uint64(32)) | (mixed & _LOW32)
+        np.minimum.at(sketch, owner * count + bins.astype(np.int64), values)
+        full = (sketch.reshape(texts, count) != _UNFILLED).all(axis=1)
+        active = ~full[owner]
+        if not active.all():
+            owner, hashes, start = owner[active], hashes[active], start[active]
+    signature = (sketch & _LOW32).astype(np.uint32).reshape(texts, count)
     signature[np.diff(offsets) == 0] = 0
     return signature
-
-
-def _densify(signature: np.ndarray, filled: np.ndarray, seed: int) -> None:
-    """Fill empty bins in place: try bins from a per-bin random probe sequence, then (after
-    `count` tries) the next bins to the right; the first filled one gives its value."""
-    texts, count = signature.shape
-    rows, cols = np.nonzero(~filled & filled.any(axis=1)[:, None])
-    if not len(rows):
-        return
-    probes = _probe_table(count, seed)
-    for attempt in range(2 * count):
-        target = probes[cols, attempt]
-        hit = filled[rows, target]
-        signature[rows[hit], cols[hit]] = signature[rows[hit], target[hit]]
-        rows, cols = rows[~hit], cols[~hit]
-        if not len(rows):
-            return
-
-
-def _probe_table(count: int, seed: int) -> np.ndarray:
-    """Per bin: `count` random bins, then every other bin in turn (so a filled one is met)."""
-    rng = np.random.default_rng([seed, count, _RANDOM_PROBES])
-    random = rng.integers(0, count, size=(count, count), dtype=np.int64)
-    bins = np.arange(count)
-    rotation = (bins[:, None] + bins[None, :] + 1) % count
-    return np.concatenate((random, rotation), axis=1)
 
 
 _ROW_WEIGHTS = mix64(np.arange(1, 257, dtype=np.uint64)) | np.uint64(1)

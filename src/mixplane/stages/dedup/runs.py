@@ -1,29 +1,36 @@
 """Sorted key runs on disk: what one task (or one slice of a persistent index) collected.
 
-A run is a set of files sharing a prefix:
+A run is two files sharing a prefix:
 
-- `PREFIX.keys.npy`: uint64 `(bands, width, keyed)`, each band sorted by its key (words
-  compared in order), so a merge can read any range of key values with a binary search;
-- `PREFIX.rows.npy`: uint32 `(bands, keyed)`, the document (row within the run) of each key;
-- `PREFIX.sigs.npy` (MinHash only): uint32 `(documents, hashes)` signatures, for verifying
-  candidate pairs;
+- `PREFIX.run`: a 256-byte JSON header (shapes), then three arrays: keys, uint64
+  `(bands, width, keyed)`, each band sorted by its key (words compared in order), so a merge
+  can read any range of key values with a binary search; rows, uint32 `(bands, keyed)`, the
+  document (row within the run) of each key; and for MinHash the signatures, uint32
+  `(documents, hashes)`, for verifying candidate pairs;
 - `PREFIX.ids.parquet`: the `id` and `source` of every document, in row order.
 
-Local files are memory-mapped, so a merge touches only the slices it needs.
+Local runs are memory-mapped (and the mappings reused within a process), so a merge
+touches only the slices it needs.
 """
 
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mixplane.io.atomic import is_local, local_path, write_bytes
+from mixplane.io.atomic import atomic_open, is_local, local_path, write_bytes
 from mixplane.io.urls import url_filesystem
+
+HEADER = 256
+_MAGIC = "mixplane-dedup-run"
+_mapped: dict[tuple[str, int, int], dict[str, np.ndarray]] = {}
 
 
 @dataclass(frozen=True)
@@ -35,24 +42,50 @@ class Run:
     keyed: int
 
     def url(self, kind: str) -> str:
-        suffix = "ids.parquet" if kind == "ids" else f"{kind}.npy"
-        return f"{self.prefix}.{suffix}"
+        return f"{self.prefix}.ids.parquet" if kind == "ids" else f"{self.prefix}.run"
 
 
-def save_array(url: str, array: np.ndarray, storage_options: dict[str, Any]) -> None:
-    """Write one array as `.npy`, atomically."""
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-    write_bytes(url, buffer.getvalue(), storage_options)
+def save_arrays(url: str, keys: np.ndarray, rows: np.ndarray, signatures, options) -> None:
+    """Write a run's arrays into one file, atomically."""
+    signatures = np.empty((0, 0), np.uint32) if signatures is None else signatures
+    shapes = {"keys": keys.shape, "rows": rows.shape, "sigs": signatures.shape}
+    header = orjson.dumps({"format": _MAGIC, "shapes": shapes})
+    with atomic_open(url, options) as handle:
+        handle.write(header.ljust(HEADER))
+        for array, dtype in ((keys, np.uint64), (rows, np.uint32), (signatures, np.uint32)):
+            handle.write(np.ascontiguousarray(array, dtype=dtype).tobytes())
 
 
-def load_array(url: str, storage_options: dict[str, Any]) -> np.ndarray:
-    """Memory-map a local `.npy` file; read a remote one whole."""
+def load_arrays(url: str, options: dict[str, Any]) -> dict[str, np.ndarray]:
+    """A run's arrays: `keys`, `rows` and `sigs` (memory-mapped when local)."""
     if is_local(url):
-        return np.load(local_path(url), mmap_mode="r", allow_pickle=False)
-    fs, path = url_filesystem(url, storage_options)
+        path = local_path(url)
+        status = os.stat(path)
+        cache_key = (path, status.st_mtime_ns, status.st_size)
+        if cache_key not in _mapped:
+            if len(_mapped) > 4096:
+                _mapped.clear()
+            with open(path, "rb") as handle:
+                header = orjson.loads(handle.read(HEADER))
+            data = np.memmap(path, dtype=np.uint8, mode="r")
+            _mapped[cache_key] = _split(data, header)
+        return _mapped[cache_key]
+    fs, path = url_filesystem(url, options)
     with fs.open(path, "rb") as handle:
-        return np.load(io.BytesIO(handle.read()), allow_pickle=False)
+        data = np.frombuffer(handle.read(), dtype=np.uint8)
+    return _split(data, orjson.loads(bytes(data[:HEADER])))
+
+
+def _split(data: np.ndarray, header: dict[str, Any]) -> dict[str, np.ndarray]:
+    if header.get("format") != _MAGIC:
+        raise ValueError("not a dedup run file")
+    arrays, offset = {}, HEADER
+    for name, dtype in (("keys", np.uint64), ("rows", np.uint32), ("sigs", np.uint32)):
+        shape = tuple(header["shapes"][name])
+        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        arrays[name] = data[offset : offset + size].view(dtype).reshape(shape)
+        offset += size
+    return arrays
 
 
 def sort_keys(keys: np.ndarray, keyed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -104,10 +137,7 @@ def write_sorted_run(
     storage_options: dict[str, Any],
 ) -> Run:
     run = Run(prefix, len(ids), sorted_keys.shape[2])
-    save_array(run.url("keys"), sorted_keys, storage_options)
-    save_array(run.url("rows"), rows, storage_options)
-    if signatures is not None:
-        save_array(run.url("sigs"), signatures, storage_options)
+    save_arrays(run.url("run"), sorted_keys, rows, signatures, storage_options)
     table = pa.table({"id": _strings(ids), "source": _strings(sources)})
     buffer = io.BytesIO()
     pq.write_table(table, buffer, compression="zstd")
@@ -130,7 +160,8 @@ def read_ids(run: Run, storage_options: dict[str, Any]) -> pa.Table:
 
 def key_range(run: Run, band: int, low: int, high: int, storage_options) -> tuple:
     """Keys `(width, k)` and rows `(k,)` of `band` whose first word is in `[low, high)`."""
-    keys = load_array(run.url("keys"), storage_options)[band]
+    arrays = load_arrays(run.url("run"), storage_options)
+    keys = arrays["keys"][band]
     first = keys[0]
     start = int(np.searchsorted(first, np.uint64(low), side="left")) if low > 0 else 0
     stop = (
@@ -138,5 +169,5 @@ def key_range(run: Run, band: int, low: int, high: int, storage_options) -> tupl
         if high > np.iinfo(np.uint64).max
         else int(np.searchsorted(first, np.uint64(high), side="left"))
     )
-    rows = load_array(run.url("rows"), storage_options)[band, start:stop]
+    rows = arrays["rows"][band, start:stop]
     return np.array(keys[:, start:stop]), np.array(rows)

@@ -9,7 +9,6 @@ documents are then filtered in the same order they were collected.
 
 from __future__ import annotations
 
-import io
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,7 +17,6 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from mixplane.document import Document, Drop
-from mixplane.io.atomic import write_bytes
 from mixplane.io.urls import url_filesystem
 from mixplane.process.global_stage import GlobalStage, MergeRun, WorkArea
 from mixplane.process.stage import Result
@@ -30,8 +28,9 @@ from mixplane.stages.dedup.candidates import (
     verify_pairs,
 )
 from mixplane.stages.dedup.clusters import Members, choose_survivors, components
+from mixplane.stages.dedup.decisions import read_decisions, write_decisions
 from mixplane.stages.dedup.index import DedupIndex, write_index_run
-from mixplane.stages.dedup.runs import Run, load_array, read_ids, write_run
+from mixplane.stages.dedup.runs import Run, load_arrays, read_ids, write_run
 
 KEYS_PER_UNIT = 1 << 22  # keys of one band sorted together in a merge unit (~100 MB)
 VERIFY_CHUNK = 1 << 18  # candidate pairs verified per task
@@ -102,7 +101,8 @@ class DedupStage(GlobalStage):
         nodes, roots = components(pairs)
         members = self._members(nodes, roots, plan)
         clusters = choose_survivors(members)
-        dropped = _write_decisions(work, tasks, plan, members, clusters)
+        url = _decisions_url(work)
+        dropped = write_decisions(url, tasks, plan, members, clusters, options)
         if index is not None:
             items = [
                 (task_run, index.run_prefix(run.run_id, task), dropped.get(task, _NONE))
@@ -150,44 +150,12 @@ def _task_run(work: WorkArea, task: int) -> Run:
     fs, path = url_filesystem(probe.url("ids"), work.storage_options)
     with fs.open(path, "rb") as handle:
         documents = pq.read_metadata(handle).num_rows
-    keyed = load_array(probe.url("keys"), work.storage_options).shape[2]
+    keyed = load_arrays(probe.url("run"), work.storage_options)["keys"].shape[2]
     return Run(prefix, documents, keyed)
 
 
-def _write_decisions(
-    work: WorkArea, tasks: list[int], plan: MergePlan, members: Members, clusters
-) -> dict[int, np.ndarray]:
-    """One Parquet file per task with a clustered document; returns each task's dropped
-    rows."""
-    offsets = plan.offsets
-    fresh = np.flatnonzero(members.nodes < plan.new_documents)
-    run_of = np.searchsorted(offsets, members.nodes[fresh], side="right") - 1
-    dropped: dict[int, np.ndarray] = {}
-    for number in np.unique(run_of).tolist():
-        chosen = fresh[run_of == number]
-        rows = members.nodes[chosen] - offsets[number]
-        survivor = clusters.survivor[chosen]
-        is_duplicate = survivor != chosen
-        survivor_ids = members.ids.take(pa.array(survivor))
-        table = pa.table(
-            {
-                "row": pa.array(rows, pa.int64()),
-                "duplicate": pa.array(is_duplicate),
-                "in_index": pa.array(members.in_index[survivor]),
-                "survivor_id": survivor_ids,
-                "cluster_size": pa.array(clusters.size[chosen], pa.int64()),
-            }
-        )
-        task = tasks[number]
-        buffer = io.BytesIO()
-        pq.write_table(table, buffer, compression="zstd")
-        write_bytes(_decisions_url(work, task), buffer.getvalue(), work.storage_options)
-        dropped[task] = rows[is_duplicate]
-    return dropped
-
-
-def _decisions_url(work: WorkArea, task: int) -> str:
-    return work.url("decisions", f"task-{task:05d}.parquet")
+def _decisions_url(work: WorkArea) -> str:
+    return work.url("decisions.parquet")
 
 
 class _Collector:
@@ -218,8 +186,6 @@ class _Collector:
         keys = np.concatenate([empty_keys, *self.keys])
         keyed = np.concatenate([np.empty(0, dtype=bool), *self.keyed])
         signatures = np.concatenate(self.signatures) if self.signatures else None
-        if signatures is None and stage.verify_cutoff() is not None:
-            signatures = np.empty((0, 0), dtype=np.uint32)
         prefix = self.work.url("collect", f"task-{self.task:05d}")
         options = self.work.storage_options
         run = write_run(prefix, keys, keyed, self.ids, self.sources, signatures, options)
@@ -233,15 +199,7 @@ class _Decider:
         self.name = stage.stage_name()
         self.metadata = stage.cluster_metadata
         self.row = 0
-        self.decisions: dict[int, tuple[bool, bool, str, int]] = {}
-        url = _decisions_url(work, task)
-        fs, path = url_filesystem(url, work.storage_options)
-        if fs.exists(path):
-            with fs.open(path, "rb") as handle:
-                table = pq.read_table(handle)
-            columns = ("row", "duplicate", "in_index", "survivor_id", "cluster_size")
-            for row, *decision in zip(*(table[c].to_pylist() for c in columns), strict=True):
-                self.decisions[row] = tuple(decision)
+        self.decisions = read_decisions(_decisions_url(work), task, work.storage_options)
 
     def decide(self, docs: list[Document]) -> list[Result]:
         results: list[Result] = []

@@ -33,17 +33,20 @@ _TO_ISO_639_1 = {
 }
 
 # Every code the stage can output (the model's labels, folded), for validating `keep`.
-MODEL_CODES = frozenset(
-    "ace af am an ar as az ba bcl be bg bn br bs ca crh cs cy da de dz el en eo es et eu ext "
-    "fa ff fi fo fr fy ga gcf gcr gd gl gn gom grc gu guw ha hbo he hi hr ht hu hy id ig is "
-    "it ja jv ka kab ki kk km kn ko ku ky la lb lg lij ln lo lt ltg lv mg mk ml mn mr ms mt "
-    "my ne nl nn no nso oc om or pa pcm pl ps pt qu ro ru rw sa se si sk sl sn so sq sr st sv "
-    "sw ta te tg th tk tl tr tt ug uk ur uz vec vi vo wa xh yo zh zu zxx".split()
+_MODEL_CODES_TEXT = (
+    "ace af am an ar as az ba bcl be bg bn br bs ca crh cs cy da de dz el en eo es et eu "
+    "ext fa ff fi fo fr fy ga gcf gcr gd gl gn gom grc gu guw ha hbo he hi hr ht hu hy id "
+    "ig is it ja jv ka kab ki kk km kn ko ku ky la lb lg lij ln lo lt ltg lv mg mk ml mn "
+    "mr ms mt my ne nl nn no nso oc om or pa pcm pl ps pt qu ro ru rw sa se si sk sl sn so "
+    "sq sr st sv sw ta te tg th tk tl tr tt ug uk ur uz vec vi vo wa xh yo zh zu zxx "
 )
+MODEL_CODES = frozenset(_MODEL_CODES_TEXT.split())
 
 # Hiragana and katakana (full and half width), without the middle dot and the long-vowel
 # mark, which Chinese text borrows.
-_KANA = re.compile(r"[\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fd-\u30ff\u31f0-\u31ff\uff66-\uff9d]")
+_KANA = re.compile(
+    r"[\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fd-\u30ff\u31f0-\u31ff\uff66-\uff9d]"
+)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")

@@ -33,7 +33,7 @@ class NgramLanguageModel:
     """
 
     start_row: int
-    next_row: np.ndarray  # (transitions,) int32
+    next_row: np.ndarray  # (transitions,) int64
     feature_after: np.ndarray  # (transitions,) int32
     feature_weights: np.ndarray  # (features, classes) float32 log P(feature | class)
     class_prior: np.ndarray  # (classes,) float32 log P(class)
@@ -56,7 +56,7 @@ class NgramLanguageModel:
             fold[column, labels.index(label)] = 1.0
         return cls(
             start_row=int(row_of_state[0]),
-            next_row=row_of_state[next_state].astype(np.int32),
+            next_row=row_of_state[next_state],
             feature_after=feature_of_state[next_state],
             # float32 once (57 MB): float16 products have no fast path in numpy
             feature_weights=np.asarray(identifier.nb_ptc, dtype=np.float32),
@@ -77,10 +77,11 @@ class NgramLanguageModel:
     def probabilities(self, samples: list[bytes]) -> np.ndarray:
         """A (documents, labels) array of probabilities; rows sum to 1.
 
-        A sample in which the model finds no feature gets a uniform row.
+        A sample in which the model finds no feature (empty, or no text it knows) gets a row
+        of zeros: there is no evidence for any language.
         """
         count = len(samples)
-        result = np.full((count, len(self.labels)), 1.0 / len(self.labels))
+        result = np.zeros((count, len(self.labels)))
         if count == 0 or not any(samples):
             return result
         document, feature, hits = self._feature_counts(samples)
@@ -105,23 +106,23 @@ class NgramLanguageModel:
         order = np.argsort(-lengths, kind="stable")  # longest first: the active are a prefix
         sorted_lengths = lengths[order]
         longest = int(sorted_lengths[0])
-        data = np.zeros((count, longest), dtype=np.int32)
-        for column, index in enumerate(order):
-            if lengths[index]:
-                data[column, : lengths[index]] = np.frombuffer(samples[index], dtype=np.uint8)
-        data = np.ascontiguousarray(data.T)
-        # active[k]: how many samples have a byte at position k
+        data = np.zeros((count, longest), dtype=np.uint8)
+        for row, index in enumerate(order):
+            data[row, : lengths[index]] = np.frombuffer(samples[index], np.uint8)
+        data = np.ascontiguousarray(data.T)  # (positions, documents): a step reads one row
+        # active[k]: how many documents have a byte at position k
         active = np.searchsorted(-sorted_lengths, -np.arange(longest), side="left")
-        taken = np.zeros((longest, count), dtype=np.int32)  # transition taken at each byte
-        taken[0] = data[0] + self.start_row
+        taken = np.empty((longest, count), dtype=np.int64)  # transition taken at each byte
+        taken[0] = data[0] + np.int64(self.start_row)
         next_row = self.next_row
-        for position in range(1, longest):
-            alive = active[position]
-            taken[position, :alive] = next_row[taken[position - 1, :alive]] + data[position, :alive]
-        emitted = self.feature_after[taken]
+        for step in range(1, longest):
+            alive = active[step]
+            # the row of the state the previous transition reached, plus this byte
+            np.add(next_row[taken[step - 1, :alive]], data[step, :alive], out=taken[step, :alive])
         inside = np.arange(longest)[:, None] < sorted_lengths[None, :]
-        positions, columns = np.nonzero(inside & (emitted >= 0))
-        features_total = self.feature_weights.shape[0]
-        keys = order[columns] * features_total + emitted[positions, columns]
-        keys, hits = np.unique(keys, return_counts=True)
-        return keys // features_total, keys % features_total, hits
+        emitted = self.feature_after[taken[inside]]
+        document = np.broadcast_to(order, inside.shape)[inside]
+        found = emitted >= 0
+        total = self.feature_weights.shape[0]
+        keys, hits = np.unique(document[found] * total + emitted[found], return_counts=True)
+        return keys // total, keys % total, hits

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -64,15 +65,10 @@ class LanguageId(Stage):
         None, ge=0.0, le=1.0, description="drop documents whose language probability is lower"
     )
     sample_chars: int = Field(
-        2000, ge=20, description="classify the first this many characters (speed; long pages)"
+        1000, ge=20, description="classify the first this many characters (speed; long pages)"
     )
 
-    _model: NgramLanguageModel | None = PrivateAttr(None)
-    _codes: tuple[str, ...] = PrivateAttr(())
-    _fold: np.ndarray | None = PrivateAttr(None)
-    _keep: frozenset[str] | None = PrivateAttr(None)
-    _zh: int = PrivateAttr(0)
-    _ja: int = PrivateAttr(0)
+    _runtime: _Runtime | None = PrivateAttr(None)
 
     @field_validator("keep")
     @classmethod
@@ -86,54 +82,69 @@ class LanguageId(Stage):
             raise ValueError(f"unknown language code(s) {unknown}; valid codes: {valid}")
         return codes
 
-    def model_post_init(self, context: object) -> None:
-        self._keep = frozenset(self.keep) if self.keep is not None else None
-
     def setup(self) -> None:
-        self._model, self._codes, self._fold = _load_model()
-        self._zh, self._ja = self._codes.index("zh"), self._codes.index("ja")
+        model, codes, fold = _load_model()
+        keep = frozenset(self.keep) if self.keep is not None else None
+        self._runtime = _Runtime(model, codes, fold, keep, codes.index("zh"), codes.index("ja"))
 
     def apply(self, doc: Document) -> Result:
         return self.apply_batch([doc])[0]
 
     def apply_batch(self, docs: list[Document]) -> list[Result]:
-        if self._model is None:
+        if self._runtime is None:
             self.setup()
-        samples = [doc.text[: self.sample_chars] for doc in docs]
-        encoded = [self._model.encode(sample) for sample in samples]
-        probabilities = self._model.probabilities(encoded) @ self._fold
+        runtime = self._runtime
+        limit = self.sample_chars
+        samples = [doc.text[:limit] for doc in docs]
+        rows = runtime.model.probabilities([runtime.model.encode(s) for s in samples])
+        rows = rows @ runtime.fold
         return [
-            self._decide(doc, sample, row)
-            for doc, sample, row in zip(docs, samples, probabilities, strict=True)
+            self._decide(doc, runtime.language(sample, row), runtime.keep)
+            for doc, sample, row in zip(docs, samples, rows, strict=True)
         ]
 
     def detect(self, text: str) -> tuple[str, float]:
         """The (code, probability) the stage would record for `text`."""
-        if self._model is None:
+        if self._runtime is None:
             self.setup()
+        runtime = self._runtime
         sample = text[: self.sample_chars]
-        row = self._model.probabilities([self._model.encode(sample)])[0] @ self._fold
-        return self._language(sample, row)
+        row = runtime.model.probabilities([runtime.model.encode(sample)])[0] @ runtime.fold
+        return runtime.language(sample, row)
 
-    def _language(self, sample: str, row: np.ndarray) -> tuple[str, float]:
-        if not has_letters(sample):
-            return UNDETERMINED, 0.0
-        best = int(row.argmax())
-        language, score = self._codes[best], float(row[best])
-        script = han_script_language(sample)
-        if script is not None:
-            script_language, share, choice = script
-            if language in ("zh", "ja") or share >= CJK_SHARE_FOR_SCRIPT_RULE:
-                pooled = float(row[self._zh] + row[self._ja])
-                language, score = script_language, max(pooled, share) * choice
-        return language, round(min(score, 1.0), 4)
-
-    def _decide(self, doc: Document, sample: str, row: np.ndarray) -> Result:
-        language, score = self._language(sample, row)
+    def _decide(
+        self, doc: Document, found: tuple[str, float], keep: frozenset[str] | None
+    ) -> Result:
+        language, score = found
         doc.metadata["language"] = language
         doc.metadata["language_score"] = score
-        if self._keep is not None and language not in self._keep:
+        if keep is not None and language not in keep:
             return Drop("language_not_kept", {"language": language, "score": score})
         if self.min_score is not None and score < self.min_score:
             return Drop("low_language_score", {"language": language, "score": score})
         return doc
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """What `setup` prepares: the model, output codes and the codes to keep."""
+
+    model: NgramLanguageModel
+    codes: tuple[str, ...]
+    fold: np.ndarray
+    keep: frozenset[str] | None
+    zh: int
+    ja: int
+
+    def language(self, sample: str, row: np.ndarray) -> tuple[str, float]:
+        best = int(row.argmax())
+        if row[best] == 0.0 or not has_letters(sample):
+            return UNDETERMINED, 0.0
+        language, score = self.codes[best], float(row[best])
+        script = han_script_language(sample)
+        if script is not None:
+            script_language, share, choice = script
+            if language in ("zh", "ja") or share >= CJK_SHARE_FOR_SCRIPT_RULE:
+                pooled = float(row[self.zh] + row[self.ja])
+                language, score = script_language, max(pooled, share) * choice
+        return language, round(min(score, 1.0), 4)

@@ -6,7 +6,8 @@ dates, ISBNs, and digit runs that fail the Luhn check. `find_pii` runs the detec
 trigger character occurs in the text and resolves overlaps (earlier kinds win).
 
 Example:
-    >>> [(span.kind, span.text) for span in find_pii("Mail jo@example.org or call +44 20 7946 0958")]
+    >>> spans = find_pii("Mail jo@example.org or call +44 20 7946 0958")
+    >>> [(span.kind, span.text) for span in spans]
     [('email', 'jo@example.org'), ('phone', '+44 20 7946 0958')]
 """
 
@@ -38,10 +39,11 @@ _EMAIL = re.compile(
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
 )
 # Image and code file suffixes: "logo@2x.png" is a file, not an address.
-_FILE_SUFFIXES = frozenset(
-    "png jpg jpeg gif svg webp ico bmp tif tiff avif css js mjs ts jsx tsx json map "
-    "html htm xml pdf zip gz txt md py rb go rs java c h cpp php".split()
+_FILE_SUFFIXES_TEXT = (
+    "png jpg jpeg gif svg webp ico bmp tif tiff avif css js mjs ts jsx tsx json map html "
+    "htm xml pdf zip gz txt md py rb go rs java c h cpp php "
 )
+_FILE_SUFFIXES = frozenset(_FILE_SUFFIXES_TEXT.split())
 
 
 def _emails(text: str) -> Iterator[Span]:
@@ -140,9 +142,11 @@ _PHONE = re.compile(
     # international: +country code, then groups; "+44 (0)20 ..." keeps the trunk zero
     r"(?P<intl>\+[1-9]\d{0,2}(?:[ .-]?\(0\))?(?:[ .-]?\(?\d{1,5}\)?)(?:[ .-]?\d{1,5}){1,5})"
     # North American: (555) 123-4567, 555-123-4567, 1-800-555-0199
-    r"|(?P<nanp>(?:1[ .-])?(?:\([2-9]\d{2}\)[ ]?\d{3}[ .-]\d{4}|[2-9]\d{2}(?P<ns>[ .-])\d{3}(?P=ns)\d{4}))"
+    r"|(?P<nanp>(?:1[ .-])?"
+    r"(?:\([2-9]\d{2}\)[ ]?\d{3}[ .-]\d{4}|[2-9]\d{2}(?P<ns>[ .-])\d{3}(?P=ns)\d{4}))"
     # national with a trunk zero: 020 7946 0958, 030/12345678, 03-1234-5678, (0171) 1234567
-    r"|(?P<trunk>(?:\(0\d{1,4}\)[ ]?|0\d{1,4}(?P<ts>[ /.-]))\d{2,8}(?:(?P<tg>[ .-])\d{2,8}(?:(?P=tg)\d{2,8}){0,2})?)"
+    r"|(?P<trunk>(?:\(0\d{1,4}\)[ ]?|0\d{1,4}[ /.-])"
+    r"\d{2,8}(?:(?P<tg>[ .-])\d{2,8}(?:(?P=tg)\d{2,8}){0,2})?)"
     # Chinese mobile numbers: 138 0013 8000
     r"|(?P<cn>1[3-9]\d(?P<cs>[ -])\d{4}(?P=cs)\d{4})"
     r")(?![\w]|[.,/-]\d)"

@@ -20,7 +20,7 @@ from pydantic import Field, PrivateAttr
 
 from mixplane.document import Document, Drop
 from mixplane.process.stage import Result, Stage
-from mixplane.stages.pii.detectors import KINDS, find_pii
+from mixplane.stages.pii.detectors import KINDS, Span, find_pii
 
 Kind = Literal["email", "phone", "ip_address", "credit_card"]
 
@@ -63,24 +63,41 @@ class Pii(Stage):
         self._replacements = DEFAULT_REPLACEMENTS | dict(self.replacements)
 
     def apply(self, doc: Document) -> Result:
-        text = doc.text
-        spans = find_pii(text, self._kinds, self.include_private_ips)
-        counts = dict.fromkeys(KINDS, 0)
-        for span in spans:
-            counts[span.kind] += 1
-        for kind in KINDS:
-            doc.metadata[f"pii_{kind}"] = counts[kind]
-        if not spans:
-            return doc
-        if self.mode == "drop":
-            return Drop("contains_pii", {kind: n for kind, n in counts.items() if n})
-        if self.mode == "redact":
-            pieces = []
-            position = 0
+        return self.apply_batch([doc])[0]
+
+    def apply_batch(self, docs: list[Document]) -> list[Result]:
+        kinds, replacements = self._kinds, self._replacements
+        private, mode = self.include_private_ips, self.mode
+        results: list[Result] = []
+        for doc in docs:
+            text = doc.text
+            spans = find_pii(text, kinds, private)
+            counts = dict.fromkeys(KINDS, 0)
             for span in spans:
-                pieces.append(text[position : span.start])
-                pieces.append(self._replacements[span.kind])
-                position = span.end
-            pieces.append(text[position:])
-            doc.text = "".join(pieces)
-        return doc
+                counts[span.kind] += 1
+            for kind, found in counts.items():
+                doc.metadata[f"pii_{kind}"] = found
+            if spans and mode == "drop":
+                results.append(Drop("contains_pii", {k: n for k, n in counts.items() if n}))
+                continue
+            if spans and mode == "redact":
+                doc.text = redact(text, spans, replacements)
+            results.append(doc)
+        return results
+
+
+def redact(text: str, spans: list[Span], replacements: dict[str, str]) -> str:
+    """`text` with each span replaced by its kind's replacement.
+
+    Example:
+        >>> redact("call 555-123-4567", [Span("phone", 5, 17, "555-123-4567")], {"phone": "#"})
+        'call #'
+    """
+    pieces = []
+    position = 0
+    for span in spans:
+        pieces.append(text[position : span.start])
+        pieces.append(replacements[span.kind])
+        position = span.end
+    pieces.append(text[position:])
+    return "".join(pieces)

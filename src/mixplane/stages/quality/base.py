@@ -73,6 +73,11 @@ class QualityFilter(Stage):
     keep_signals: bool = Field(
         True, description="in filter mode, store the measured signals on the documents kept"
     )
+    language_aware: bool = Field(
+        True,
+        description="split text written without spaces (Chinese, Japanese, Thai) into "
+        "characters; false splits all text like English",
+    )
 
     def checks(self, doc: Document, analysis: TextAnalysis) -> Iterator[Check]:
         """The checks of this filter, in the order they are applied."""
@@ -82,9 +87,17 @@ class QualityFilter(Stage):
         """Called in filter mode for a document that passed; may rewrite it."""
         return doc
 
+    def prefix(self) -> str:
+        """What the names of this filter's metadata signals start with."""
+        return self.signal_prefix
+
+    def analysis(self, doc: Document) -> TextAnalysis:
+        """The shared analysis of the document's text, in its language when known."""
+        return analyze(doc.text, doc.metadata.get("language") if self.language_aware else "en")
+
     def apply(self, doc: Document) -> Result:
-        analysis = analyze(doc.text, doc.metadata.get("language"))
-        prefix = self.signal_prefix
+        analysis = self.analysis(doc)
+        prefix = self.prefix()
         signals: dict[str, float | int | bool] = {}
         if self.mode == "annotate":
             reason = ""

@@ -69,15 +69,11 @@ class C4(QualityFilter):
         default_factory=lambda: [".", "?", "!", '"', "'"],
         description="characters a line must end with to be kept",
     )
-    min_words_per_line: int | None = Field(
-        3, description="remove lines with fewer words than this"
-    )
+    min_words_per_line: int | None = Field(3, description="remove lines with fewer words than this")
     drop_lorem_ipsum: bool = Field(
         True, description="drop documents with a kept line containing 'lorem ipsum'"
     )
-    drop_javascript_lines: bool = Field(
-        True, description="remove lines mentioning 'javascript'"
-    )
+    drop_javascript_lines: bool = Field(True, description="remove lines mentioning 'javascript'")
     drop_curly_bracket: bool = Field(
         True, description="drop documents with a kept line containing '{'"
     )
@@ -135,7 +131,7 @@ class C4(QualityFilter):
             if self.drop_policy_lines and any(phrase in lowered for phrase in policy):
                 continue
             if self.min_sentences is not None:
-                scan.sentences += count_sentences(line)
+                scan.sentences += count_sentences(line, analysis.unspaced)
             scan.kept.append(line)
         return scan
 

@@ -96,7 +96,10 @@ class GopherQuality(QualityFilter):
         else:
             yield Check("mean_word_length", mean_length, None, False, "")
         yield at_most(
-            "hash_ratio", ratio(text.count("#"), stats.tokens), self.max_hash_ratio, "too_many_hashes"
+            "hash_ratio",
+            ratio(text.count("#"), stats.tokens),
+            self.max_hash_ratio,
+            "too_many_hashes",
         )
         ellipses = text.count("...") + text.count("\u2026")
         yield at_most(

@@ -112,9 +112,7 @@ class TextAnalysis:
     @property
     def paragraphs(self) -> list[str]:
         """Parts of the stripped text between runs of two or more newlines."""
-        return self._remember(
-            "paragraphs", lambda: _PARAGRAPH_BREAK.split(self.text.strip())
-        )
+        return self._remember("paragraphs", lambda: _PARAGRAPH_BREAK.split(self.text.strip()))
 
     @property
     def newline_lines(self) -> list[str]:

@@ -15,13 +15,15 @@ from __future__ import annotations
 import unicodedata
 
 from mixplane.stages.text.chars import SENTENCE_TERMINALS, is_punctuation_token
+from mixplane.stages.text.units import split_units
 from mixplane.stages.text.words import split_words
 
 _punctuation_cache: dict[str, bool] = {}
 
 
-def count_sentences(text: str) -> int:
-    """Number of sentences in `text` (0 for blank text)."""
+def count_sentences(text: str, unspaced: bool = False) -> int:
+    """Number of sentences in `text` (0 for blank text); `unspaced` for text written without
+    spaces, whose sentence marks sit between characters ("他来了。她走了。")."""
     if not text or text.isspace():
         return 0
     # Fast path: no sentence mark before the trailing punctuation means one sentence.
@@ -31,7 +33,7 @@ def count_sentences(text: str) -> int:
         end -= 1
     if not any(char in SENTENCE_TERMINALS for char in body[:end]):
         return 1
-    return count_sentences_in_tokens(split_words(text))
+    return count_sentences_in_tokens(split_units(text) if unspaced else split_words(text))
 
 
 def count_sentences_in_tokens(tokens: list[str]) -> int:

@@ -13,8 +13,10 @@ import re
 from mixplane.stages.text.scripts import UNSPACED_CHARS
 from mixplane.stages.text.words import split_words
 
-_UNIT = re.compile(f"[{UNSPACED_CHARS}]|[^{UNSPACED_CHARS}]+")
-_HAS_UNSPACED = re.compile(f"[{UNSPACED_CHARS}]")
+# Full-width punctuation (。、「」！) is cut off as single characters too.
+_SINGLE = UNSPACED_CHARS + "\u3000-\u303f\uff00-\uff65"
+_UNIT = re.compile(f"[{_SINGLE}]|[^{_SINGLE}]+")
+_HAS_UNSPACED = re.compile(f"[{_SINGLE}]")
 
 
 def split_units(text: str) -> list[str]:

@@ -7,7 +7,7 @@ Fluss" come out right.
 
 from __future__ import annotations
 
-from mixplane.synth.lexicon import Language, pick, entries, gendered
+from mixplane.synth.lexicon import Language, entries, gendered, pick
 
 NOUNS = gendered("""
     m:Fluss, f:Stadt, n:Dorf, f:Sprache, f:Geschichte, f:Regierung, f:Gemeinde, n:Netz,

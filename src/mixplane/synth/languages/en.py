@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mixplane.synth.lexicon import Language, pick, entries, noun_word
+from mixplane.synth.lexicon import Language, entries, noun_word, pick
 
 NOUNS = entries("""
     system, city, river, language, history, government, community, network, market, village,

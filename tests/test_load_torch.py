@@ -1,0 +1,142 @@
+"""The PyTorch adapter: DataLoader workers, StatefulDataLoader resume, weight changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mixplane.errors import ConfigError
+from mixplane.load import MixtureDataset
+from mixplane.load.synthetic import write_catalog
+from mixplane.load.torch_adapter import TorchMixtureDataset, loader_state, torch_loader
+
+BATCH = 4
+LATER = {"wiki": 0.1, "code": 0.1, "web_de": 0.8}
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("torch")
+    catalog = write_catalog(
+        str(folder),
+        {
+            "wiki": {"documents": 500, "seed": 1, "source": "wiki", "mean_tokens": 60},
+            "code": {"documents": 300, "seed": 2, "source": "code", "mean_tokens": 80},
+            "web": {"documents": 800, "seed": 3, "source": "web", "mean_tokens": 50},
+        },
+    )
+    return {
+        "catalog": catalog,
+        "cache_dir": str(Path(folder) / "cache"),
+        "seq_len": 32,
+        "seed": 5,
+        "eos_id": 0,
+        "components": {
+            "wiki": {"where": "source = 'wiki'", "weight": 0.5},
+            "code": {"where": "source = 'code'", "weight": 0.3},
+            "web_de": {"where": "source = 'web' AND language = 'de'", "weight": 0.2},
+        },
+    }
+
+
+def reference(spec: dict, batches: int, change: tuple[int, dict] | None = None) -> list[dict]:
+    dataset = MixtureDataset(spec)
+    if change is not None:
+        dataset.set_weights(*change)
+    stream = dataset.batches(BATCH)
+    return [next(stream) for _ in range(batches)]
+
+
+def same(batches: list[dict], expected: list[dict]) -> None:
+    assert len(batches) == len(expected)
+    for got, want in zip(batches, expected):
+        for key in ("index", "component", "input_ids", "document_ids"):
+            assert np.array_equal(np.asarray(got[key]), want[key]), key
+
+
+def test_workers_do_not_change_the_order(spec):
+    expected = reference(spec, 12)
+    for workers, persistent in ((0, False), (2, True)):
+        loader = torch_loader(
+            MixtureDataset(spec), BATCH, num_workers=workers, persistent_workers=persistent
+        )
+        batches = []
+        for batch in loader:
+            assert isinstance(batch["input_ids"], torch.Tensor)
+            batches.append(batch)
+            if len(batches) == 12:
+                break
+        same(batches, expected)
+
+
+@pytest.mark.parametrize("stop", [3, 7])
+def test_stateful_loader_resumes_exactly_after_set_weights(spec, stop):
+    expected = reference(spec, 16, change=(30, LATER))
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, BATCH, num_workers=2, stateful=True)
+    loader.dataset.set_weights(30, LATER)
+    stream = iter(loader)
+    batches = [next(stream) for _ in range(stop)]
+    saved = loader.state_dict()
+    del stream, loader
+
+    fresh = torch_loader(MixtureDataset(spec), BATCH, num_workers=2, stateful=True)
+    fresh.load_state_dict(saved)
+    stream = iter(fresh)
+    batches += [next(stream) for _ in range(16 - stop)]
+    same(batches, expected)
+
+
+def test_set_weights_reaches_running_workers(spec):
+    expected = reference(spec, 40, change=(100, LATER))
+    loader = torch_loader(MixtureDataset(spec), BATCH, num_workers=2, persistent_workers=True)
+    stream = iter(loader)
+    batches = [next(stream) for _ in range(2)]
+    loader.dataset.set_weights(100, LATER)
+    batches += [next(stream) for _ in range(38)]
+    same(batches, expected)
+    assert set(torch.cat([b["component"] for b in batches[30:]]).tolist()) <= {0, 1, 2}
+
+
+def test_a_change_for_a_step_workers_already_handed_out_is_refused(spec):
+    loader = torch_loader(MixtureDataset(spec), BATCH, num_workers=2)
+    stream = iter(loader)
+    next(stream)
+    next(stream)
+    loader.dataset.set_weights(9, LATER)  # workers have read further ahead than step 9
+    with pytest.raises(ConfigError, match="in the past"):
+        for _ in range(6):
+            next(stream)
+
+
+def test_elastic_resume_from_stateful_loader_states(spec):
+    seen = []
+    states = []
+    for rank in range(2):
+        loader = torch_loader(
+            MixtureDataset(spec, rank=rank, world_size=2), BATCH, num_workers=2, stateful=True
+        )
+        stream = iter(loader)
+        for _ in range(5):
+            seen += next(stream)["index"].tolist()
+        states.append(loader.state_dict())
+    merged = loader_state(states[0])
+    assert merged["consumed"] == 2 * 5 * BATCH
+    for rank in range(3):
+        dataset = MixtureDataset(spec, rank=rank, world_size=3)
+        dataset.load_state_dict(merged)
+        batches = dataset.batches(BATCH)
+        for _ in range(4):
+            seen += next(batches)["index"].tolist()
+    assert sorted(seen) == list(range(2 * 5 * BATCH + 3 * 4 * BATCH))
+
+
+def test_sample_mode_with_dataloader_batching(spec):
+    expected = reference(spec, 6)
+    adapter = TorchMixtureDataset(MixtureDataset(spec), batch_size=None, block=BATCH)
+    loader = torch.utils.data.DataLoader(adapter, batch_size=BATCH, num_workers=2)
+    stream = iter(loader)
+    same([next(stream) for _ in range(6)], expected)
