@@ -89,10 +89,10 @@ def pair_with_jaccard(rng: np.random.Generator, size: int, target: float):
     return left, right, shared / (2 * size - shared)
 
 
-@pytest.mark.parametrize("size", [20, 60, 300])
+@pytest.mark.parametrize("size", [5, 20, 60])
 def test_signature_estimates_jaccard_as_well_as_independent_permutations(size):
     rng = np.random.default_rng(size)
-    count, trials = 112, 40
+    count, trials = 112, 30
     ours, classic = [], []
     for trial in range(trials):
         for target in (0.5, 0.8, 0.9):
@@ -107,7 +107,20 @@ def test_signature_estimates_jaccard_as_well_as_independent_permutations(size):
     theory = np.mean([j * (1 - j) / count for j in (0.5, 0.8, 0.9)])
     assert abs(np.mean(ours)) < 0.01
     assert ours_mse < 1.6 * theory and classic_mse < 1.6 * theory
-    assert ours_mse < 1.5 * classic_mse
+    assert ours_mse < 1.2 * classic_mse
+
+
+def test_signatures_of_long_texts_are_as_precise_as_theory_says():
+    rng = np.random.default_rng(5)
+    errors, theory = [], []
+    for trial in range(60):
+        for target in (0.5, 0.8, 0.9):
+            left, right, truth = pair_with_jaccard(rng, 1500, target)
+            sig = signatures(np.concatenate((left, right)), np.array([0, 1500, 3000]), 112, trial)
+            errors.append(agreement(sig[:1], sig[1:])[0] - truth)
+            theory.append(truth * (1 - truth) / 112)
+    assert abs(np.mean(errors)) < 0.01
+    assert np.mean(np.square(errors)) < 1.3 * np.mean(theory)
 
 
 def test_band_collisions_follow_the_lsh_curve():
@@ -135,11 +148,14 @@ def test_texts_without_shingles_get_no_keys_and_a_fixed_signature():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.floats(0.3, 0.95), st.sampled_from([32, 64, 112, 128]))
+@given(st.floats(0.5, 0.95), st.sampled_from([32, 64, 112, 128]))
 def test_chosen_bands_and_rows_fit_the_budget_and_aim_at_the_threshold(threshold, hashes):
     bands, rows = choose_bands_rows(threshold, hashes)
     assert bands * rows <= hashes
-    assert abs(curve_midpoint(bands, rows) - threshold) < 0.2
+    # Most pairs at the threshold become candidates; far less similar pairs rarely do.
+    assert collision_probability(threshold, bands, rows) >= 0.5
+    assert collision_probability(threshold / 2, bands, rows) < 0.5
+    assert curve_midpoint(bands, rows) <= threshold + 0.05
 
 
 def reference_components(pairs: list[tuple[int, int]]) -> dict[int, int]:

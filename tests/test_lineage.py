@@ -20,7 +20,7 @@ from mixplane.cli import app
 from mixplane.cli.common import console, run_app
 from mixplane.errors import InputError
 from mixplane.lineage import trace, verify
-from mixplane.manifest import file_digest
+from mixplane.manifest import file_digest, write_manifest
 from mixplane.tokenize import tokenize_dataset, train_tokenizer
 
 TEXTS = [
@@ -182,3 +182,31 @@ def mixplane(*args: str) -> subprocess.CompletedProcess:
         env=env,
         timeout=120,
     )
+
+
+def test_hand_written_manifests_relative_parents_and_unreadable_inputs(tmp_path: Path):
+    (tmp_path / "first").mkdir()
+    (tmp_path / "first" / "out.bin").write_bytes(b"abc")
+    size, digest = file_digest(str(tmp_path / "first" / "out.bin"))
+    write_manifest(
+        str(tmp_path / "first"),
+        {
+            "kind": "custom",
+            "inputs": [
+                {"url": "nosuch://bucket/raw.jsonl", "size": 1, "fingerprint": "xxh3_128:0"}
+            ],
+            "outputs": [{"path": "out.bin", "size": size, "hash": digest}],
+        },
+    )
+    (tmp_path / "second").mkdir()
+    write_manifest(
+        str(tmp_path / "second"),
+        {"kind": "custom", "parents": ["../first", {"url": str(tmp_path / "first")}]},
+    )
+    steps = trace(str(tmp_path / "second"))
+    assert [step.folder for step in steps] == [str(tmp_path / "second"), str(tmp_path / "first")]
+    assert steps[0].parents == [str(tmp_path / "first" / "_manifest.json")] * 2
+    checks = {check.url: check for check in verify(steps)}
+    assert checks[str(tmp_path / "first" / "out.bin")].ok
+    unreadable = checks["nosuch://bucket/raw.jsonl"]
+    assert not unreadable.ok and unreadable.problem.startswith("unreadable (")

@@ -23,13 +23,28 @@ def catalog(tmp_path_factory) -> str:
     return write_catalog(
         str(folder),
         {
-            "wiki": {"documents": 600, "seed": 1, "source": "wiki", "mean_tokens": 60,
-                     "shard_bytes": 20_000},
+            "wiki": {
+                "documents": 600,
+                "seed": 1,
+                "source": "wiki",
+                "mean_tokens": 60,
+                "shard_bytes": 20_000,
+            },
             # Tokenized with EOS already: nothing is appended to its documents.
-            "code": {"documents": 400, "seed": 2, "source": "code", "mean_tokens": 80,
-                     "eos_id": EOS},
-            "web": {"documents": 900, "seed": 3, "source": "web", "mean_tokens": 50,
-                    "shard_bytes": 30_000},
+            "code": {
+                "documents": 400,
+                "seed": 2,
+                "source": "code",
+                "mean_tokens": 80,
+                "eos_id": EOS,
+            },
+            "web": {
+                "documents": 900,
+                "seed": 3,
+                "source": "web",
+                "mean_tokens": 50,
+                "shard_bytes": 30_000,
+            },
         },
     )
 
@@ -241,13 +256,20 @@ def test_state_is_tied_to_the_mixture_and_data(catalog, dataset):
             "component 'wiki' holds .* tokens .* less than one sequence of seq_len 1000000",
         ),
         (
-            {"components": {"a": {"where": "source = 'web'", "weight": 1},
-                            "b": {"where": "language = 'de'", "weight": 1}}},
+            {
+                "components": {
+                    "a": {"where": "source = 'web'", "weight": 1},
+                    "b": {"where": "language = 'de'", "weight": 1},
+                }
+            },
             "components 'a' and 'b' both match",
         ),
         (
-            {"components": {"a": {"where": "source = 'wiki'", "weight": 1}},
-             "append_eos": True, "eos_id": None},
+            {
+                "components": {"a": {"where": "source = 'wiki'", "weight": 1}},
+                "append_eos": True,
+                "eos_id": None,
+            },
             "tokenized without EOS and no eos_id is known",
         ),
         ({"catalog": "/nowhere/catalog.duckdb"}, "not found"),
@@ -275,9 +297,10 @@ def test_overlap_rules(catalog):
             mixture(
                 catalog,
                 overlap="first",
-                components={"web": overlapping["web"],
-                            "web_de": {"where": "source = 'web' AND language = 'de'",
-                                       "weight": 1}},
+                components={
+                    "web": overlapping["web"],
+                    "web_de": {"where": "source = 'web' AND language = 'de'", "weight": 1},
+                },
             )
         )
 
@@ -307,7 +330,7 @@ def test_resolved_mixtures_are_cached_until_the_catalog_changes(catalog, dataset
     folder = entry_folder(spec, catalog, spec.cache_dir)
     cached = load_resolved(spec, folder)
     assert cached is not None and cached.fingerprint == dataset.fingerprint
-    for mine, theirs in zip(cached.lengths, dataset.resolved.lengths):
+    for mine, theirs in zip(cached.lengths, dataset.resolved.lengths, strict=True):
         assert np.array_equal(mine, theirs)
     copy = tmp_path / "catalog.duckdb"
     shutil.copyfile(catalog, copy)

@@ -52,7 +52,7 @@ def reference(spec: dict, batches: int, change: tuple[int, dict] | None = None) 
 
 def same(batches: list[dict], expected: list[dict]) -> None:
     assert len(batches) == len(expected)
-    for got, want in zip(batches, expected):
+    for got, want in zip(batches, expected, strict=True):
         for key in ("index", "component", "input_ids", "document_ids"):
             assert np.array_equal(np.asarray(got[key]), want[key]), key
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mixplane.load.plan import SamplePlan
 from mixplane.mix import Blend, MixtureSpec, MixtureTree, period_table, quantize
 from mixplane.mix.blend import NO_CAP
-from mixplane.load.plan import SamplePlan
 
 
 def prefix_counts(components: np.ndarray, k: int) -> np.ndarray:
@@ -127,7 +127,9 @@ def plan_for(lengths, weights, seq_len=8, **fields):
 def test_realized_token_shares_track_weights_for_random_component_sizes(data, k):
     weights = data.draw(st.lists(st.integers(1, 20), min_size=k, max_size=k))
     lengths = [
-        data.draw(st.lists(st.integers(1, 40), min_size=1, max_size=60).filter(lambda x: sum(x) >= 8))
+        data.draw(
+            st.lists(st.integers(1, 40), min_size=1, max_size=60).filter(lambda x: sum(x) >= 8)
+        )
         for _ in range(k)
     ]
     plan = plan_for(lengths, weights)

@@ -60,8 +60,10 @@ def test_unimax_never_exceeds_the_cap_and_spends_the_budget(sizes, epochs, share
     epochs=st.floats(0.5, 4),
 )
 def test_capped_weights_respect_every_cap(weights, data, epochs):
-    sizes = np.array(data.draw(st.lists(st.integers(1, 10**6), min_size=len(weights),
-                                        max_size=len(weights))), dtype=float)
+    sizes = np.array(
+        data.draw(st.lists(st.integers(1, 10**6), min_size=len(weights), max_size=len(weights))),
+        dtype=float,
+    )
     budget = epochs * sizes.sum() * data.draw(st.floats(0.05, 1.0))
     capped = cap_by_epochs(weights, sizes, budget, epochs)
     assert capped.sum() == pytest.approx(1.0)

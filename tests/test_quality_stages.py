@@ -56,7 +56,7 @@ def test_chinese_is_not_one_long_word():
     assert _apply("gopher_quality", CHINESE).reason == "too_few_stop_words"
     kept = _apply("gopher_quality", CHINESE, {"language": "zh"},
                   stop_words_by_language={"zh": ["的", "了", "是"]})  # fmt: skip
-    assert isinstance(kept, Document) and kept.metadata["gopher_stop_words"] == 2
+    assert isinstance(kept, Document) and kept.metadata["gopher_stop_words"] == 3
 
 
 def test_chinese_lines_count_as_words_in_c4():
@@ -110,7 +110,9 @@ def test_filter_mode_signals_on_kept_documents_only_when_asked():
 
 
 def test_score_stage_annotates_with_several_filters():
-    score = build_stage("score", {"filters": ["c4", "fineweb"], "options": {"c4": {"min_sentences": 9}}})
+    score = build_stage(
+        "score", {"filters": ["c4", "fineweb"], "options": {"c4": {"min_sentences": 9}}}
+    )
     result = score.apply(Document("a", PROSE, "web"))
     assert result.metadata["c4_reason"] == "too_few_sentences"
     assert result.metadata["fineweb_reason"] == ""

@@ -136,6 +136,14 @@ def test_duplicate_ngram_chars_matches_left_to_right_reading(words, n):
     assert 0 <= chars <= sum(map(len, words))
 
 
+@given(_words)
+def test_analysis_derives_longer_repeats_from_shorter_ones(words):
+    analysis = analyze(" ".join(words) + " end")
+    for n in range(2, 11):
+        expected = _brute_duplicate_ngram_chars(analysis.words, n)
+        assert analysis.duplicate_ngram_chars(n) == expected
+
+
 @given(_words, st.integers(min_value=1, max_value=4))
 def test_top_ngram_chars_is_first_most_frequent(words, n):
     grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]

@@ -185,6 +185,19 @@ def test_duplicate_similarities_hold_on_the_pipeline_texts(corpus, processed):
     assert web_exact, "web pages must have exact duplicates too"
 
 
+def test_every_exact_duplicate_is_a_listed_pair(corpus, processed):
+    out, _ = corpus
+    pairs = [
+        orjson.loads(line) for line in (out / "truth/duplicates.jsonl").read_bytes().splitlines()
+    ]
+    listed = {frozenset((p["a"], p["b"])) for p in pairs if p["kind"] == "exact"}
+    by_text: dict[str, list[str]] = {}
+    for doc_id, text in processed.items():
+        by_text.setdefault(text, []).append(doc_id)
+    found = {frozenset(ids) for ids in by_text.values() if len(ids) > 1}
+    assert found == listed
+
+
 def test_planted_pii_is_in_the_texts(corpus, processed):
     out, summary = corpus
     rows = [orjson.loads(line) for line in (out / "truth/pii.jsonl").read_bytes().splitlines()]
@@ -210,7 +223,7 @@ def test_web_pages_carry_boilerplate_spam_and_junk(corpus):
     with (out / "raw/web/web-0000.warc.gz").open("rb") as handle:
         pages = [
             (r.rec_headers.get_header("WARC-Target-URI"), r.content_stream().read().decode())
-            for r in ArchiveIterator(handle)
+            for r in ArchiveIterator(handle, check_digests="raise")
             if r.rec_type == "response"
         ]
     assert all(url.startswith("https://") for url, _ in pages)

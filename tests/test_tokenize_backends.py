@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from mixplane.errors import ConfigError, InputError
+from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.tokenize import load_tokenizer, train_tokenizer
+from mixplane.tokenize.task import pack
 
 MULTILINGUAL = [
     "The quick brown fox jumps over the lazy dog.",
@@ -202,3 +204,13 @@ def test_hub_names_use_the_hub_and_fail_with_one_clear_line(tmp_path: Path):
     assert done.returncode == 2
     assert "cannot load tokenizer 'some-org/some-model' from the Hugging Face hub" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_packing_adds_bos_and_eos_and_refuses_ids_that_do_not_fit():
+    tokens, lengths = pack([[5, 6], [], [65_535]], 1, 2, np.dtype("uint16"))
+    assert tokens.tolist() == [1, 5, 6, 2, 1, 2, 1, 65_535, 2]
+    assert lengths.tolist() == [4, 2, 3]
+    wide, _ = pack([[70_000]], None, None, np.dtype("uint32"))
+    assert wide.dtype == np.dtype("<u4") and wide.tolist() == [70_000]
+    with pytest.raises(MixplaneError, match="does not fit uint16"):
+        pack([[3, 70_000]], None, None, np.dtype("uint16"))

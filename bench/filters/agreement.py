@@ -189,7 +189,10 @@ def main() -> None:
     print("| filter | ours | agreement | kept (ours) | kept (datatrove) | same reason | "
           "differences |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for setting, label in (("filters", "default"), ("filters_language_blind", "language_aware: false")):
+    for setting, label in (
+        ("filters", "default"),
+        ("filters_language_blind", "language_aware: false"),
+    ):
         for name, row in report[setting].items():
             cats = row["disagreement_categories"]
             text = "; ".join(f"{n} {c}" for c, n in cats.items()) or "-"

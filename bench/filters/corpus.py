@@ -2,10 +2,11 @@
 documentation, cut into sections, plus synthetic web-like text.
 
 HTML comes from `/usr/share/doc` (the script installs `python3-doc` with apt when it is
-missing and it runs as root). Synthetic text comes from `mixplane.synth` when that package
-offers a corpus generator, otherwise from the small generator below, which mixes the
-patterns the filters look for: clean prose, boilerplate, lists, repeated lines, code,
-"lorem ipsum", very short lines, Chinese/Japanese/Arabic/Hebrew text and emoji.
+missing and it runs as root). Half of the synthetic text comes from `mixplane.synth` (its raw
+corpus of web pages, WARC records, wiki, forum and code files, turned into text by our own
+pipeline with the `extract` stage), the other half from the small generator below, which
+mixes the patterns the filters look for: clean prose, boilerplate, lists, repeated lines,
+code, "lorem ipsum", very short lines, Chinese/Japanese/Arabic/Hebrew text and emoji.
 
 Example:
     docs = build_corpus(6000, seed=0)   # list of {"id", "text", "origin"}
@@ -106,8 +107,40 @@ def html_documents(limit: int) -> list[dict]:
 def build_corpus(size: int, seed: int = 0, html_share: float = 0.6) -> list[dict]:
     """`size` documents: real HTML sections first (up to `html_share`), then synthetic."""
     docs = html_documents(int(size * html_share))
+    remaining = size - len(docs)
+    docs.extend(mixplane_synth_documents(remaining // 2, seed))
     docs.extend(synthetic_documents(size - len(docs), seed))
     return docs
+
+
+def mixplane_synth_documents(count: int, seed: int) -> list[dict]:
+    """`count` documents of mixplane's synthetic raw corpus, as text (empty if unavailable)."""
+    try:
+        from mixplane import run_pipeline
+        from mixplane.synth import generate_corpus
+    except ImportError:
+        return []
+    import pyarrow.parquet as pq
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "filters" / f"synth-{seed}-{count}"
+    extracted = folder / "extracted"
+    if not (extracted / "_stats.json").exists():
+        generate_corpus(str(folder), docs=count, seed=seed, overwrite=True)
+        shutil.rmtree(extracted, ignore_errors=True)
+        run_pipeline(
+            {
+                "input": str(folder / "raw" / "*" / "*"),
+                "output": str(extracted),
+                "stages": ["extract"],
+            }
+        )
+    docs = []
+    for part in sorted(extracted.glob("part-*.parquet")):
+        for row in pq.read_table(part, columns=["id", "text"]).to_pylist():
+            docs.append(
+                {"id": f"synth/{row['id']}", "text": row["text"], "origin": "mixplane.synth"}
+            )
+    return docs[:count]
 
 
 def synthetic_documents(count: int, seed: int) -> list[dict]:
@@ -119,7 +152,7 @@ def synthetic_documents(count: int, seed: int) -> list[dict]:
     ]
 
 
-_WORDS = (
+_ENGLISH = (
     "the of and to in a is that for it as was with be by on not he this are or his from at "
     "which but have an they you were her she there been one all we their has would when if "
     "data model system people time year world government company market research water city "
@@ -127,13 +160,25 @@ _WORDS = (
     "could should might will can must provide include develop increase support create report "
     "important different public social national local large small early recent general human "
     "however although because therefore while during between against without through under"
-).split()
-_GERMAN = ("der die und in den von zu das mit sich des auf für ist im dem nicht ein eine als "
-           "auch es an werden aus er hat dass sie nach wird bei einer um am sind noch wie").split()  # fmt: skip
-_CHINESE = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经"
-_JAPANESE = "これはテストの文章ですが日本語で書かれた本当にながいテキストをつくりますそしてわたしたちはデータを"
-_ARABIC = "في من على إلى أن هذا التي الذي عن مع هذه كان لا ما هو بين كل بعد عند".split()
-_HEBREW = "של את על זה לא הוא עם כי גם היא אני יש מה כל אבל או רק".split()
+)
+_DEUTSCH = (
+    "der die und in den von zu das mit sich des auf für ist im dem nicht ein eine als "
+    "auch es an werden aus er hat dass sie nach wird bei einer um am sind noch wie"
+)
+_CHINESE = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到"
+    "作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经"
+)
+_JAPANESE = (
+    "これはテストの文章ですが日本語で書かれた本当に"
+    "ながいテキストをつくりますそしてわたしたちはデータを"
+)
+_ARABIC_TEXT = "في من على إلى أن هذا التي الذي عن مع هذه كان لا ما هو بين كل بعد عند"
+_HEBREW_TEXT = "של את על זה לא הוא עם כי גם היא אני יש מה כל אבל או רק"
+_WORDS = _ENGLISH.split()
+_GERMAN = _DEUTSCH.split()
+_ARABIC = _ARABIC_TEXT.split()
+_HEBREW = _HEBREW_TEXT.split()
 _BOILERPLATE = [
     "Home | About | Contact | Privacy Policy",
     "This website uses cookies to improve your experience.",
@@ -203,7 +248,9 @@ def _synthetic_text(rng: random.Random) -> str:
                  for _ in range(rng.randint(10, 60))]  # fmt: skip
     elif kind < 0.95:
         emoji = "😀🎉🔥👍❤️✨🚀"
-        parts = [_sentence(rng, _WORDS) + " " + rng.choice(emoji) for _ in range(rng.randint(5, 25))]
+        parts = [
+            _sentence(rng, _WORDS) + " " + rng.choice(emoji) for _ in range(rng.randint(5, 25))
+        ]
     elif kind < 0.97:
         parts = [_paragraph(rng, _WORDS) + " " + "x" * rng.randint(500, 3000)]
     else:

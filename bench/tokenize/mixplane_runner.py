@@ -13,6 +13,8 @@ import json
 import sys
 import time
 
+import tokenizers  # noqa: F401  (imported before the clock, as the raw loop does)
+
 from mixplane.tokenize import tokenize_dataset
 
 

@@ -113,6 +113,7 @@ class FileCheck:
     actual: str | None  # None when the file is missing
     expected_size: int | None
     actual_size: int | None
+    error: str | None = None  # why the file could not be read, other than being absent
 
     @property
     def ok(self) -> bool:
@@ -122,6 +123,8 @@ class FileCheck:
 
     @property
     def problem(self) -> str:
+        if self.error:
+            return f"unreadable ({self.error})"
         if self.actual is None:
             return "missing"
         if self.ok:
@@ -182,10 +185,13 @@ def verify(
 
     def check(item: tuple[Step, RecordedFile]) -> FileCheck:
         step, recorded = item
+        size, digest, error = None, None, None
         try:
             size, digest = file_digest(recorded.url, storage_options)
         except (FileNotFoundError, IsADirectoryError):
-            size, digest = None, None
+            pass
+        except Exception as failure:  # e.g. no credentials for a remote input
+            error = f"{type(failure).__name__}: {failure}".splitlines()[0]
         result = FileCheck(
             step.manifest_url,
             recorded.url,
@@ -194,6 +200,7 @@ def verify(
             digest,
             recorded.size,
             size,
+            error,
         )
         if on_checked:
             on_checked(result)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -114,7 +115,9 @@ def query(
         None, "--datasets", "-d", help="NAME or NAME@N (repeatable, or comma-separated)."
     ),
     count: bool = typer.Option(False, "--count", help="Print only the counts."),
-    sample: int = typer.Option(0, "--sample", "-s", help="Show K matching documents' text."),
+    sample: int = typer.Option(
+        0, "--sample", "-s", min=0, help="Show K matching documents with their text."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Count (and show) the documents matching WHERE, per dataset.
@@ -160,7 +163,8 @@ def print_example(example: dict) -> None:
     hidden = {"dataset", "shard", "index", "text"}
     properties = ", ".join(f"{k}={v!r}" for k, v in example.items() if k not in hidden)
     console.print(
-        f"[bold]{example['dataset']}[/] {example['shard']}#{example['index']} {properties}",
+        f"[bold]{example['dataset']}[/] {example['shard']}#{example['index']} "
+        + escape(properties),
         highlight=False,
     )
     text = example.get("text")

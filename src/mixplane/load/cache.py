@@ -43,8 +43,11 @@ def local_copy(url: str, cache_dir: str | None, storage_options: dict[str, Any] 
         info = fs.info(path)
     except FileNotFoundError:
         raise InputError(f"{url}: not found") from None
-    stamp = {"size": info.get("size"), "changed": str(info.get("LastModified") or info.get("mtime"))}
-    folder = os.path.join(cache_root(cache_dir), "catalogs", xxhash.xxh3_64_hexdigest(url))
+    stamp = {
+        "size": info.get("size"),
+        "changed": str(info.get("LastModified") or info.get("mtime")),
+    }
+    folder = os.path.join(cache_root(cache_dir), "catalogs", xxhash.xxh3_64_hexdigest(url.encode()))
     target = os.path.join(folder, posixpath.basename(path))
     record = target + ".source.json"
     if os.path.exists(target) and os.path.exists(record):

@@ -108,6 +108,7 @@ class MixtureDataset:
             block.spans.begin.tolist(),
             block.spans.stop.tolist(),
             block.spans.column.tolist(),
+            strict=True,
         ):
             shard, index = self.resolved.ranges[c].locate(np.array([doc]))
             uri, stem = self.resolved.shards[int(shard[0])]

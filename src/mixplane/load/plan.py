@@ -79,7 +79,7 @@ class SamplePlan:
         self.blend = self._make_blend()
 
     def _pairs(self):
-        return zip(self.tree.leaves, self.components)
+        return zip(self.tree.leaves, self.components, strict=True)
 
     @property
     def names(self) -> list[str]:
@@ -133,7 +133,9 @@ class SamplePlan:
         for c in np.unique(components):
             rows = np.flatnonzero(components == c)
             spans = self.components[c].spans(indices[rows])
-            parts.append(Spans(rows[spans.row], spans.document, spans.begin, spans.stop, spans.column))
+            parts.append(
+                Spans(rows[spans.row], spans.document, spans.begin, spans.stop, spans.column)
+            )
             owners.append(np.full(len(spans), c, dtype=np.int32))
         spans = Spans.concatenate(parts) if parts else _no_spans()
         owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int32)

@@ -30,8 +30,13 @@ CACHE_FORMAT = 1
 def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) -> str:
     info = os.stat(catalog_path)
     key = json.dumps(
-        [CACHE_FORMAT, spec.fingerprint(), os.path.abspath(catalog_path), info.st_size,
-         info.st_mtime_ns]
+        [
+            CACHE_FORMAT,
+            spec.fingerprint(),
+            os.path.abspath(catalog_path),
+            info.st_size,
+            info.st_mtime_ns,
+        ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
     return os.path.join(cache_root(cache_dir), "plans", digest)
@@ -40,7 +45,7 @@ def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) ->
 def save_resolved(resolved, folder: str) -> None:
     """Write a resolved mixture's arrays and description under `folder`."""
     arrays: dict[str, np.ndarray] = {}
-    for i, (ranges, lengths) in enumerate(zip(resolved.ranges, resolved.lengths)):
+    for i, (ranges, lengths) in enumerate(zip(resolved.ranges, resolved.lengths, strict=True)):
         arrays[f"shard{i}"] = ranges.shard
         arrays[f"start{i}"] = ranges.start
         arrays[f"end{i}"] = ranges.end

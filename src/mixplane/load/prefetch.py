@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Iterator
@@ -75,8 +76,6 @@ class Prefetcher(Generic[T]):
         self._stop.set()
         if self._thread is not None:
             while self._thread.is_alive():
-                try:
+                with contextlib.suppress(queue.Empty):
                     self._queue.get(timeout=0.05)
-                except queue.Empty:
-                    pass
             self._thread = None

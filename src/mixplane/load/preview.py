@@ -36,7 +36,7 @@ def preview_mixture(
     requested = requested_shares(plan, sequences)
     epochs = plan.epochs_at(sequences)
     components = []
-    for c, (leaf, packed) in enumerate(zip(plan.tree.leaves, plan.components)):
+    for c, (leaf, packed) in enumerate(zip(plan.tree.leaves, plan.components, strict=True)):
         components.append(
             {
                 "name": leaf.name,
@@ -82,7 +82,7 @@ def segments_until(plan, sequences: int) -> list[dict[str, Any]]:
             {
                 "from_sequence": segment.start,
                 "to_sequence": segment.end,
-                "weights": {n: float(w) for n, w in zip(plan.names, segment.weights)},
+                "weights": {n: float(w) for n, w in zip(plan.names, segment.weights, strict=True)},
                 "period": segment.period,
             }
         )

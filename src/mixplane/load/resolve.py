@@ -108,8 +108,9 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
     infos = [_dataset_info(catalog, ref) for ref in sorted(set(versions.values()))]
     shards, selected = _shared_shards(selected)
     eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
-    source = TokenSource(shards, eos_id, storage_options=spec.storage_options,
-                         cache_dir=spec.cache_dir)
+    source = TokenSource(
+        shards, eos_id, storage_options=spec.storage_options, cache_dir=spec.cache_dir
+    )
     stored: dict[int, np.ndarray] = {}
 
     def per_shard(number: int) -> np.ndarray:
@@ -147,7 +148,7 @@ def settle_overlaps(
         return selected
     taken = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     settled = []
-    for name, line in zip(names, lines):
+    for name, line in zip(names, lines, strict=True):
         mine = iv.difference(line, taken)
         if int((mine[1] - mine[0]).sum()) == 0:
             raise ConfigError(
@@ -191,7 +192,9 @@ def _eos_plan(spec: MixtureSpec, infos, refs: dict[str, str]):
             f"({', '.join(i['dataset'] for i in infos)}); one mixture needs one tokenizer"
         )
     append = {}
-    known = [i["tokenizer"].get("eos_id") for i in infos if i["tokenizer"].get("eos_id") is not None]
+    known = [
+        i["tokenizer"].get("eos_id") for i in infos if i["tokenizer"].get("eos_id") is not None
+    ]
     for uri, ref in refs.items():
         carries_eos = by_ref[ref]["tokenizer"].get("eos_id") is not None
         append[uri] = spec.append_eos and not carries_eos

@@ -6,7 +6,7 @@ process reopens its shards there.
 
 Example:
     >>> source = TokenSource([("/data/web", "shard-00000-000")], eos_id=0)  # doctest: +SKIP
-    >>> tokens = source.fill(block_shards, block_documents, spans, rows=8, seq_len=2048)  # doctest: +SKIP
+    >>> tokens = source.fill(shards, documents, spans, rows=8, seq_len=2048)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -121,5 +121,5 @@ class TokenSource:
             step = np.arange(int(take.sum())) - run_start
             out[np.repeat(target, take) + step] = tokens[np.repeat(start, take) + step]
             return
-        for begin, count, at in zip(start.tolist(), take.tolist(), target.tolist()):
+        for begin, count, at in zip(start.tolist(), take.tolist(), target.tolist(), strict=True):
             out[at : at + count] = tokens[begin : begin + count]

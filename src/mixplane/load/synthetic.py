@@ -37,9 +37,10 @@ def write_token_dataset(
 ) -> str:
     """Write `documents` documents of random tokens; returns the manifest's URL.
 
-    Lengths are 1..2*mean_tokens (uniform; from 2 with an EOS). Token ids are 1..vocab_size-1; `eos_id`, when
-    given, ends every document as if tokenized with EOS. Properties: `source`, `language`
-    (cycling en, de, fr, es by document number) and `quality` (uniform in [0, 1)).
+    Lengths are uniform in 1..2*mean_tokens (from 2 with an EOS); token ids in
+    1..vocab_size-1. `eos_id`, when given, ends every document as if tokenized with EOS.
+    Properties: `source`, `language` (en, de, fr, es by document number, in turn) and
+    `quality` (uniform in [0, 1)).
     """
     rng = np.random.default_rng(seed)
     dtype = token_dtype(vocab_size)
@@ -106,7 +107,7 @@ def write_catalog(
     it in a catalog (default `folder/catalog.duckdb`); returns the catalog's path.
 
     Example:
-        >>> write_catalog("/tmp/c", {"wiki": {"documents": 500, "source": "wiki"}})  # doctest: +SKIP
+        >>> write_catalog("/tmp/c", {"wiki": {"documents": 500}})  # doctest: +SKIP
         '/tmp/c/catalog.duckdb'
     """
     from mixplane.catalog import Catalog

@@ -108,12 +108,12 @@ class MixtureTree:
                 f"{', '.join(_join(path, n) for n in given)}: weight given, but {group} take "
                 f"{weighting.method} weights; remove the weight or the weighting"
             )
-        if weighting.method == "unimax" or weighting.max_epochs is not None:
-            if self.spec.total_tokens is None:
-                raise ConfigError(
-                    f"{weighting.method} weighting with max_epochs needs total_tokens "
-                    "(the training budget) in the mixture"
-                )
+        capped = weighting.method == "unimax" or weighting.max_epochs is not None
+        if capped and self.spec.total_tokens is None:
+            raise ConfigError(
+                f"{weighting.method} weighting with max_epochs needs total_tokens "
+                "(the training budget) in the mixture"
+            )
 
     def check_overrides(self, weights: Mapping[str, float], where: str = "weights") -> None:
         """Names must exist and cover whole sibling groups; weights must be >= 0."""
@@ -158,7 +158,7 @@ class MixtureTree:
             result[node.leaves[0]] = share
             return
         weights = self._group_weights(node, share, tokens, overrides)
-        for child, weight in zip(node.children, weights):
+        for child, weight in zip(node.children, weights, strict=True):
             self._assign(child, share * weight, tokens, overrides, result)
 
     def _group_weights(self, node: Node, share: float, tokens, overrides) -> np.ndarray:
@@ -174,7 +174,9 @@ class MixtureTree:
         budget = (self.spec.total_tokens or 0.0) * share
         if method.method == "unimax":
             return unimax_weights(sizes, budget, method.max_epochs)
-        weights = temperature_weights(sizes, 1.0 if method.method == "natural" else method.temperature)
+        weights = temperature_weights(
+            sizes, 1.0 if method.method == "natural" else method.temperature
+        )
         if method.max_epochs is not None:
             weights = cap_by_epochs(weights, sizes, budget, method.max_epochs)
         return weights

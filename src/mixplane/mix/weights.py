@@ -26,7 +26,11 @@ def normalize(weights: Sequence[float] | np.ndarray, names: Sequence[str] = ()) 
         [0.5, 0.3, 0.2]
     """
     values = np.asarray(weights, dtype=np.float64)
-    label = ", ".join(f"{n}={w:g}" for n, w in zip(names, values)) if names else str(values)
+    label = (
+        ", ".join(f"{n}={w:g}" for n, w in zip(names, values, strict=True))
+        if names
+        else str(values)
+    )
     if values.size == 0:
         raise ConfigError("no weights to normalize")
     if not np.all(np.isfinite(values)) or np.any(values < 0):
@@ -72,7 +76,7 @@ def unimax_allotments(sizes: np.ndarray, budget: float, max_epochs: float) -> np
     remaining = float(budget)
     # A stable sort keeps ties in declaration order, so equal sizes get equal treatment.
     order = np.argsort(sizes, kind="stable")
-    for left, index in zip(range(len(order), 0, -1), order):
+    for left, index in zip(range(len(order), 0, -1), order, strict=True):
         share = min(remaining / left, max_epochs * float(sizes[index]))
         allotted[index] = share
         remaining -= share

@@ -25,9 +25,9 @@ from pydantic import Field, PrivateAttr
 from mixplane.document import Document, Drop
 from mixplane.process.stage import Result, Stage
 
-# Line breaks other than \n: CRLF, lone CR, NEL, vertical tab, form feed, Unicode line and
-# paragraph separators.
-_LINE_BREAKS = re.compile(r"\r\n?|[\x0b\x0c\x85\u2028\u2029]")
+# Line breaks other than \n (after CRLF became \n): CR, NEL, vertical tab, form feed,
+# Unicode line and paragraph separators.
+_LINE_BREAKS = re.compile(r"[\r\x0b\x0c\x85\u2028\u2029]")
 # C0/C1 controls except \t, \n and \r (which line endings handle), lone surrogates (they
 # cannot be written as UTF-8), stray byte-order marks and non-characters.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
@@ -49,15 +49,18 @@ _CP1251_SYMBOLS = (
     "\u201a\u201e\u2020\u2021\u20ac\u2030\u2039\u203a\u2022\u2013\u2014\u2122"
     "\u00a4\u00a6\u00a7\u00a9\u00ac\u00ad\u00ae\u00b0\u00b1\u00b5\u00b6\u00b7\u2116"
 )
+# One character class first (Python's re scans for it quickly), then the signature that
+# character starts, picked by a lookbehind on it.
 _FTFY_TRIGGERS = re.compile(
-    rf"[\u00c2-\u00f4][\u0080-\u009f{_CONTINUATION}]|[\u00c2\u00c3][ \u00a0]"
-    rf"|\u0432\u0402|[\u0413\u0412][\u0402\u0403\u0453\u0409\u040a\u040c\u040b\u040f"
-    rf"\u045a\u045c\u045b\u045f\u0408\u0458\u0405\u0455\u00ab\u00bb{_CP1251_SYMBOLS}]"
-    rf"|[\u0410-\u044f][{_CP1251_SYMBOLS}]"
-    r"|[\u00ac\u0192\u221a\u2206\u2248\u25ca][^\s\d]|\u201a\u00c4"
-    r"|[\x80-\x9f\ud800-\udfff]"
+    r"[\u00c2-\u00f4\u0410-\u044f\u00ac\u0192\u221a\u2206\u2248\u25ca\u201a\x80-\x9f\ud800-\udfff]"
+    rf"(?:(?<=[\u00c2-\u00f4])[\u0080-\u009f{_CONTINUATION}]|(?<=[\u00c2\u00c3])[ \u00a0]"
+    rf"|(?<=\u0432)\u0402|(?<=[\u0413\u0412])[\u0402\u0403\u0453\u0409\u040a\u040c\u040b"
+    rf"\u040f\u045a\u045c\u045b\u045f\u0408\u0458\u0405\u0455\u00ab\u00bb{_CP1251_SYMBOLS}]"
+    rf"|(?<=[\u0410-\u044f])[{_CP1251_SYMBOLS}]"
+    r"|(?<=[\u00ac\u0192\u221a\u2206\u2248\u25ca])[^\s\d]|(?<=\u201a)\u00c4"
+    r"|(?<=[\x80-\x9f\ud800-\udfff]))"
 )
-_TRAILING_SPACES = re.compile(r"[ \t]+$", re.MULTILINE)
+_TRAILING_SPACES = re.compile(r"[ \t]+\n")
 _INNER_SPACE_RUNS = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
 
@@ -193,6 +196,8 @@ class _Plan:
             text = html.unescape(text)
             ascii_only = text.isascii()
         if self.line_endings:
+            if "\r" in text:
+                text = text.replace("\r\n", "\n")
             text = _LINE_BREAKS.sub("\n", text)
         if self.remove_control_chars:
             text = _CONTROLS.sub("", text)
@@ -203,7 +208,9 @@ class _Plan:
             if self.unicode_spaces:
                 text = _UNICODE_SPACES.sub(" ", text)
         if self.strip_trailing_spaces:
-            text = _TRAILING_SPACES.sub("", text)
+            if " \n" in text or "\t\n" in text:
+                text = _TRAILING_SPACES.sub("\n", text)
+            text = text.rstrip(" \t")
         if self.collapse_spaces:
             text = _INNER_SPACE_RUNS.sub(" ", text)
         if self.blank_lines is not None:

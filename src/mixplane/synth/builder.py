@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Any
 
 import xxhash
 
@@ -33,17 +32,18 @@ from mixplane.synth.plan import (
     source_counts,
 )
 from mixplane.synth.threads import Threads
+from mixplane.synth.truth import TruthWriter
 
-# Texts this short could repeat by chance; they are checked so every duplicate is planned.
-SHORT_TEXT = 1000
+# Drafts are redrawn when their text repeats an earlier one, so every duplicate is planned.
 MAX_ATTEMPTS = 100
 
 
 class CorpusBuilder:
     """Writes `documents` documents under `out` from `seed`; see `generate_corpus`."""
 
-    def __init__(self, out: str, documents: int, seed: int):
+    def __init__(self, out: str, documents: int, seed: int, truth: TruthWriter):
         self.out = out
+        self.truth = truth
         self.rng = random.Random(f"mixplane-synth:{seed}")
         self.counts = source_counts(documents)
         self.order = interleaving(self.counts, self.rng)
@@ -57,10 +57,7 @@ class CorpusBuilder:
         self.originals = Originals()
         self.threads = Threads()
         self.serial: Counter = Counter()
-        self.short_texts: set[int] = set()
-        self.pairs: list[dict[str, Any]] = []
-        self.labels: list[dict[str, Any]] = []
-        self.pii: list[dict[str, Any]] = []
+        self.seen_texts: set[int] = set()
 
     def add(self, source: str) -> None:
         """Produce the next document of `source`."""
@@ -79,8 +76,8 @@ class CorpusBuilder:
             self.originals.offer(doc_id, draft, rng)
         else:
             pair = {"a": base.id, "b": doc_id, "kind": kind, "target_similarity": target}
-            self.pairs.append(pair | {"jaccard": round(similarity, 6)})
-        self.labels.append(
+            self.truth.pair(pair | {"jaccard": round(similarity, 6)})
+        self.truth.document(
             {
                 "id": doc_id,
                 "source": source,
@@ -90,10 +87,10 @@ class CorpusBuilder:
                 "kind": draft.kind,
                 "copy_of": None if base is None else base.id,
                 "copy_kind": kind,
-            }
+            },
+            draft.pii,
+            draft.lookalikes,
         )
-        if draft.pii or draft.lookalikes:
-            self.pii.append({"id": doc_id, "pii": draft.pii, "lookalikes": draft.lookalikes})
 
     def _compose(self, source: str):
         """`(draft, original, kind, target, similarity)`; original is None for new text."""
@@ -118,11 +115,9 @@ class CorpusBuilder:
     def _original(self, source: str) -> Draft:
         for _ in range(MAX_ATTEMPTS):
             draft = self._draft(source)
-            if len(draft.text) >= SHORT_TEXT:
-                return draft
             digest = xxhash.xxh3_64_intdigest(draft.text.encode("utf-8"))
-            if digest not in self.short_texts:
-                self.short_texts.add(digest)
+            if digest not in self.seen_texts:
+                self.seen_texts.add(digest)
                 return draft
         raise RuntimeError(f"could not draft a {source} document unlike earlier ones")
 

@@ -15,29 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from mixplane.errors import ConfigError, InputError
-from mixplane.io.atomic import atomic_open, join_url
+from mixplane.io.atomic import join_url
 from mixplane.io.urls import url_filesystem
 from mixplane.synth.builder import CorpusBuilder
 from mixplane.synth.faults import write_faults
 from mixplane.synth.layout import ID_ROOT
 from mixplane.synth.sinks import write_json
-from mixplane.synth.summary import TRUTH_FILES, SynthSummary, summarize
+from mixplane.synth.summary import SynthSummary, summarize
+from mixplane.synth.truth import TRUTH_FILES, TruthWriter
 
 PROGRESS_EVERY = 500
-LABEL_SCHEMA = pa.schema(
-    [
-        (name, pa.string())
-        for name in (
-            "id", "source", "file", "language", "programming_language", "kind", "copy_of",
-            "copy_kind",
-        )
-    ]
-)  # fmt: skip
 
 
 def generate_corpus(
@@ -63,21 +51,16 @@ def generate_corpus(
     if docs < 0:
         raise ConfigError(f"--docs must be zero or more, got {docs}")
     _prepare(out, overwrite)
-    builder = CorpusBuilder(out, docs, seed)
+    truth = TruthWriter(out)
+    builder = CorpusBuilder(out, docs, seed, truth)
     for done, source in enumerate(builder.order, 1):
         builder.add(source)
         if on_progress is not None and (done % PROGRESS_EVERY == 0 or done == docs):
             on_progress(done)
     builder.close()
+    tally = truth.close()
     fault_info = write_faults(out, seed) if faults else None
-    summary = summarize(
-        seed, builder.labels, builder.pairs, builder.pii, builder.file_names(), fault_info, ID_ROOT
-    )
-    _write_lines(join_url(out, TRUTH_FILES["duplicates"]), builder.pairs)
-    _write_lines(join_url(out, TRUTH_FILES["pii"]), builder.pii)
-    labels = pa.Table.from_pylist(builder.labels, schema=LABEL_SCHEMA)
-    with atomic_open(join_url(out, TRUTH_FILES["documents"])) as handle:
-        pq.write_table(labels, handle, compression="zstd")
+    summary = summarize(seed, tally, builder.file_names(), fault_info, ID_ROOT)
     if fault_info is not None:
         write_json(join_url(out, "truth/faults.json"), fault_info)
     write_json(join_url(out, TRUTH_FILES["summary"]), summary.to_dict())
@@ -94,9 +77,3 @@ def _prepare(out: str, overwrite: bool) -> None:
                     f"{join_url(out, folder)} already exists; pass --overwrite to replace it"
                 )
             fs.rm(target, recursive=True)
-
-
-def _write_lines(url: str, rows: list[dict]) -> None:
-    with atomic_open(url) as handle:
-        for row in rows:
-            handle.write(orjson.dumps(row) + b"\n")

@@ -13,6 +13,7 @@ from typing import Any
 
 from mixplane.synth import pii, prose, sourcecode
 from mixplane.synth.languages import LANGUAGES
+from mixplane.synth.lexicon import between, pick
 from mixplane.synth.plan import KIND_WEIGHTS, LANGUAGE_WEIGHTS, PROGRAMMING_LANGUAGES, draw
 from mixplane.synth.webpages import Site, clean_page, low_quality_page, make_site, spam_page
 
@@ -24,7 +25,10 @@ _EMOJI = ("🙂", "😂", "👍", "🔥", "🙏", "😅", "🎉", "👀", "💯"
 
 @dataclass(slots=True)
 class Draft:
-    """A document's content and labels; `copy_of` names the original of a duplicate."""
+    """A document's text, the fields stored beside it, and its labels.
+
+    `words` is set for spaced-language encyclopedia text, which near-duplicates are made of.
+    """
 
     source: str
     text: str
@@ -53,7 +57,7 @@ def web_draft(rng: random.Random, sites: dict[str, list[Site]], number: int) -> 
     """A web page of a kind drawn from the web mix (clean, spam, low quality, with PII)."""
     kind = draw(rng, KIND_WEIGHTS["web"])
     code = draw(rng, LANGUAGE_WEIGHTS["web"])
-    language, site = LANGUAGES[code], rng.choice(sites[code])
+    language, site = LANGUAGES[code], pick(rng, sites[code])
     sentences = length(rng, 18, 0.6, 4, 90)
     if kind == "spam":
         page = spam_page(rng, language, site, number)
@@ -61,7 +65,7 @@ def web_draft(rng: random.Random, sites: dict[str, list[Site]], number: int) -> 
         page = low_quality_page(rng, language, site, number)
     else:
         extra, found, lookalikes = [], [], []
-        for _ in range(rng.randint(1, 3) if kind == "pii" else 0):
+        for _ in range(between(rng, 1, 3) if kind == "pii" else 0):
             sentence, items = pii.pii_sentence(code, rng)
             extra.append(sentence)
             found += items
@@ -109,7 +113,7 @@ def code_draft(rng: random.Random) -> Draft:
     found = []
     author = None
     if kind == "pii":
-        first, last = rng.choice(("Anna", "Jonas", "Mei", "Carlos")), rng.choice(("Smith", "Ito"))
+        first, last = pick(rng, ("Anna", "Jonas", "Mei", "Carlos")), pick(rng, ("Smith", "Ito"))
         address = pii.email(rng, first, last)
         author = f"{first} {last} <{address}>"
         found.append({"type": "email", "value": address})
@@ -118,7 +122,7 @@ def code_draft(rng: random.Random) -> Draft:
         "path": source.path,
         "repo": sourcecode.repository(rng),
         "language": programming,
-        "license": rng.choice(sourcecode.LICENSES),
+        "license": pick(rng, sourcecode.LICENSES),
     }
     return Draft("code", source.text, None, kind, fields, found, programming_language=programming)
 
@@ -131,12 +135,12 @@ def forum_draft(rng: random.Random, language_code: str, quote: str | None) -> Dr
     found: list[dict[str, Any]] = []
     code = language_code
     if kind == "low_quality":
-        noise = [rng.choice(_FORUM_NOISE)] + rng.choices(_EMOJI, k=rng.randint(1, 5))
+        noise = [pick(rng, _FORUM_NOISE)] + rng.choices(_EMOJI, k=between(rng, 1, 5))
         text = " ".join(noise)
         code = "und"
     elif kind == "spam":
-        keyword = rng.choice(("cheap watches", "casino bonus", "crypto signals", "diet pills"))
-        link = f"https://{keyword.replace(' ', '-')}-{rng.randint(10, 99999)}.biz"
+        keyword = pick(rng, ("cheap watches", "casino bonus", "crypto signals", "diet pills"))
+        link = f"https://{keyword.replace(' ', '-')}-{between(rng, 10, 99999)}.biz"
         text = f"Best {keyword} here!!! {link} Buy now, {keyword} {keyword} {keyword}!"
         code = "en"
     else:

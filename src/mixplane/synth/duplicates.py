@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from mixplane.synth.documents import Draft
 from mixplane.synth.languages import LANGUAGES, SPACED
+from mixplane.synth.lexicon import between, pick
 from mixplane.synth.similarity import near_duplicate
 
 RESERVOIR = 512
@@ -76,7 +77,7 @@ class Originals:
             self.pools["near"].offer(Original(doc_id, draft), rng)
 
     def take(self, names: tuple[str, ...], rng: random.Random) -> Original | None:
-        item = self.pools[rng.choice(names)].take(rng, self.used)
+        item = self.pools[pick(rng, names)].take(rng, self.used)
         if item is not None:
             self.used.add(item.id)
         return item
@@ -98,11 +99,11 @@ def exact_copy(base: Draft, source: str, rng: random.Random) -> Draft:
     fields = dict(base.fields)
     if source == "web":
         path = fields.get("url", "https://unknown.example/").split("/", 3)[-1]
-        fields["url"] = f"https://{rng.choice(MIRRORS)}/{path}"
+        fields["url"] = f"https://{pick(rng, MIRRORS)}/{path}"
     elif source == "wiki":
-        fields["url"] = f"{fields['url']}?oldid={rng.randint(10_000, 9_999_999)}"
+        fields["url"] = f"{fields['url']}?oldid={between(rng, 10_000, 9_999_999)}"
     elif source == "code":
-        fields["repo"] = f"{rng.choice(('acme', 'forks', 'mirror'))}-{fields['repo']}"
+        fields["repo"] = f"{pick(rng, ('acme', 'forks', 'mirror'))}-{fields['repo']}"
         fields["path"] = f"vendor/{fields['path']}"
     elif source in ("forum", "web_html"):
         fields = {}
@@ -116,6 +117,6 @@ def near_copy(base: Draft, source: str, target: float, rng: random.Random) -> tu
     fields = {}
     if source == "wiki":
         fields = dict(base.fields)
-        fields["url"] = f"{fields['url']}?oldid={rng.randint(10_000, 9_999_999)}"
+        fields["url"] = f"{fields['url']}?oldid={between(rng, 10_000, 9_999_999)}"
     draft = replace(base, source=source, text=text, fields=fields, words=len(text.split()))
     return draft, similarity

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,10 +183,15 @@ class Language:
         return tuple(sorted({w.lower() for w in pool if _WORD.fullmatch(w)}))
 
 
-def pick(rng: random.Random, items: tuple[Any, ...]) -> Any:
-    """A uniform choice; cheaper than `Random.choice`, which the generator calls millions
-    of times. Deterministic for a given generator state like every other draw."""
+def pick(rng: random.Random, items: Sequence[Any]) -> Any:
+    """A uniform choice from one `random()` draw; several times cheaper than
+    `Random.choice`, and the generator makes millions of them."""
     return items[int(rng.random() * len(items))]
+
+
+def between(rng: random.Random, low: int, high: int) -> int:
+    """A uniform integer in `[low, high]` from one `random()` draw (like `randint`)."""
+    return low + int(rng.random() * (high - low + 1))
 
 
 def noun_word(entry: Any) -> str:

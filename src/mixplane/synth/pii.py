@@ -18,6 +18,8 @@ import ipaddress
 import random
 from typing import Any
 
+from mixplane.synth.lexicon import between, pick
+
 EMAIL_DOMAINS = ("example.com", "example.org", "example.net", "mail.example.com")
 LOCAL_PARTS = ("info", "contact", "support", "office", "hello", "press", "admin")
 PII_TEMPLATES = {
@@ -121,23 +123,23 @@ def _luhn_complete(prefix: str) -> str:
 
 def credit_card(rng: random.Random) -> str:
     """A Visa, Mastercard or Amex number that passes the Luhn check, grouped as printed."""
-    brand = rng.choice(("visa", "mastercard", "amex"))
+    brand = pick(rng, ("visa", "mastercard", "amex"))
     if brand == "amex":
-        prefix = rng.choice(("34", "37")) + "".join(rng.choices("0123456789", k=12))
+        prefix = pick(rng, ("34", "37")) + "".join(rng.choices("0123456789", k=12))
         number = _luhn_complete(prefix)
         groups = (number[:4], number[4:10], number[10:])
     else:
-        start = "4" if brand == "visa" else str(rng.randint(51, 55))
+        start = "4" if brand == "visa" else str(between(rng, 51, 55))
         prefix = start + "".join(rng.choices("0123456789", k=15 - len(start)))
         number = _luhn_complete(prefix)
         groups = tuple(number[i : i + 4] for i in range(0, 16, 4))
-    return rng.choice((" ", "-", "")).join(groups)
+    return pick(rng, (" ", "-", "")).join(groups)
 
 
 def order_number(rng: random.Random) -> str:
     """Sixteen digits grouped like a card number that fail the Luhn check."""
     while True:
-        digits = str(rng.randint(1, 9)) + "".join(rng.choices("0123456789", k=15))
+        digits = str(between(rng, 1, 9)) + "".join(rng.choices("0123456789", k=15))
         if not luhn_valid(digits):
             return " ".join(digits[i : i + 4] for i in range(0, 16, 4))
 
@@ -151,14 +153,14 @@ def phone(rng: random.Random, language: str) -> str:
     d = _digits
     formats = {
         "en": (
-            lambda: f"({rng.randint(201, 989)}) 555-01{d(rng, 2)}",
-            lambda: f"+1 {rng.randint(201, 989)}-555-01{d(rng, 2)}",
+            lambda: f"({between(rng, 201, 989)}) 555-01{d(rng, 2)}",
+            lambda: f"+1 {between(rng, 201, 989)}-555-01{d(rng, 2)}",
             lambda: f"+44 20 7946 0{d(rng, 3)}",
             lambda: f"07700 900{d(rng, 3)}",
         ),
         "de": (
             lambda: f"+49 30 {d(rng, 8)}",
-            lambda: f"0{rng.choice(('30', '40', '89', '221'))} {d(rng, 7)}",
+            lambda: f"0{pick(rng, ('30', '40', '89', '221'))} {d(rng, 7)}",
             lambda: f"0151 {d(rng, 8)}",
         ),
         "fr": (
@@ -169,27 +171,28 @@ def phone(rng: random.Random, language: str) -> str:
         "zh": (lambda: f"+86 138 {d(rng, 4)} {d(rng, 4)}", lambda: f"139-{d(rng, 4)}-{d(rng, 4)}"),
         "ja": (lambda: f"03-{d(rng, 4)}-{d(rng, 4)}", lambda: f"+81 90-{d(rng, 4)}-{d(rng, 4)}"),
     }
-    return rng.choice(formats[language])()
+    return pick(rng, formats[language])()
 
 
 def email(rng: random.Random, first: str, last: str) -> str:
     """An address at a reserved example domain, personal or a role address."""
     if rng.random() < 0.3:
-        local = rng.choice(LOCAL_PARTS)
+        local = pick(rng, LOCAL_PARTS)
     else:
-        shapes = (f"{first}.{last}", f"{first[0]}{last}", f"{first}{rng.randint(1, 99)}")
-        local = rng.choice(shapes).lower()
-    return f"{local}@{rng.choice(EMAIL_DOMAINS)}"
+        shapes = (f"{first}.{last}", f"{first[0]}{last}", f"{first}{between(rng, 1, 99)}")
+        local = pick(rng, shapes).lower()
+    return f"{local}@{pick(rng, EMAIL_DOMAINS)}"
 
 
 def ipv4(rng: random.Random, private: bool) -> str:
     if private:
-        return rng.choice(
+        return pick(
+            rng,
             (
-                f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
-                f"172.{rng.randint(16, 31)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
-                f"192.168.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
-            )
+                f"10.{between(rng, 0, 255)}.{between(rng, 0, 255)}.{between(rng, 1, 254)}",
+                f"172.{between(rng, 16, 31)}.{between(rng, 0, 255)}.{between(rng, 1, 254)}",
+                f"192.168.{between(rng, 0, 255)}.{between(rng, 1, 254)}",
+            ),
         )
     while True:
         address = ipaddress.IPv4Address(rng.getrandbits(32))
@@ -204,7 +207,7 @@ def ipv6(rng: random.Random, private: bool) -> str:
         value = (0xFE80 << 112) | rng.getrandbits(64)  # link-local, fe80::/64
     else:
         # Global unicast from regional registries' blocks; zero middle groups as usual.
-        value = (rng.randint(0x2400, 0x2A0F) << 112) | (rng.getrandbits(32) << 80)
+        value = (between(rng, 0x2400, 0x2A0F) << 112) | (rng.getrandbits(32) << 80)
         value |= rng.getrandbits(16)
     return ipaddress.IPv6Address(value).compressed
 
@@ -217,7 +220,7 @@ def _isbn(rng: random.Random) -> str:
 
 
 def _date(rng: random.Random, language: str) -> str:
-    year, month, day = rng.randint(2005, 2024), rng.randint(1, 12), rng.randint(1, 28)
+    year, month, day = between(rng, 2005, 2024), between(rng, 1, 12), between(rng, 1, 28)
     if language == "de":
         return f"{day:02d}.{month:02d}.{year}"
     if language in ("fr", "es"):
@@ -227,8 +230,8 @@ def _date(rng: random.Random, language: str) -> str:
 
 def pii_sentence(language: str, rng: random.Random) -> tuple[str, list[dict[str, Any]]]:
     """A sentence carrying PII, and the items in it (type, value, and scope for IPs)."""
-    template = rng.choice(PII_TEMPLATES[language])
-    first, last = rng.choice(_ASCII_NAMES), rng.choice(_ASCII_SURNAMES)
+    template = pick(rng, PII_TEMPLATES[language])
+    first, last = pick(rng, _ASCII_NAMES), pick(rng, _ASCII_SURNAMES)
     fields: dict[str, dict[str, Any]] = {}
     if "{email}" in template:
         fields["email"] = {"type": "email", "value": email(rng, first, last)}
@@ -250,13 +253,13 @@ def pii_sentence(language: str, rng: random.Random) -> tuple[str, list[dict[str,
 
 def lookalike_sentence(language: str, rng: random.Random) -> tuple[str, list[dict[str, Any]]]:
     """A sentence with numbers that resemble PII but are not, and what they are."""
-    template = rng.choice(LOOKALIKE_TEMPLATES[language])
+    template = pick(rng, LOOKALIKE_TEMPLATES[language])
     makers = {
-        "version": lambda: f"v{rng.randint(1, 12)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
+        "version": lambda: f"v{between(rng, 1, 12)}.{between(rng, 0, 20)}.{between(rng, 0, 9)}",
         "date": lambda: _date(rng, language),
         "isbn": lambda: _isbn(rng),
         "order": lambda: order_number(rng),
-        "build": lambda: f"10.0.{rng.randint(10000, 22631)}.{rng.randint(1000, 4000)}",
+        "build": lambda: f"10.0.{between(rng, 10000, 22631)}.{between(rng, 1000, 4000)}",
     }
     values = {key: make() for key, make in makers.items() if "{" + key + "}" in template}
     items = [{"type": key, "value": value} for key, value in values.items()]

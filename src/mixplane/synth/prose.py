@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import random
 
-from mixplane.synth.lexicon import Language, Topic, pick
+from mixplane.synth.lexicon import Language, Topic, between, pick
 
 
 def sentences(language: Language, rng: random.Random, topic: Topic, count: int) -> list[str]:
     """`count` sentences from the language's encyclopedic templates."""
     templates = language.compiled_sentences
-    return [pick(rng, templates)(rng, topic) for _ in range(count)]
+    size = len(templates)
+    return [templates[int(rng.random() * size)](rng, topic) for _ in range(count)]
 
 
 def paragraph(language: Language, rng: random.Random, topic: Topic, count: int) -> str:
@@ -30,14 +31,14 @@ def paragraph(language: Language, rng: random.Random, topic: Topic, count: int) 
 
 
 def title(language: Language, rng: random.Random, topic: Topic) -> str:
-    return language.fill(rng.choice(language.compiled_titles), rng, topic)
+    return language.fill(pick(rng, language.compiled_titles), rng, topic)
 
 
 def paragraph_sizes(rng: random.Random, total: int) -> list[int]:
     """Split `total` sentences into paragraphs of 2 to 7 sentences."""
     sizes = []
     while total > 0:
-        size = min(total, rng.randint(2, 7))
+        size = min(total, between(rng, 2, 7))
         sizes.append(size)
         total -= size
     return sizes
@@ -53,7 +54,7 @@ def encyclopedia_article(
     """
     topic = topic or language.topic(rng)
     name = title(language, rng, topic)
-    lead = language.fill(rng.choice(language.compiled_leads), rng, topic, name)
+    lead = language.fill(pick(rng, language.compiled_leads), rng, topic, name)
     sizes = paragraph_sizes(rng, max(1, sentences - 1))
     blocks = [language.join([lead, paragraph(language, rng, topic, sizes[0])])]
     headings = rng.sample(language.headings, min(len(language.headings), len(sizes)))
@@ -80,9 +81,9 @@ def forum_post(
     if quote:
         lines.append("> " + quote)
     body = [
-        language.fill(rng.choice(chat), rng, topic)
+        language.fill(pick(rng, chat), rng, topic)
         if rng.random() < 0.6
-        else language.fill(rng.choice(language.compiled_sentences), rng, topic)
+        else language.fill(pick(rng, language.compiled_sentences), rng, topic)
         for _ in range(sentences)
     ]
     if sentences > 5:

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Sequence
@@ -101,8 +102,12 @@ def near_duplicate(
         return shared / (original.size + other.size - shared)
 
     # Smallest number of replaced words whose similarity falls to the target or below,
-    # then whichever of it and one fewer lands closer.
-    low, high = 0, len(swaps)
+    # then whichever of it and one fewer lands closer. The search starts from the count
+    # expected when each edit destroys five shingles at random (`expected_edits`).
+    guess = expected_edits(original.size, target)
+    low, high = max(0, guess // 2), min(len(swaps), 2 * guess + NGRAM)
+    if estimate(low) <= target or estimate(high) > target:
+        low, high = 0, len(swaps)
     while low < high:
         middle = (low + high) // 2
         if estimate(middle) > target:
@@ -124,6 +129,23 @@ def near_duplicate(
         position = end
     pieces.append(text[position:])
     return "".join(pieces), value
+
+
+def expected_edits(shingles: int, target: float) -> int:
+    """Word replacements expected to bring Jaccard to `target` for a text of `shingles`.
+
+    Jaccard `(S - m) / (S + m)` gives `m = S (1 - t) / (1 + t)` destroyed shingles; `k`
+    random edits, each hitting `NGRAM` of `S` shingles, leave `S (1 - NGRAM / S) ** k`.
+
+    Example:
+        >>> expected_edits(500, 0.8)
+        12
+    """
+    if shingles <= NGRAM:
+        return 1
+    destroyed = shingles * (1 - target) / (1 + target)
+    remaining = max(1e-9, 1 - destroyed / shingles)
+    return max(1, round(math.log(remaining) / math.log(1 - NGRAM / shingles)))
 
 
 def _shingle_hashes(ids: np.ndarray) -> np.ndarray:

@@ -8,7 +8,9 @@ temporary name and renamed when complete.
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import io
 from contextlib import ExitStack
 from typing import Any, BinaryIO
@@ -110,13 +112,21 @@ class WarcSink:
             ],
             protocol="HTTP/1.1",
         )
+        # Digests computed here, in one pass, spare warcio re-reading the payload twice.
+        headers.compute_headers_buffer()
+        warc_headers = {
+            "WARC-Record-ID": f"<{record_id}>",
+            "WARC-Date": date,
+            "WARC-Payload-Digest": _sha1(body),
+            "WARC-Block-Digest": _sha1(headers.headers_buff + body),
+        }
         record = self._writer.create_warc_record(
             url,
             "response",
             payload=io.BytesIO(body),
             length=len(body),
             http_headers=headers,
-            warc_headers_dict={"WARC-Record-ID": f"<{record_id}>", "WARC-Date": date},
+            warc_headers_dict=warc_headers,
         )
         self.offsets.append(self._raw.tell())
         self._writer.write_record(record)
@@ -124,6 +134,11 @@ class WarcSink:
 
     def close(self) -> None:
         self._stack.close()
+
+
+def _sha1(data: bytes) -> str:
+    """A WARC digest value: 'sha1:' and the base-32 SHA-1 of `data`."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
 
 
 def write_text(url: str, text: str) -> None:

@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 
 from mixplane.synth.languages import LANGUAGES
-from mixplane.synth.lexicon import entries, noun_word
+from mixplane.synth.lexicon import between, entries, noun_word, pick
 
 _ENGLISH = LANGUAGES["en"]
 _NOUNS = tuple(noun_word(n) for n in _ENGLISH.nouns if " " not in noun_word(n))
@@ -102,11 +102,11 @@ class SourceFile:
 
 
 def _identifiers(rng: random.Random, language: str) -> dict[str, str]:
-    verb, noun, noun2 = rng.choice(_VERBS), rng.choice(_NOUNS), rng.choice(_NOUNS)
+    verb, noun, noun2 = pick(rng, _VERBS), pick(rng, _NOUNS), pick(rng, _NOUNS)
     a, b, c = rng.sample(_NOUNS, 3)
     camel = language in ("javascript",)
     func = f"{verb}{noun.capitalize()}" if camel else f"{verb}_{noun}"
-    imperative, third_person = rng.choice(_PURPOSES)
+    imperative, third_person = pick(rng, _PURPOSES)
     doc = imperative.format(noun=noun, noun2=noun2)
     return {
         "f": func,
@@ -118,7 +118,7 @@ def _identifiers(rng: random.Random, language: str) -> dict[str, str]:
         "C": c.capitalize(),
         "t": noun2,
         "T": f"{noun.capitalize()}{noun2.capitalize()}",
-        "n": str(rng.choice((0, 1, 2, 8, 16, 64, 100, 255, 1024))),
+        "n": str(pick(rng, (0, 1, 2, 8, 16, 64, 100, 255, 1024))),
         "doc": doc,
         "doc2": third_person.format(noun=noun, noun2=noun2),
     }
@@ -126,14 +126,14 @@ def _identifiers(rng: random.Random, language: str) -> dict[str, str]:
 
 def source_file(rng: random.Random, language: str, author: str | None) -> SourceFile:
     """A file of 2-8 functions; with `author` ("Name <email>") a copyright line on top."""
-    package = rng.choice(_NOUNS)
+    package = pick(rng, _NOUNS)
     blocks = []
     if author:
-        blocks.append(f"{COMMENT[language]} Copyright (c) {rng.randint(2012, 2024)} {author}")
+        blocks.append(f"{COMMENT[language]} Copyright (c) {between(rng, 2012, 2024)} {author}")
     blocks.append(HEADERS[language].format(pkg=package))
-    for _ in range(rng.randint(2, 8)):
-        blocks.append(rng.choice(SHAPES[language]).format(**_identifiers(rng, language)))
-    module = f"{rng.choice(_VERBS)}_{rng.choice(_NOUNS)}"
+    for _ in range(between(rng, 2, 8)):
+        blocks.append(pick(rng, SHAPES[language]).format(**_identifiers(rng, language)))
+    module = f"{pick(rng, _VERBS)}_{pick(rng, _NOUNS)}"
     folder = {"python": f"src/{package}", "go": f"internal/{package}"}.get(language, "src")
     path = f"{folder}/{module}.{EXTENSIONS[language]}"
     text = "\n\n".join(block.rstrip("\n") for block in blocks) + "\n"
@@ -141,5 +141,5 @@ def source_file(rng: random.Random, language: str, author: str | None) -> Source
 
 
 def repository(rng: random.Random) -> str:
-    owner = rng.choice(_ENGLISH.first_names).lower() + str(rng.randint(1, 99))
-    return f"{owner}/{rng.choice(_NOUNS)}{rng.choice(_PROJECT_SUFFIXES)}"
+    owner = pick(rng, _ENGLISH.first_names).lower() + str(between(rng, 1, 99))
+    return f"{owner}/{pick(rng, _NOUNS)}{pick(rng, _PROJECT_SUFFIXES)}"

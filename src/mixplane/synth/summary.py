@@ -1,17 +1,12 @@
-"""What a generated corpus holds, counted from the builder's labels and pairs."""
+"""What a generated corpus holds, from the tallies kept while it was written."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any
 
-TRUTH_FILES = {
-    "summary": "truth/summary.json",
-    "duplicates": "truth/duplicates.jsonl",
-    "documents": "truth/documents.parquet",
-    "pii": "truth/pii.jsonl",
-}
+from mixplane.synth.truth import TRUTH_FILES, Tally
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,54 +46,34 @@ def _sorted(counter: Counter) -> dict[str, int]:
 
 def summarize(
     seed: int,
-    labels: list[dict[str, Any]],
-    pairs: list[dict[str, Any]],
-    pii_rows: list[dict[str, Any]],
+    tally: Tally,
     files: dict[str, list[str]],
     faults: dict[str, Any] | None,
     id_root: str,
 ) -> SynthSummary:
-    per_source: Counter = Counter()
-    languages: Counter = Counter()
-    by_source: dict[str, Counter] = defaultdict(Counter)
-    kinds: Counter = Counter()
-    kinds_by_source: dict[str, Counter] = defaultdict(Counter)
-    programming: Counter = Counter()
-    for label in labels:
-        source = label["source"]
-        per_source[source] += 1
-        kinds[label["kind"]] += 1
-        kinds_by_source[source][label["kind"]] += 1
-        if label["language"] is not None:
-            languages[label["language"]] += 1
-            by_source[source][label["language"]] += 1
-        if label["programming_language"] is not None:
-            programming[label["programming_language"]] += 1
-    near = Counter(str(pair["target_similarity"]) for pair in pairs if pair["kind"] == "near")
-    exact_by_source = Counter(label["source"] for label in labels if label["copy_kind"] == "exact")
+    """The summary of a finished corpus from its tallies and file lists."""
     duplicates = {
-        "pairs": len(pairs),
-        "exact": sum(1 for pair in pairs if pair["kind"] == "exact"),
-        "near": sum(near.values()),
-        "near_by_target": dict(sorted(near.items(), reverse=True)),
-        "exact_by_source": _sorted(exact_by_source),
+        "pairs": sum(tally.pair_kinds.values()),
+        "exact": tally.pair_kinds["exact"],
+        "near": tally.pair_kinds["near"],
+        "near_by_target": dict(sorted(tally.near_by_target.items(), reverse=True)),
+        "exact_by_source": _sorted(tally.exact_by_source),
     }
-    pii_types = Counter(item["type"] for row in pii_rows for item in row["pii"])
-    pii = {"documents_with_pii": sum(1 for row in pii_rows if row["pii"])} | _sorted(pii_types)
+    pii = {"documents_with_pii": tally.documents_with_pii} | _sorted(tally.pii_types)
     sources = {
-        source: {"documents": per_source.get(source, 0), "files": names}
+        source: {"documents": tally.per_source.get(source, 0), "files": names}
         for source, names in sorted(files.items())
     }
     truth = dict(TRUTH_FILES) | ({"faults": "truth/faults.json"} if faults else {})
     return SynthSummary(
         seed=seed,
-        documents=len(labels),
+        documents=tally.documents,
         sources=sources,
-        languages=_sorted(languages),
-        languages_by_source={s: _sorted(c) for s, c in sorted(by_source.items())},
-        programming_languages=_sorted(programming),
-        kinds=_sorted(kinds),
-        kinds_by_source={s: _sorted(c) for s, c in sorted(kinds_by_source.items())},
+        languages=_sorted(tally.languages),
+        languages_by_source={s: _sorted(c) for s, c in sorted(tally.languages_by_source.items())},
+        programming_languages=_sorted(tally.programming),
+        kinds=_sorted(tally.kinds),
+        kinds_by_source={s: _sorted(c) for s, c in sorted(tally.kinds_by_source.items())},
         duplicates=duplicates,
         pii=pii,
         faults=faults,

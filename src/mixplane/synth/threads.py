@@ -7,6 +7,8 @@ import random
 from typing import Any
 
 from mixplane.synth.languages import LANGUAGES
+from mixplane.synth.layout import iso_time
+from mixplane.synth.lexicon import between, pick
 from mixplane.synth.plan import LANGUAGE_WEIGHTS, draw
 from mixplane.synth.prose import first_sentence
 
@@ -34,11 +36,11 @@ class Threads:
             known = language in LANGUAGES
             self.language = language if known else draw(rng, LANGUAGE_WEIGHTS["forum"])
             self.moment = _EPOCH + datetime.timedelta(
-                days=rng.randrange(3650), seconds=rng.randrange(86_400)
+                days=int(rng.random() * 3650), seconds=int(rng.random() * 86_400)
             )
             self.last_text = None
         else:
-            self.moment += datetime.timedelta(seconds=rng.randint(60, 2 * 86_400))
+            self.moment += datetime.timedelta(seconds=between(rng, 60, 2 * 86_400))
         return language or self.language
 
     def quote(self, rng: random.Random) -> str | None:
@@ -51,10 +53,10 @@ class Threads:
         """The forum row's columns besides the text; remembers prose posts for quoting."""
         self.last_text = text if prose else None
         language = LANGUAGES[self.language]
-        author = f"{rng.choice(language.first_names).lower()}{rng.randint(1, 999)}"
+        author = f"{pick(rng, language.first_names).lower()}{between(rng, 1, 999)}"
         return {
             "thread_id": self.thread,
             "author": author,
             "score": min(5000, int(rng.expovariate(0.25))) - 1,
-            "created": self.moment.strftime("%Y-%m-%d %H:%M:%S"),
+            "created": iso_time(self.moment, " "),
         }

@@ -27,7 +27,7 @@ from typing import Any
 
 from mixplane.synth import prose
 from mixplane.synth.languages import LANGUAGES
-from mixplane.synth.lexicon import Language, entries
+from mixplane.synth.lexicon import Language, between, entries, pick
 
 _SYLLABLES = ("ka", "lo", "mi", "ra", "ten", "vo", "su", "del", "mar", "no", "pi", "ber", "ly")
 _TLDS = {
@@ -85,13 +85,13 @@ class Page:
 
 
 def make_site(rng: random.Random, language: Language, number: int) -> Site:
-    stem = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 3)))
-    suffix = rng.choice(("", "-news", "-online", "-magazin", "-blog", "24", "-info"))
-    domain = f"{stem}{suffix}.{rng.choice(_TLDS[language.code])}"
+    stem = "".join(pick(rng, _SYLLABLES) for _ in range(between(rng, 2, 3)))
+    suffix = pick(rng, ("", "-news", "-online", "-magazin", "-blog", "24", "-info"))
+    domain = f"{stem}{suffix}.{pick(rng, _TLDS[language.code])}"
     name = stem.capitalize() + suffix.replace("-", " ").title()
-    sections = tuple(rng.sample(_SECTIONS, rng.randint(3, 5)))
+    sections = tuple(rng.sample(_SECTIONS, between(rng, 3, 5)))
     color = f"#{rng.getrandbits(24):06x}"
-    tracker = f"UA-{rng.randint(100000, 999999)}-{number % 9 + 1}"
+    tracker = f"UA-{between(rng, 100000, 999999)}-{number % 9 + 1}"
     return Site(domain, name, language.code, sections, color, tracker)
 
 
@@ -102,8 +102,8 @@ def slug(text: str) -> str:
 
 
 def page_url(rng: random.Random, site: Site, title: str, number: int) -> str:
-    year, month = rng.randint(2015, 2024), rng.randint(1, 12)
-    section = rng.choice(site.sections)
+    year, month = between(rng, 2015, 2024), between(rng, 1, 12)
+    section = pick(rng, site.sections)
     return f"https://{site.domain}/{section}/{year}/{month:02d}/{slug(title)}-{number}"
 
 
@@ -125,7 +125,7 @@ def clean_page(
     blocks = [f"<h1>{escape(title)}</h1>", _byline(rng, language)]
     for index, text in enumerate(paragraphs):
         if index and index % 3 == 0:
-            blocks.append(f"<h2>{escape(rng.choice(language.headings))}</h2>")
+            blocks.append(f"<h2>{escape(pick(rng, language.headings))}</h2>")
         blocks.append(f"<p>{escape(text, quote=False)}</p>")
     main = "<article>\n" + "\n".join(blocks) + "\n</article>"
     if rng.random() < 0.5:
@@ -136,18 +136,18 @@ def clean_page(
 
 def spam_page(rng: random.Random, language: Language, site: Site, number: int) -> Page:
     """Keyword stuffing, repeated lines and a link farm, in English as most spam is."""
-    keyword = rng.choice(SPAM_KEYWORDS)
+    keyword = pick(rng, SPAM_KEYWORDS)
     title = f"Cheap {keyword} - Best {keyword} Online - Buy {keyword} Now"
     stuffing = " ".join(
-        f"{rng.choice(('cheap', 'best', 'buy', 'discount', 'top', 'free'))} {keyword}"
-        for _ in range(rng.randint(30, 120))
+        f"{pick(rng, ('cheap', 'best', 'buy', 'discount', 'top', 'free'))} {keyword}"
+        for _ in range(between(rng, 30, 120))
     )
     blocks = [f"<h1>BEST {keyword.upper()} DEALS</h1>", f"<p>{stuffing}</p>"]
-    blocks += [f"<p>{rng.choice(SPAM_LINES)}</p>"] * rng.randint(8, 25)
+    blocks += [f"<p>{pick(rng, SPAM_LINES)}</p>"] * between(rng, 8, 25)
     name = slug(keyword)
     farm = "".join(
         f'<li><a href="https://{name}-{i}.biz/{name}">buy {keyword} now</a></li>'
-        for i in range(rng.randint(20, 60))
+        for i in range(between(rng, 20, 60))
     )
     blocks.append(f"<ul>{farm}</ul>")
     main = "<article>\n" + "\n".join(blocks) + "\n</article>"
@@ -157,32 +157,35 @@ def spam_page(rng: random.Random, language: Language, site: Site, number: int) -
 
 def low_quality_page(rng: random.Random, language: Language, site: Site, number: int) -> Page:
     """A near-empty page: a stub, a list of links, mostly symbols, or placeholder text."""
-    variant = rng.choice(("stub", "links", "symbols", "lorem"))
+    variant = pick(rng, ("stub", "links", "symbols", "lorem"))
     ui = language.ui
     code = language.code
     if variant == "stub":
         title = ui["not_found"]
-        main = f'<main><h1>{escape(title)}</h1><p><a href="/">{escape(ui["back"])}</a></p></main>'
+        path = f"/{pick(rng, site.sections)}/{number}"
+        main = (
+            f"<main><h1>{escape(title)}</h1><p><code>{path}</code></p>"
+            f'<p><a href="/">{escape(ui["back"])}</a></p></main>'
+        )
     elif variant == "links":
         title = ui["related"]
         links = "".join(
-            f'<li><a href="/{rng.choice(site.sections)}/{i}">'
-            f"{escape(_noun(rng, language))}</a></li>"
-            for i in range(rng.randint(25, 80))
+            f'<li><a href="/{pick(rng, site.sections)}/{i}">{escape(_noun(rng, language))}</a></li>'
+            for i in range(between(rng, 25, 80))
         )
         main = f"<main><h1>{escape(title)}</h1><ul>{links}</ul></main>"
     elif variant == "symbols":
         title, code = "★★★★★", "und"
         lines = [
-            " ".join(rng.choice(_SYMBOLS) for _ in range(rng.randint(4, 12)))
-            for _ in range(rng.randint(5, 20))
+            " ".join(pick(rng, _SYMBOLS) for _ in range(between(rng, 4, 12)))
+            for _ in range(between(rng, 5, 20))
         ]
         main = "<main>" + "".join(f"<p>{escape(line)}</p>" for line in lines) + "</main>"
     else:
         title, code = "Lorem ipsum", "la"
         paragraphs = [
-            " ".join(rng.choice(LOREM) for _ in range(rng.randint(30, 80))).capitalize() + "."
-            for _ in range(rng.randint(1, 4))
+            " ".join(pick(rng, LOREM) for _ in range(between(rng, 30, 80))).capitalize() + "."
+            for _ in range(between(rng, 1, 4))
         ]
         main = "<main>" + "".join(f"<p>{text}</p>" for text in paragraphs) + "</main>"
     url = f"https://{site.domain}/{variant}/{number}"
@@ -191,12 +194,12 @@ def low_quality_page(rng: random.Random, language: Language, site: Site, number:
 
 
 def _noun(rng: random.Random, language: Language) -> str:
-    entry = rng.choice(language.nouns)
+    entry = pick(rng, language.nouns)
     return entry if isinstance(entry, str) else entry[1]
 
 
 def _byline(rng: random.Random, language: Language) -> str:
-    year, month, day = rng.randint(2015, 2024), rng.randint(1, 12), rng.randint(1, 28)
+    year, month, day = between(rng, 2015, 2024), between(rng, 1, 12), between(rng, 1, 28)
     by = escape(language.ui["by"])
     author = escape(language.person(rng))
     stamp = f"{year}-{month:02d}-{day:02d}"
@@ -205,9 +208,9 @@ def _byline(rng: random.Random, language: Language) -> str:
 
 def _aside(rng: random.Random, language: Language, site: Site) -> str:
     items = "".join(
-        f'<li><a href="/{rng.choice(site.sections)}/{rng.randint(100, 9999)}">'
+        f'<li><a href="/{pick(rng, site.sections)}/{between(rng, 100, 9999)}">'
         f"{escape(_noun(rng, language).capitalize())}</a></li>"
-        for _ in range(rng.randint(3, 6))
+        for _ in range(between(rng, 3, 6))
     )
     return f"<aside><h3>{escape(language.ui['related'])}</h3><ul>{items}</ul></aside>"
 
@@ -247,7 +250,7 @@ def _document(rng: random.Random, language: Language, site: Site, title: str, ma
         f'<form action="/search"><input name="q" placeholder="{ui["search"]}"></form></header>',
         main if main.startswith("<main>") else f"<main>\n{main}\n</main>",
         "<footer>",
-        f"<p>© {rng.randint(2016, 2024)} {escape(site.name)}. {ui['rights']}</p>",
+        f"<p>© {between(rng, 2016, 2024)} {escape(site.name)}. {ui['rights']}</p>",
         f'<ul class="footer-links"><li><a href="/privacy">{ui["privacy"]}</a></li>'
         f'<li><a href="/terms">{ui["terms"]}</a></li>'
         f'<li><a href="/contact">{ui["contact"]}</a></li></ul>',

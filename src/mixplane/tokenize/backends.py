@@ -22,6 +22,7 @@ class HFTokenizer(Tokenizer):
         # Text that looks like a special token ("<|endoftext|>" in a web page) stays text.
         tokenizer.encode_special_tokens = True
         self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+        self._saved: Embedded | None = None
 
     @property
     def vocab_size(self) -> int:
@@ -40,7 +41,9 @@ class HFTokenizer(Tokenizer):
         return self._tokenizer.id_to_token(token_id)
 
     def embedded(self) -> Embedded:
-        return Embedded("_tokenizer.json", self._tokenizer.to_str().encode())
+        if self._saved is None:
+            self._saved = Embedded("_tokenizer.json", self._tokenizer.to_str().encode())
+        return self._saved
 
 
 class TiktokenTokenizer(Tokenizer):

@@ -140,12 +140,12 @@ def _split_columns(
         raise InputError(
             f"{shard.url}: text column {options.text_key!r} is {text.type}, expected strings"
         )
-    fallback = pc.binary_join_element_wise(f"{shard.name}#", pc.cast(rows, pa.string()), "")
-    ids = (
-        pc.coalesce(pc.cast(table.column(options.id_key), pa.string()), fallback)
-        if options.id_key in table.column_names
-        else fallback
-    )
+    if options.id_key in table.column_names:
+        ids = pc.cast(table.column(options.id_key), pa.string())
+        if ids.null_count:
+            ids = pc.coalesce(ids, _fallback_ids(shard, rows))
+    else:
+        ids = _fallback_ids(shard, rows)
     default = pa.scalar(source, pa.string())
     if "source" in table.column_names and not options.source:
         sources = pc.coalesce(pc.cast(table.column("source"), pa.string()), default)
@@ -155,3 +155,8 @@ def _split_columns(
     rest = [name for name in table.column_names if name not in taken]
     meta = pa.table({"id": ids, "source": sources, **{name: table.column(name) for name in rest}})
     return Batch(text.to_pylist(), meta, quarantined)
+
+
+def _fallback_ids(shard: Shard, rows: pa.Array) -> pa.Array:
+    """`NAME#ROW` for records without an id, as the Parquet reader names them."""
+    return pc.binary_join_element_wise(f"{shard.name}#", pc.cast(rows, pa.string()), "")

@@ -48,6 +48,10 @@ _KANA = re.compile(
     r"[\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fd-\u30ff\u31f0-\u31ff\uff66-\uff9d]"
 )
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+_HAN_OR_KANA = re.compile(
+    r"[\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fd-\u30ff\u31f0-\u31ff\uff66-\uff9d"
+    r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]"
+)
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -87,7 +91,7 @@ def han_script_language(text: str) -> tuple[str, float, float] | None:
     probability that grows with the number of characters (four Han characters alone could
     well be Japanese; forty could not). Text with more Hangul than Han and kana is Korean.
     """
-    if text.isascii():
+    if text.isascii() or not _HAN_OR_KANA.search(text):
         return None
     han = len(_HAN.findall(text))
     kana = len(_KANA.findall(text))

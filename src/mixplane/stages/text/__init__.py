@@ -7,9 +7,17 @@ Example:
     2
 """
 
-from mixplane.stages.text.analysis import TextAnalysis, WordStats, analyze
+from mixplane.stages.text.analysis import TextAnalysis, WordStats, analyze, clear_caches
 from mixplane.stages.text.sentences import count_sentences
 from mixplane.stages.text.units import split_units
 from mixplane.stages.text.words import split_words
 
-__all__ = ["TextAnalysis", "WordStats", "analyze", "count_sentences", "split_units", "split_words"]
+__all__ = [
+    "TextAnalysis",
+    "WordStats",
+    "analyze",
+    "clear_caches",
+    "count_sentences",
+    "split_units",
+    "split_words",
+]

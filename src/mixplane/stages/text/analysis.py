@@ -22,7 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mixplane.stages.text.chars import PUNCTUATION
-from mixplane.stages.text.ngrams import duplicate_items, duplicate_ngram_chars, ngrams
+from mixplane.stages.text.ngrams import (
+    duplicate_items,
+    duplicate_ngram_chars,
+    repeated_positions,
+)
 from mixplane.stages.text.ngrams import top_ngram_chars as _top_ngram_chars
 from mixplane.stages.text.scripts import is_unspaced, language_code
 from mixplane.stages.text.units import split_units
@@ -130,15 +134,20 @@ class TextAnalysis:
     def duplicate_ngram_chars(self, n: int) -> int:
         return self._remember(("dupgram", n), lambda: self._duplicate_ngram_chars(n))
 
+    def repeated_positions(self, n: int) -> list[int]:
+        """Where n-grams that occur more than once start; derived from the largest smaller n
+        already computed, since a repeated n-gram starts with a repeated shorter one."""
+        key = ("repeated", n)
+        if key not in self._memo:
+            known = [
+                k[1] for k in self._memo if isinstance(k, tuple) and k[0] == "repeated" and k[1] < n
+            ]
+            shorter = self._memo[("repeated", max(known))] if known else None
+            self._memo[key] = repeated_positions(self.words, n, shorter)
+        return self._memo[key]
+
     def _duplicate_ngram_chars(self, n: int) -> int:
-        # No repeated n-gram (0 characters) means no repeated longer n-gram either.
-        unrepeated = self._memo.get("unrepeated_from")
-        if unrepeated is not None and n >= unrepeated:
-            return 0
-        chars = duplicate_ngram_chars(self.words, n, ngrams(self.words, n))
-        if chars == 0 and (unrepeated is None or n < unrepeated):
-            self._memo["unrepeated_from"] = n
-        return chars
+        return duplicate_ngram_chars(self.words, n, self.repeated_positions(n))
 
 
 def _token_kind(token: str) -> tuple[bool, bool]:
@@ -147,6 +156,16 @@ def _token_kind(token: str) -> tuple[bool, bool]:
         _token_kinds.clear()
     _token_kinds[token] = kind
     return kind
+
+
+def clear_caches() -> None:
+    """Forget every cached analysis and word split (for memory, or to time a cold start)."""
+    from mixplane.stages.text import sentences, words
+
+    _cache.clear()
+    _token_kinds.clear()
+    words._cache.clear()
+    sentences._punctuation_cache.clear()
 
 
 def analyze(text: str, language: object = None) -> TextAnalysis:

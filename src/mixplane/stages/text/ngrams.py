@@ -23,27 +23,45 @@ def top_ngram_chars(words: list[str], n: int) -> int:
     spaces) times its count; among equally frequent n-grams the first one seen counts."""
     if len(words) < n:
         return 0
-    (gram, count), *_ = Counter(ngrams(words, n)).most_common(1)
+    grams = zip(*(words[i:] for i in range(n)), strict=False)
+    (gram, count), *_ = Counter(grams).most_common(1)
     return (sum(map(len, gram)) + n - 1) * count
 
 
-def duplicate_ngram_chars(words: list[str], n: int, grams=None) -> int:
+def repeated_positions(words: list[str], n: int, candidates: list[int] | None = None) -> list[int]:
+    """Start positions of n-grams that occur more than once, in order.
+
+    `candidates` (the answer for a smaller n) limits the search: an n-gram can only repeat
+    where its shorter prefix repeats.
+    """
+    if candidates is None:
+        grams = list(zip(*(words[i:] for i in range(n)), strict=False))
+        counts = Counter(grams)
+        if len(counts) == len(grams):
+            return []
+        return [position for position, gram in enumerate(grams) if counts[gram] > 1]
+    last = len(words) - n
+    keyed = [(p, tuple(words[p : p + n])) for p in candidates if p <= last]
+    counts = Counter(gram for _, gram in keyed)
+    return [p for p, gram in keyed if counts[gram] > 1]
+
+
+def duplicate_ngram_chars(words: list[str], n: int, positions: list[int] | None = None) -> int:
     """Characters (spaces not counted) in n-grams that repeat an earlier n-gram.
 
     The text is read left to right; an n-gram seen before counts and the reading jumps past
-    it, so overlapping repeats are not counted twice.
+    it, so overlapping repeats are not counted twice. Only positions whose n-gram repeats
+    somewhere can count, so only those (`repeated_positions`) are visited.
     """
-    if grams is None:
-        grams = ngrams(words, n)
-    counts = Counter(grams)
-    if len(counts) == len(grams):
-        return 0
+    if positions is None:
+        positions = repeated_positions(words, n)
     seen = set()
     chars = 0
     next_start = 0
-    for position, gram in enumerate(grams):
-        if position < next_start or counts[gram] == 1:
+    for position in positions:
+        if position < next_start:
             continue
+        gram = tuple(words[position : position + n])
         if gram in seen:
             chars += sum(map(len, gram))
             next_start = position + n

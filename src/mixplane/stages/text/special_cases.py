@@ -122,7 +122,8 @@ _EMOTICONS = (
     ":D :-D ;D ;-D =D xD XD xDD XDD 8D 8-D ^_^ ^__^ ^___^ >.< >.> <.< ._. ;_; -_- -__- v.v V.V "
     "v_v V_V o_o o_O O_o O_O 0_o o_0 0_0 o.O O.o O.O o.o 0.0 o.0 0.o @_@ <3 <33 <333 </3 "
     "(^_^) (-_-) (._.) (>_<) (*_*) (\u00ac_\u00ac) \u0ca0_\u0ca0 \u0ca0\ufe35\u0ca0 "
-    "(\u0ca0_\u0ca0) \u00af\\(\u30c4)/\u00af ><(((*> (\u256f\u00b0\u25a1\u00b0\uff09\u256f\ufe35\u253b\u2501\u253b"
+    "(\u0ca0_\u0ca0) \u00af\\(\u30c4)/\u00af ><(((*> "
+    "(\u256f\u00b0\u25a1\u00b0\uff09\u256f\ufe35\u253b\u2501\u253b"
 )
 for _word in _EMOTICONS.split():
     _add(_word)

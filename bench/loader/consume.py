@@ -1,0 +1,54 @@
+"""The fixed consumer every tool feeds: time to first batch, then steady batches per second.
+
+Imported by the runners of every tool, including those in other virtual environments, so it
+needs only torch and the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+def touch(batch: Any) -> int:
+    """Use every batch the same way: read one token of every sequence."""
+    ids = batch["input_ids"] if isinstance(batch, dict) else batch
+    return int(ids[:, 0].long().sum())
+
+
+def consume(
+    make_loader: Callable[[], Iterable[Any]],
+    batches: int,
+    warmup: int,
+    batch_size: int,
+    seq_len: int,
+) -> dict[str, float]:
+    """Build the loader, take the first batch, skip `warmup`, then time `batches` batches."""
+    started = time.perf_counter()
+    stream = iter(make_loader())
+    first = next(stream)
+    touch(first)
+    first_batch = time.perf_counter() - started
+    for _ in range(warmup):
+        touch(next(stream))
+    steady = time.perf_counter()
+    shape = None
+    for _ in range(batches):
+        batch = next(stream)
+        touch(batch)
+        shape = tuple((batch["input_ids"] if isinstance(batch, dict) else batch).shape)
+    seconds = time.perf_counter() - steady
+    samples = batches * batch_size
+    return {
+        "first_batch_seconds": first_batch,
+        "samples_per_second": samples / seconds,
+        "tokens_per_second": samples * seq_len / seconds,
+        "mb_per_second": samples * seq_len * 2 / seconds / 1e6,
+        "batch_shape": list(shape or ()),
+    }
+
+
+def report(result: dict[str, Any]) -> None:
+    print("RESULT " + json.dumps(result), flush=True)

@@ -1,0 +1,104 @@
+"""One measured run of one tool in mixplane's own environment (run as a subprocess).
+
+    python bench/loader/runners.py TOOL DATA_FOLDER --workers W --batch B --batches N
+
+Tools: `memmap` (the packed sequences read straight from np.memmap, the limit), `mixplane`
+(MixtureDataset over the catalog, document_ids included), `mixplane-ids` (input_ids only),
+`hf` (Hugging Face datasets `interleave_datasets` over three Arrow datasets of the same
+packed sequences, with the same proportions). Each prints one `RESULT {json}` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from consume import consume, report  # noqa: E402
+from data import WEIGHTS  # noqa: E402
+
+
+class MemmapBatches(IterableDataset):
+    """Contiguous batches of the packed sequences; workers take batches in turn."""
+
+    def __init__(self, path: str, batch: int):
+        self.path, self.batch = path, batch
+
+    def __iter__(self):
+        packed = np.load(self.path, mmap_mode="r")
+        info = get_worker_info()
+        workers, worker = (info.num_workers, info.id) if info else (1, 0)
+        count = len(packed) // self.batch
+        for index in range(worker, count, workers):
+            yield {"input_ids": np.array(packed[index * self.batch : (index + 1) * self.batch])}
+
+
+def memmap_loader(folder: Path, args) -> DataLoader:
+    dataset = MemmapBatches(str(folder / "packed" / "all.npy"), args.batch)
+    return DataLoader(dataset, batch_size=None, num_workers=args.workers)
+
+
+def mixplane_loader(folder: Path, args, boundaries: str) -> DataLoader:
+    from mixplane.load import MixtureDataset
+    from mixplane.load.torch_adapter import torch_loader
+
+    dataset = MixtureDataset(folder / "mixture.yaml", dtype="uint16", boundaries=boundaries)
+    return torch_loader(dataset, args.batch, num_workers=args.workers)
+
+
+def hf_build(folder: Path) -> None:
+    """Three Arrow datasets (one per component) of the packed sequences, saved once."""
+    import datasets
+    import pyarrow as pa
+
+    for name in WEIGHTS:
+        target = folder / "hf" / name
+        if target.exists():
+            continue
+        packed = np.load(folder / "packed" / f"{name}.npy")
+        column = pa.FixedSizeListArray.from_arrays(pa.array(packed.ravel()), packed.shape[1])
+        datasets.Dataset(pa.table({"input_ids": column})).save_to_disk(str(target))
+
+
+def hf_loader(folder: Path, args) -> DataLoader:
+    import datasets
+
+    parts = [datasets.load_from_disk(str(folder / "hf" / name)) for name in WEIGHTS]
+    mixed = datasets.interleave_datasets(
+        parts, probabilities=list(WEIGHTS.values()), seed=0, stopping_strategy="first_exhausted"
+    ).with_format("numpy")
+    return DataLoader(mixed, batch_size=args.batch, num_workers=args.workers)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tool", choices=["memmap", "mixplane", "mixplane-ids", "hf", "hf-build"])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--batches", type=int, default=500)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--seq-len", type=int, default=2048)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.tool == "hf-build":
+        hf_build(args.data)
+        return
+    makers = {
+        "memmap": lambda: memmap_loader(args.data, args),
+        "mixplane": lambda: mixplane_loader(args.data, args, "document_ids"),
+        "mixplane-ids": lambda: mixplane_loader(args.data, args, "none"),
+        "hf": lambda: hf_loader(args.data, args),
+    }
+    result = consume(makers[args.tool], args.batches, args.warmup, args.batch, args.seq_len)
+    report(result)
+
+
+if __name__ == "__main__":
+    main()

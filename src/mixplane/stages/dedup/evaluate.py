@@ -1,0 +1,162 @@
+"""Measuring deduplication against ground truth computed exactly.
+
+`make_families` writes documents in families of near-duplicates whose pairwise word 5-gram
+Jaccard similarity is computed exactly (unrelated documents share no 5-gram); `score` turns
+a clustering into pair precision and recall. Similarity uses the same words as
+`dedup_minhash` (`text.shingle_text`).
+
+Example:
+    >>> docs, truth = make_families(3, seed=1)
+    >>> clusters = {d["id"]: d["family"] for d in docs}
+    >>> score(truth, clusters, {})["recall_at_0.8"]
+    1.0
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import defaultdict
+from collections.abc import Callable
+
+from mixplane.stages.dedup.text import shingle_text
+
+Pair = tuple[str, str]
+GRAY_ZONE = (0.6, 0.85)
+BANDS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9)  # lower bounds of the similarity bands of recall
+
+
+def shingle_set(text: str, ngram: int = 5) -> set[tuple[bytes, ...]]:
+    """The n-grams `dedup_minhash` shingles (a short text is one n-gram of all its words)."""
+    words = shingle_text(text)[0].split()
+    if len(words) < ngram:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + ngram]) for i in range(len(words) - ngram + 1)}
+
+
+def jaccard(left: str, right: str, ngram: int = 5) -> float:
+    """Exact Jaccard similarity of two texts' n-gram sets.
+
+    Example:
+        >>> jaccard("a b c d e f", "a b c d e g")
+        0.3333333333333333
+    """
+    a, b = shingle_set(left, ngram), shingle_set(right, ngram)
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def make_families(
+    families: int, seed: int, words: tuple[int, int] = (200, 500), vocabulary: int = 20000
+) -> tuple[list[dict], dict[Pair, float]]:
+    """Documents in families (an original and 0-3 edited copies aiming at similarities
+    spread over 0.3-1.0), and the exact Jaccard similarity of every pair within a family."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    lexicon = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(vocabulary)]
+    docs: list[dict] = []
+    truth: dict[Pair, float] = {}
+    for family in range(families):
+        original = rng.choices(lexicon, k=rng.randint(*words))
+        texts = [" ".join(original)]
+        for _ in range(rng.choice((0, 1, 1, 2, 3))):
+            target = rng.uniform(0.3, 1.0)
+            # Replacing k scattered words destroys about 5k of S shingles: J = (S-5k)/(S+5k).
+            edits = round(len(original) * (1 - target) / (5 * (1 + target)))
+            copy = list(original)
+            for position in rng.sample(range(len(copy)), min(edits, len(copy))):
+                copy[position] = rng.choice(lexicon)
+            texts.append(" ".join(copy))
+        ids = [f"fam{family:07d}-{member}" for member in range(len(texts))]
+        for (i, a), (j, b) in itertools.combinations(enumerate(texts), 2):
+            truth[_pair(ids[i], ids[j])] = jaccard(a, b)
+        docs += [{"id": ids[i], "text": t, "family": ids[0]} for i, t in enumerate(texts)]
+    rng.shuffle(docs)
+    return docs, truth
+
+
+def _pair(a: str, b: str) -> Pair:
+    return (a, b) if a <= b else (b, a)
+
+
+def score(
+    truth: dict[Pair, float],
+    clusters: dict[str, str],
+    removed: dict[str, str],
+    text_of: Callable[[str], str] | None = None,
+) -> dict[str, float | int]:
+    """Pair quality of a clustering.
+
+    `truth`: exact similarity of every pair that may be similar (other pairs count as 0
+    unless `text_of(id)` gives texts to measure them); `clusters`: cluster id of each
+    document; `removed`: survivor id of each removed document.
+
+    Returns precision and recall of pairs at similarity 0.8; F1 with positives above 0.85
+    and negatives below 0.6 (the gray zone between is not scored); the share of removed
+    documents less than 0.6 similar to their survivor; and recall per similarity band.
+    """
+    members = defaultdict(list)
+    for doc, cluster in clusters.items():
+        members[cluster].append(doc)
+    predicted: dict[Pair, float] = {}
+    for group in members.values():
+        for a, b in itertools.combinations(sorted(group), 2):
+            predicted[(a, b)] = _similarity(a, b, truth, text_of)
+    result: dict[str, float | int] = {"predicted_pairs": len(predicted)}
+    # Every pair measured similar is a true pair, whether the truth listed it or not.
+    measured = truth | predicted
+    positives = sum(1 for s in measured.values() if s >= 0.8)
+    hits = sum(1 for s in predicted.values() if s >= 0.8)
+    result["precision_at_0.8"] = hits / len(predicted) if predicted else 1.0
+    result["recall_at_0.8"] = hits / positives if positives else 1.0
+    low, high = GRAY_ZONE
+    tp = sum(1 for s in predicted.values() if s >= high)
+    fp = sum(1 for s in predicted.values() if s < low)
+    truly = sum(1 for s in measured.values() if s >= high)
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / truly if truly else 1.0
+    result["f1_above_0.85"] = 2 * precision * recall / (precision + recall) if tp else 0.0
+    false = sum(1 for d, s in removed.items() if _similarity(d, s, truth, text_of) < low)
+    result["false_removals_below_0.6"] = false / len(removed) if removed else 0.0
+    result["removed"] = len(removed)
+    for start, stop in zip(BANDS, [*BANDS[1:], 1.01], strict=True):
+        band = [p for p, s in truth.items() if start <= s < stop]
+        if band:
+            result[f"recall_{start:.1f}"] = sum(1 for p in band if p in predicted) / len(band)
+    return result
+
+
+def _similarity(a: str, b: str, truth: dict[Pair, float], text_of) -> float:
+    pair = _pair(a, b)
+    if pair in truth:
+        return truth[pair]
+    return jaccard(text_of(a), text_of(b)) if text_of else 0.0
+
+
+def read_clusters(output: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """From a local pipeline output: each document's cluster (its survivor's id), each
+    removed document's survivor (following chains across dedup stages), and every text."""
+    import glob
+    import json
+
+    import pyarrow.parquet as pq
+
+    survivor_of: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for path in sorted(glob.glob(f"{output}/_excluded/*.parquet")):
+        table = pq.read_table(path, columns=["id", "reason", "detail", "text"])
+        for row in table.to_pylist():
+            texts[row["id"]] = row["text"]
+            if row["reason"] in ("duplicate", "duplicate_in_index"):
+                survivor_of[row["id"]] = json.loads(row["detail"])["duplicate_of"]
+    for path in sorted(glob.glob(f"{output}/part-*.parquet")):
+        for row in pq.read_table(path, columns=["id", "text"]).to_pylist():
+            texts[row["id"]] = row["text"]
+    removed: dict[str, str] = {}
+    for doc in survivor_of:
+        target = survivor_of[doc]
+        while target in survivor_of:
+            target = survivor_of[target]
+        removed[doc] = target
+    clusters = dict(removed)
+    clusters.update({survivor: survivor for survivor in set(removed.values())})
+    return clusters, removed, texts
