@@ -246,12 +246,7 @@ def _fault_cases() -> list:
         "raw/wiki/wiki-truncated.jsonl.zst",
         "raw/web/web-truncated.warc.gz",
     ):
-        marks = []
-        if name.endswith(".warc.gz"):
-            # The WARC reader yields a record cut short as if it were complete.
-            reason = "io/readers/warc.py reads a truncated record as a whole document"
-            marks.append(pytest.mark.xfail(strict=True, reason=reason))
-        cases.append(pytest.param(name, marks=marks, id=Path(name).name))
+        cases.append(pytest.param(name, id=Path(name).name))
     return cases
 
 

@@ -163,8 +163,8 @@ def compressed(raw: IO[bytes], url: str, mode: str = "rb") -> Iterator[IO[bytes]
     if compression is None:
         yield raw
     elif compression == "gzip":
-        # mtime=0 keeps gzip output byte-identical between runs.
-        with gzip.GzipFile(fileobj=raw, mode=mode, mtime=0) as stream:
+        # mtime=0 and an empty name: the header must not depend on when or where it was written.
+        with gzip.GzipFile(filename="", fileobj=raw, mode=mode, mtime=0) as stream:
             yield stream
     elif mode == "rb":
         with io.BufferedReader(_ZstdReader(raw), buffer_size=1 << 20) as stream:

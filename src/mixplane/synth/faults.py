@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import random
-import uuid
 from typing import Any
 
 import orjson
@@ -27,12 +26,14 @@ import zstandard
 
 from mixplane.io.atomic import atomic_open, join_url
 from mixplane.synth.documents import make_sites, web_draft, wiki_draft
+from mixplane.synth.layout import record_uuid
 from mixplane.synth.sinks import ZSTD_LEVEL, WarcSink
 
 FAULTY_GOOD = 30
 TRUNCATED_FRAMES = 6
 RECORDS_PER_FRAME = 4
 WARC_GOOD = 12
+WARC_CUT_MIN_BYTES = 6000
 BAD_LINES = (
     ("invalid_json", b'{"id": "wiki-fault-unterminated", "text": "the string never ends}\n'),
     ("invalid_json", b'{"id": "wiki-fault-bare-key", text: "keys need quotes"}\n'),
@@ -86,10 +87,14 @@ def truncated_warc(rng: random.Random) -> tuple[bytes, dict[str, Any]]:
     """`WARC_GOOD` complete response records, then one cut in the middle of its payload."""
     sites = make_sites(rng)
     buffer = io.BytesIO()
-    sink = WarcSink("web-truncated.warc.gz", _uuid(rng), "2024-01-01T00:00:00Z", buffer)
-    for number in range(WARC_GOOD + 1):
-        draft = web_draft(rng, sites, number)
-        sink.write(_uuid(rng), draft.fields["url"], "2024-01-02T03:04:05Z", draft.text)
+    sink = WarcSink("web-truncated.warc.gz", record_uuid(rng), "2024-01-01T00:00:00Z", buffer)
+    drafts = [web_draft(rng, sites, number) for number in range(WARC_GOOD)]
+    # The record to cut is a long page, so two thirds into it is well inside the payload.
+    last = web_draft(rng, sites, WARC_GOOD)
+    while len(last.text) < WARC_CUT_MIN_BYTES:
+        last = web_draft(rng, sites, WARC_GOOD)
+    for draft in [*drafts, last]:
+        sink.write(record_uuid(rng), draft.fields["url"], "2024-01-02T03:04:05Z", draft.text)
     sink.close()
     data = buffer.getvalue()
     start = sink.offsets[-1]
@@ -124,7 +129,3 @@ def write_faults(out: str, seed: int) -> dict[str, Any]:
         "bad_records": sum(f["bad_records"] for f in files.values()),
         "good_records": sum(f["good_records"] for f in files.values()),
     }
-
-
-def _uuid(rng: random.Random) -> str:
-    return f"urn:uuid:{uuid.UUID(int=rng.getrandbits(128), version=4)}"

@@ -36,6 +36,10 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
                     or ""
                 )
                 where = f"{shard.url}@{offset}"
+                if record.raw_stream.limit > 0:
+                    # The archive ended before this record's declared Content-Length.
+                    yield Quarantined(where, "truncated WARC record", payload)
+                    continue
                 try:
                     text = payload.decode(_charset(content_type))
                 except (UnicodeDecodeError, LookupError) as error:
@@ -48,6 +52,11 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
                     "content_type": content_type.split(";")[0].strip() or None,
                 }
                 yield Document(doc_id.strip("<>"), text, source, metadata)
+            size = fs.size(path)
+            if iterator.offset < size:
+                # warcio stops quietly when an archive is cut inside a record's headers.
+                where = f"{shard.url}@{iterator.offset}"
+                yield Quarantined(where, f"WARC ends inside a record ({size} bytes)", b"")
         except (ArchiveLoadFailed, OSError, EOFError, ValueError, AttributeError) as error:
             # warcio raises AttributeError on a record cut inside its headers.
             yield Quarantined(f"{shard.url}@{iterator.offset}", f"unreadable WARC: {error}", b"")
