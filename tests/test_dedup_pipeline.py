@@ -274,3 +274,27 @@ def test_metadata_survives_and_the_stages_compose_with_ordinary_ones(tmp_path: P
     assert stats["excluded_by"] == {"dedup_exact": {"duplicate": 1}}
     table = pa.concat_tables([pq.read_table(p) for p in (tmp_path / "out").glob("part-*")])
     assert {"dup_cluster_id", "dup_cluster_size"} <= set(table.column_names)
+
+
+def test_dedup_writes_to_object_storage_like_to_disk(s3_bucket, tmp_path: Path):
+    bucket, options = s3_bucket
+    near_corpus(tmp_path, seed=6)
+    config = {
+        "input": str(tmp_path / "raw" / "*" / "*.jsonl"),
+        "stages": ["dedup_exact", {"dedup_minhash": {"index": f"s3://{bucket}/index"}}],
+        "storage_options": options,
+        "task_size_mb": 0.1,
+    }
+    remote = run_pipeline(config | {"output": f"s3://{bucket}/out"})
+    local_config = config | {"output": str(tmp_path / "out")}
+    local_config["stages"] = ["dedup_exact", {"dedup_minhash": {"index": str(tmp_path / "idx")}}]
+    local = run_pipeline(local_config)
+    assert remote.stats["excluded_by"] == local.stats["excluded_by"]
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**options)
+    fs.get(f"{bucket}/out", str(tmp_path / "downloaded"), recursive=True)
+    for path in sorted((tmp_path / "out").glob("part-*")):
+        assert path.read_bytes() == (tmp_path / "downloaded" / path.name).read_bytes()
+    assert not fs.exists(f"{bucket}/out/_work")
+    assert fs.exists(f"{bucket}/index/index.json")

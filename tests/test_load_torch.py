@@ -140,3 +140,13 @@ def test_sample_mode_with_dataloader_batching(spec):
     loader = torch.utils.data.DataLoader(adapter, batch_size=BATCH, num_workers=2)
     stream = iter(loader)
     same([next(stream) for _ in range(6)], expected)
+
+
+def test_streaming_report_for_the_demo(spec):
+    from mixplane.load.preview import stream_through_torch
+
+    report = stream_through_torch(spec, batches=25, batch_size=BATCH, num_workers=2)
+    assert report["batches"] == 25 and report["sequences"] == 100
+    for component in report["components"]:
+        assert abs(component["realized"] - component["requested"]) * 100 < 1
+    assert report["sequences_per_second"] > 0

@@ -75,9 +75,15 @@ def test_unicode_normal_forms():
 
 
 def test_control_characters_go_tab_and_newline_stay():
-    text = "a\x00b\x07c\td\ne\x1b[31mred\x1b[0m\x7f\ufeff f\ud800"
+    text = "a\x00b\x07c\td\ne\x1b[31mred\x1b[0m\x7f\ufeff f"
     assert norm(text) == "abc\td\nered f"
     assert norm(text, remove_control_chars=False, fix_mojibake=False) == text
+
+
+def test_lone_surrogates_never_reach_the_output():
+    # They cannot be written as UTF-8: ftfy marks them as unreadable, or they are removed.
+    assert norm("bad \ud800 byte") == "bad \ufffd byte"
+    assert norm("bad \ud800 byte", fix_mojibake=False) == "bad  byte"
 
 
 def test_line_endings():
@@ -111,7 +117,7 @@ def test_collapse_spaces_keeps_indentation():
 
 def test_trim_removes_leading_blank_lines_and_trailing_whitespace_only():
     assert norm("\n \n\n  first line\nlast  \n\n") == "  first line\nlast"
-    assert norm("\n\nx\n\n", trim=False) == "\n\nx\n"
+    assert norm("\n\nx\n\n", trim=False) == "\n\nx\n\n"
 
 
 def test_html_entities_only_on_request():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,8 @@ import pytest
 from test_tokenize_backends import corpus, trained_tokenizer, write_corpus
 
 from mixplane import run_pipeline
+from mixplane.cli import app
+from mixplane.cli.common import console, run_app
 from mixplane.errors import ConfigError, InputError
 from mixplane.manifest import read_json
 from mixplane.store import ShardReader, TokenizedDataset
@@ -262,48 +263,49 @@ def test_bad_options_fail_before_any_work(workspace: Path, tmp_path: Path):
     assert not (tmp_path / "t" / "_manifest.json").exists()
 
 
-def mixplane(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mixplane", *args],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"COLUMNS": "120"},
-        timeout=300,
-    )
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `mixplane ARGS` in this process: (exit code, stdout, stderr)."""
+    monkeypatch.setattr(console, "width", 500)  # no wrapping inside long paths
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["mixplane", *args])
+        code = run_app(app)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
-def test_cli_trains_tokenizes_and_exports(workspace: Path, tmp_path: Path):
-    tokenizer = tmp_path / "tok.json"
-    done = mixplane(
-        "train-tokenizer", str(workspace / "clean"), "--vocab-size", "400", "--out", str(tokenizer)
+def test_cli_trains_tokenizes_and_exports(workspace: Path, tmp_path: Path, cli):
+    tokenizer = str(tmp_path / "tok.json")
+    code, _, err = cli(
+        "train-tokenizer", str(workspace / "clean"), "--vocab-size", "400", "--out", tokenizer
     )
-    assert done.returncode == 0, done.stderr
-    assert "400-entry byte-level BPE on 480 documents" in done.stderr
-    done = mixplane(
-        "tokenize",
-        str(workspace / "clean"),
-        str(tmp_path / "tokens"),
-        "--tokenizer",
-        str(tokenizer),
-        "--eos",
-        "--workers",
-        "2",
-        "--json",
+    assert code == 0, err
+    assert "400-entry byte-level BPE on 480 documents" in err
+    tokens = str(tmp_path / "tokens")
+    code, out, err = cli(
+        "tokenize", str(workspace / "clean"), tokens, "-t", tokenizer, "--eos", "-w", "2", "--json"
     )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    assert code == 0, err
+    report = json.loads(out)
     assert report["stats"]["documents"] == 480 and report["stats"]["shards"] == 3
-    done = mixplane(
-        "tokenize", str(workspace / "clean"), str(tmp_path / "t2"), "-t", str(tokenizer)
+    code, _, err = cli(
+        "tokenize", str(workspace / "clean"), tokens, "--tokenizer", tokenizer, "--eos"
     )
-    assert done.returncode == 0 and "480" in done.stderr and "manifest:" in done.stderr
-    done = mixplane("export", str(tmp_path / "tokens"), str(tmp_path / "mega" / "web"))
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "mega" / "web.idx").exists() and (tmp_path / "mega" / "web.bin").exists()
-    done = mixplane("export", str(tmp_path / "tokens"), str(tmp_path / "x"), "--format", "arrow")
-    assert done.returncode == 2 and "unknown export format 'arrow'" in done.stderr
-    done = mixplane("export", str(tmp_path / "nothing"), str(tmp_path / "x"))
-    assert done.returncode == 2 and "not a tokenized dataset" in done.stderr
+    assert code == 0 and "3 of 3 files were already done" in err and "manifest:" in err
+    code, _, err = cli("export", tokens, str(tmp_path / "mega" / "web"))
+    assert code == 0, err
+    assert "exported 480 documents" in err and (tmp_path / "mega" / "web.idx").exists()
+    code, _, err = cli("export", tokens, str(tmp_path / "x"), "--format", "arrow")
+    assert code == 2 and "unknown export format 'arrow'; valid formats: megatron" in err
+    code, _, err = cli("export", str(tmp_path / "nothing"), str(tmp_path / "x"))
+    assert code == 2 and "nothing: no _manifest.json; not a tokenized dataset" in err
+    code, _, err = cli(
+        "tokenize", str(workspace / "clean"), tokens, "-t", tokenizer, "--bos-token", "<b>"
+    )
+    assert code == 2 and "has no token '<b>' to use as BOS" in err
 
 
 def test_shard_reader_needs_no_dataset(workspace: Path, tmp_path: Path):

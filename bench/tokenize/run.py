@@ -9,6 +9,11 @@ what else the machine runs. The raw loop only encodes texts already in memory: i
 limit. mixplane and datatrove also read Parquet, add EOS and write their files. The tools
 run interleaved, each `--repeats` times, and the best run of each is reported. `--workers 2`
 adds a wall-clock run of mixplane and datatrove with two worker processes.
+
+Other processes on a shared machine make CPU seconds drift from run to run by several
+percent. Each runner therefore also reports the CPU time spent inside the library's encode
+call; `cpu_share_in_encode` (encode CPU / all CPU, measured within one run) shows each tool's
+overhead without that drift.
 """
 
 from __future__ import annotations
@@ -131,9 +136,10 @@ def main() -> None:
                 result.pop("files", None)
                 result["tokens_per_cpu_second"] = result["tokens"] / result["cpu_seconds"]
                 runs.setdefault(name, []).append(result)
+                share = result["encode_cpu_seconds"] / result["cpu_seconds"]
                 print(
-                    f"{name:>22}: {result['tokens_per_cpu_second']:>12,.0f} tokens/s/core "
-                    f"({result['wall_seconds']:.2f} s wall)",
+                    f"{name:>22}: {result['tokens_per_cpu_second']:>12,.0f} tokens/s/core, "
+                    f"{share:.1%} of CPU in encode ({result['wall_seconds']:.2f} s wall)",
                     file=sys.stderr,
                 )
             for out in outputs.values():
@@ -164,6 +170,8 @@ def main() -> None:
                 "wall_seconds": round(r["wall_seconds"], 3),
                 "tokens_per_cpu_second": round(r["tokens_per_cpu_second"]),
                 "share_of_limit": round(r["tokens_per_cpu_second"] / limit, 3),
+                "encode_cpu_seconds": round(r["encode_cpu_seconds"], 3),
+                "cpu_share_in_encode": round(r["encode_cpu_seconds"] / r["cpu_seconds"], 4),
             }
             for name, r in best.items()
         },

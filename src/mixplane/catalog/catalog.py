@@ -16,7 +16,7 @@ from typing import Any
 
 from mixplane.catalog.dataset import scan_folder
 from mixplane.catalog.predicate import ValidPredicate, check_predicate
-from mixplane.catalog.query import select_version
+from mixplane.catalog.query import open_engine, select_version
 from mixplane.catalog.registry import DatasetVersion, Registry
 from mixplane.catalog.selection import Selection
 from mixplane.errors import MixplaneError
@@ -84,16 +84,21 @@ class Catalog:
         """
         versions = self.resolve(datasets)
         columns = columns_of(versions)
-        predicate = check_predicate(where, columns)
-        parts = []
-        for version in versions:
-            present = {name.lower() for name in version.schema}
-            missing = {
-                name: kind
-                for name, kind in columns.items()
-                if name.lower() not in present and name in predicate.columns
-            }
-            parts.append(select_version(version, predicate, missing, self.storage_options))
+        engine = open_engine(versions, self.storage_options)
+        try:
+            predicate = check_predicate(where, columns, engine)
+            parts = []
+            for version in versions:
+                present = {name.lower() for name in version.schema}
+                missing = {
+                    name: kind
+                    for name, kind in columns.items()
+                    if name.lower() not in present and name in predicate.columns
+                }
+                part = select_version(engine, version, predicate, missing, self.storage_options)
+                parts.append(part)
+        finally:
+            engine.close()
         return Selection(where, tuple(parts))
 
 

@@ -95,10 +95,13 @@ class PredicateError(MixplaneError):
     """A predicate that cannot be run: unparseable, not allowed, or naming unknown columns."""
 
 
-def check_predicate(text: str, columns: Iterable[str]) -> ValidPredicate:
+def check_predicate(
+    text: str, columns: Iterable[str], connection: duckdb.DuckDBPyConnection | None = None
+) -> ValidPredicate:
     """Validate `text` against the available `columns`; raise `PredicateError` if refused.
 
-    Column names match case-insensitively, as in DuckDB. Example:
+    Column names match case-insensitively, as in DuckDB. `connection` is any DuckDB
+    connection to parse with (default: a private one). Example:
         >>> check_predicate("read_csv('/etc/passwd') IS NULL", ["id"])
         Traceback (most recent call last):
         ...
@@ -111,7 +114,7 @@ def check_predicate(text: str, columns: Iterable[str]) -> ValidPredicate:
     if len(text) > MAX_LENGTH:
         raise PredicateError(f"predicate is {len(text):,} characters; the limit is {MAX_LENGTH:,}")
     _refuse_several_statements(text)
-    tree = _parse(text)
+    tree = _parse(text, connection)
     available = {name.lower(): name for name in columns}
     used: dict[str, str] = {}
     _walk(tree, available, used, depth=0)
@@ -137,12 +140,14 @@ def _parser(pid: int) -> duckdb.DuckDBPyConnection:
 _parser_lock = threading.Lock()
 
 
-def _parse(text: str) -> dict[str, Any]:
+def _parse(text: str, connection: duckdb.DuckDBPyConnection | None) -> dict[str, Any]:
     sql = f"{_PROBE}{FRAME_OPEN}{text}{FRAME_CLOSE}"
-    with _parser_lock:
-        serialized = (
-            _parser(os.getpid()).execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
-        )
+    if connection is not None:
+        serialized = connection.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
+    else:
+        with _parser_lock:
+            parser = _parser(os.getpid())
+            serialized = parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
     result = orjson.loads(serialized)
     if result.get("error"):
         message = " ".join(str(result.get("error_message", "syntax error")).split())

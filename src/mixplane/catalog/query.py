@@ -6,8 +6,9 @@ in Arrow batches; they are compressed into ranges batch by batch, so memory foll
 of ranges, not of matching documents.
 
 Example:
-    >>> part = select_version(version, check_predicate("language = 'de'", columns), {})
-    ... # doctest: +SKIP
+    >>> engine = open_engine([version])  # doctest: +SKIP
+    >>> predicate = check_predicate("language = 'de'", version.schema, engine)  # doctest: +SKIP
+    >>> part = select_version(engine, version, predicate, {})  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -35,7 +36,20 @@ from mixplane.io.atomic import join_url
 BATCH_ROWS = 1 << 20
 
 
+def meta_urls(version: DatasetVersion) -> list[str]:
+    """The metadata Parquet of every shard of `version`, in shard order."""
+    return [join_url(version.uri, shard.stem + META_SUFFIX) for shard in version.shards]
+
+
+def open_engine(
+    versions: list[DatasetVersion], storage_options: dict[str, Any] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """One sandboxed connection that may read the shard metadata of all `versions`."""
+    return sandbox([url for version in versions for url in meta_urls(version)], storage_options)
+
+
 def select_version(
+    connection: duckdb.DuckDBPyConnection,
     version: DatasetVersion,
     predicate: ValidPredicate,
     missing: dict[str, str],
@@ -43,16 +57,15 @@ def select_version(
 ) -> DatasetSelection:
     """The documents of `version` matching `predicate`, as ranges.
 
-    `missing` maps columns this version lacks (but other queried versions have) to a type;
-    they read as NULL here.
+    `connection` comes from `open_engine`. `missing` maps columns this version lacks (but
+    other queried versions have) to a type; they read as NULL here.
     """
     check_unchanged(version, storage_options)
-    urls = [join_url(version.uri, shard.stem + META_SUFFIX) for shard in version.shards]
-    connection = sandbox(urls, storage_options)
+    urls = meta_urls(version)
     pieces = []
     try:
         connection.execute(
-            "CREATE TEMP VIEW documents AS "
+            "CREATE OR REPLACE TEMP VIEW documents AS "
             + documents_view(urls, version.schema, missing, union=not version.uniform)
         )
         relation = connection.sql(
@@ -64,8 +77,6 @@ def select_version(
             pieces.append(runs_of(shard, row, tokens))
     except duckdb.Error as error:
         raise engine_error(error, f"query failed on {version.ref}") from error
-    finally:
-        connection.close()
     shard, start, end, tokens = merge_runs(pieces)
     return DatasetSelection.from_runs(
         version.ref,

@@ -11,8 +11,9 @@ Example:
     ...     shard=[0, 0, 1], start=[0, 10, 0], end=[5, 12, 3], tokens=[50, 20, 30])
     >>> part.documents, part.tokens, part.document_counts().tolist()
     (10, 100, [5, 2, 3])
-    >>> [(shard, int(index)) for shard, index in zip(*part.document_indices())][:2]
-    [(0, 0), (0, 1)]
+    >>> shard, index = part.document_indices()
+    >>> shard.tolist(), index.tolist()
+    ([0, 0, 0, 0, 0, 0, 0, 1, 1, 1], [0, 1, 2, 3, 4, 10, 11, 0, 1, 2])
 """
 
 from __future__ import annotations

@@ -122,6 +122,10 @@ def query(
 ) -> None:
     """Count (and show) the documents matching WHERE, per dataset.
 
+    WHERE may use property columns (see `catalog show`), literals, comparisons, AND/OR/NOT,
+    IN, LIKE/ILIKE, BETWEEN, IS [NOT] NULL, arithmetic, CAST and pure functions such as
+    lower, length, coalesce, list_contains, starts_with and regexp_matches.
+
     Example: mixplane query "language = 'de' AND quality > 0.5" --catalog catalog.duckdb
     """
     from mixplane.catalog import Catalog

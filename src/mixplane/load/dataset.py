@@ -36,6 +36,10 @@ class MixtureDataset:
 
     Iterating twice continues the stream; `state_dict()` says where it stands, including
     weight changes, and `load_state_dict()` continues from there, also with another world size.
+
+    Options: `catalog` (a `Catalog` to query instead of the spec's), `boundaries`
+    (document_ids, position_ids, both or none), `dtype` of `input_ids`, `prefetch` (chunks
+    read ahead by a background thread; 0: none) and `read_ahead` (sequences per chunk).
     """
 
     def __init__(
@@ -47,8 +51,8 @@ class MixtureDataset:
         catalog: Any = None,
         boundaries: Boundaries = "document_ids",
         dtype: str | np.dtype = "int64",
-        prefetch: int = 4,
-        read_ahead: int = 64,
+        prefetch: int = 2,
+        read_ahead: int = 256,
         resolved: ResolvedMixture | None = None,
     ):
         spec = load_mixture(mixture)
@@ -134,15 +138,20 @@ class MixtureDataset:
         layout = Layout(self.layout.rank, self.layout.world_size, block=batch_size)
         return self.iterate(layout, batched=True)
 
-    def iterate(self, layout: Layout, batched: bool = False, poll=None) -> Stream:
-        """The stream for one reader of this rank (a DataLoader worker, or all of it)."""
+    def iterate(
+        self, layout: Layout, batched: bool = False, poll=None, prefetch: int | None = None
+    ) -> Stream:
+        """The stream for one reader of this rank (a DataLoader worker, or all of it).
+
+        `prefetch` overrides the dataset's read-ahead depth (0: no background thread).
+        """
         if self._stream is not None:
             self._stream.close()
         split = [layout.world_size, layout.workers, layout.block]
         if split != self.split:
             # Another split of the stream: continue from everything consumed so far.
             self.base, self.read, self.split = self.consumed, 0, split
-        self._stream = Stream(self, layout, batched, poll)
+        self._stream = Stream(self, layout, batched, poll, prefetch)
         return self._stream
 
     # -- state -------------------------------------------------------------------------------

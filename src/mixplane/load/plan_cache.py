@@ -24,7 +24,7 @@ from mixplane.load.ranges import DocumentRanges
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) -> str:
@@ -50,6 +50,8 @@ def save_resolved(resolved, folder: str) -> None:
         arrays[f"start{i}"] = ranges.start
         arrays[f"end{i}"] = ranges.end
         arrays[f"lengths{i}"] = lengths.astype(np.int32)
+        arrays[f"starts{i}"] = resolved.starts[i]
+    arrays["appended"] = resolved.appended
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     write_bytes(os.path.join(folder, "arrays.npz"), buffer.getvalue())
@@ -77,18 +79,21 @@ def load_resolved(spec: MixtureSpec, folder: str) -> Any:
         return None
     tree = MixtureTree(spec)
     shards = tuple((uri, stem) for uri, stem in description["shards"])
-    ranges, lengths = [], []
+    ranges, lengths, starts = [], [], []
     for i in range(len(tree.leaves)):
         ranges.append(
             DocumentRanges(shards, arrays[f"shard{i}"], arrays[f"start{i}"], arrays[f"end{i}"])
         )
         lengths.append(arrays[f"lengths{i}"].astype(np.int64))
+        starts.append(arrays[f"starts{i}"])
     return ResolvedMixture(
         spec,
         tree,
         shards,
         ranges,
         lengths,
+        starts,
+        arrays["appended"],
         description["eos_id"],
         description["datasets"],
         description["fingerprint"],

@@ -40,6 +40,8 @@ class ResolvedMixture:
     shards: tuple[ShardKey, ...]
     ranges: list[DocumentRanges]
     lengths: list[np.ndarray]  # per leaf, per document: tokens (+1 when an EOS is appended)
+    starts: list[np.ndarray]  # per leaf, per document: its first token's offset in its shard
+    appended: np.ndarray  # per shard: 1 when an EOS is appended to its documents, else 0
     eos_id: int | None
     datasets: list[dict[str, Any]]  # ref, fingerprint, tokenizer of every dataset used
     fingerprint: str  # of the spec and the exact data versions
@@ -111,17 +113,23 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
     source = TokenSource(
         shards, eos_id, storage_options=spec.storage_options, cache_dir=spec.cache_dir
     )
+    appended = np.array([int(append[uri]) for uri, _ in shards], dtype=np.int64)
     stored: dict[int, np.ndarray] = {}
 
-    def per_shard(number: int) -> np.ndarray:
+    def stored_lengths(number: int) -> np.ndarray:
         if number not in stored:
-            extra = int(append[shards[number][0]])
-            stored[number] = source.stored_lengths(number) + extra
+            stored[number] = source.stored_lengths(number)
         return stored[number]
 
-    lengths = [ranges.gather(per_shard) for ranges in selected]
+    lengths = [r.gather(lambda n: stored_lengths(n) + appended[n]) for r in selected]
+    # Offsets are running sums of stored lengths (as in the shard's index).
+    starts = [
+        r.gather(lambda n: np.cumsum(stored_lengths(n)) - stored_lengths(n)) for r in selected
+    ]
     fingerprint = _fingerprint(spec, infos)
-    return ResolvedMixture(spec, tree, shards, selected, lengths, eos_id, infos, fingerprint)
+    return ResolvedMixture(
+        spec, tree, shards, selected, lengths, starts, appended, eos_id, infos, fingerprint
+    )
 
 
 def settle_overlaps(

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from mixplane.io.atomic import is_local, join_url, local_path
-from mixplane.load.packing import Spans
 from mixplane.load.ranges import ShardKey
 from mixplane.store.dataset import TokenizedDataset
 from mixplane.store.reader import ShardReader
@@ -44,12 +43,14 @@ class TokenSource:
         self.storage_options = storage_options or {}
         self.cache_dir = cache_dir
         self._readers: dict[int, ShardReader] = {}
+        self._tokens: dict[int, np.ndarray] = {}
         self._datasets: dict[str, TokenizedDataset] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_readers"], state["_datasets"], state["_lock"] = {}, {}, None
+        state["_readers"], state["_tokens"], state["_datasets"] = {}, {}, {}
+        state["_lock"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -69,6 +70,17 @@ class TokenSource:
                     reader = self._dataset(uri).shard(stem)
                 self._readers[number] = reader
             return self._readers[number]
+
+    def tokens(self, number: int) -> np.ndarray:
+        """A shard's tokens as a plain array over the mapped file.
+
+        Slicing a `np.memmap` builds a memmap object per slice (tens of microseconds);
+        a plain view of the same mapping slices in well under one.
+        """
+        found = self._tokens.get(number)
+        if found is None:
+            found = self._tokens[number] = self.reader(number).tokens.view(np.ndarray)
+        return found
 
     def _dataset(self, uri: str) -> TokenizedDataset:
         if uri not in self._datasets:
@@ -91,35 +103,36 @@ class TokenSource:
         return column.to_numpy().astype(np.int64)
 
     def fill(
-        self, shard: np.ndarray, document: np.ndarray, spans: Spans, rows: int, seq_len: int
+        self,
+        shard: np.ndarray,
+        first: np.ndarray,
+        take: np.ndarray,
+        target: np.ndarray,
+        eos_at: np.ndarray,
+        size: int,
     ) -> np.ndarray:
-        """A `(rows, seq_len)` array of the pieces; `shard`/`document` locate each piece."""
-        out = np.empty(rows * seq_len, dtype=self.dtype)
-        target = spans.row * seq_len + spans.column
-        lengths = spans.stop - spans.begin
-        for number in np.unique(shard):
-            mine = np.flatnonzero(shard == number)
-            reader = self.reader(int(number))
-            offsets = reader.offsets
-            doc = document[mine]
-            first = offsets[doc].astype(np.int64)
-            stored = offsets[doc + 1].astype(np.int64) - first
-            # Pieces reaching past a document's stored tokens end in its appended EOS.
-            take = np.minimum(spans.stop[mine], stored) - spans.begin[mine]
-            ends_in_eos = np.flatnonzero(take < lengths[mine])
-            if len(ends_in_eos):
-                if self.eos_id is None:
-                    raise ValueError("an appended EOS is needed but no eos_id is known")
-                out[target[mine][ends_in_eos] + take[ends_in_eos]] = self.eos_id
-            self._copy(reader.tokens, first + spans.begin[mine], take, target[mine], out)
-        return out.reshape(rows, seq_len)
+        """A flat array of `size` tokens: `take[i]` tokens of shard `shard[i]` from token
+        `first[i]` go to `target[i]`, and the EOS goes to every position in `eos_at`."""
+        out = np.empty(size, dtype=self.dtype)
+        if len(eos_at):
+            if self.eos_id is None:
+                raise ValueError("an appended EOS is needed but no eos_id is known")
+            out[eos_at] = self.eos_id
+        if len(take) and take.mean() < GATHER_BELOW:
+            for number in np.unique(shard):
+                mine = shard == number
+                self._gather(self.tokens(int(number)), first[mine], take[mine], target[mine], out)
+            return out
+        arrays = {int(n): self.tokens(int(n)) for n in np.unique(shard)}
+        for number, begin, count, at in zip(
+            shard.tolist(), first.tolist(), take.tolist(), target.tolist(), strict=True
+        ):
+            out[at : at + count] = arrays[number][begin : begin + count]
+        return out
 
     @staticmethod
-    def _copy(tokens: np.ndarray, start: np.ndarray, take: np.ndarray, target, out) -> None:
-        if len(take) and take.mean() < GATHER_BELOW:
-            run_start = np.repeat(np.cumsum(take) - take, take)
-            step = np.arange(int(take.sum())) - run_start
-            out[np.repeat(target, take) + step] = tokens[np.repeat(start, take) + step]
-            return
-        for begin, count, at in zip(start.tolist(), take.tolist(), target.tolist(), strict=True):
-            out[at : at + count] = tokens[begin : begin + count]
+    def _gather(tokens: np.ndarray, start: np.ndarray, take: np.ndarray, target, out) -> None:
+        """Many short pieces at once: one fancy-indexed copy instead of a loop."""
+        run_start = np.repeat(np.cumsum(take) - take, take)
+        step = np.arange(int(take.sum())) - run_start
+        out[np.repeat(target, take) + step] = tokens[np.repeat(start, take) + step]

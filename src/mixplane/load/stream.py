@@ -28,8 +28,10 @@ class Stream:
         layout: Layout,
         batched: bool = False,
         poll: Callable[[MixtureDataset], None] | None = None,
+        prefetch: int | None = None,
     ):
         self.dataset = dataset
+        self.prefetch = dataset.prefetch if prefetch is None else prefetch
         self.layout = layout
         self.batched = batched
         self.poll = poll
@@ -62,25 +64,34 @@ class Stream:
         plan, resolved = dataset.plan, dataset.resolved
         block = plan.block(positions)
         spans = block.spans
+        rows, seq_len = len(positions), plan.spec.seq_len
         shard = np.empty(len(spans), dtype=np.int64)
-        document = np.empty(len(spans), dtype=np.int64)
+        first = np.empty(len(spans), dtype=np.int64)
+        stored = np.empty(len(spans), dtype=np.int64)
         for c in np.unique(block.span_component):
             mine = block.span_component == c
-            shard[mine], document[mine] = resolved.ranges[c].locate(spans.document[mine])
-        rows, seq_len = len(positions), plan.spec.seq_len
+            documents = spans.document[mine]
+            shard[mine] = resolved.ranges[c].locate(documents)[0]
+            first[mine] = resolved.starts[c][documents] + spans.begin[mine]
+            stored[mine] = resolved.lengths[c][documents]
+        stored -= resolved.appended[shard]
+        lengths = spans.stop - spans.begin
+        take = np.minimum(spans.stop, stored) - spans.begin
+        target = spans.row * seq_len + spans.column
+        # A piece reaching past its document's stored tokens ends in the appended EOS.
+        eos_at = (target + take)[take < lengths]
+        tokens = dataset.source.fill(shard, first, take, target, eos_at, rows * seq_len)
         out = {
-            "input_ids": dataset.source.fill(shard, document, spans, rows, seq_len),
+            "input_ids": tokens.reshape(rows, seq_len),
             "component": block.components.astype(np.int64),
             "index": positions.astype(np.int64),
         }
-        lengths = spans.stop - spans.begin
         if dataset.boundaries in ("document_ids", "both"):
             first_of_row = np.searchsorted(spans.row, spans.row, side="left")
             ordinal = (np.arange(len(spans)) - first_of_row).astype(np.int32)
             out["document_ids"] = np.repeat(ordinal, lengths).reshape(rows, seq_len)
         if dataset.boundaries in ("position_ids", "both"):
-            starts = spans.row * seq_len + spans.column
-            flat = np.arange(rows * seq_len, dtype=np.int64) - np.repeat(starts, lengths)
+            flat = np.arange(rows * seq_len, dtype=np.int64) - np.repeat(target, lengths)
             out["position_ids"] = flat.astype(np.int32).reshape(rows, seq_len)
         return out
 
@@ -92,7 +103,7 @@ class Stream:
             self._ahead.close()
         self._local = np.zeros(0, dtype=np.int64)
         self._next = 0
-        self._ahead = Prefetcher(self._chunks(self.dataset.read), self.dataset.prefetch)
+        self._ahead = Prefetcher(self._chunks(self.dataset.read), self.prefetch)
 
     def close(self) -> None:
         if self._ahead is not None:

@@ -48,8 +48,13 @@ class TorchMixtureDataset(IterableDataset):
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         base = self.dataset.layout
         layout = Layout(base.rank, base.world_size, workers, worker, self.block)
-        poll = self._poll if info is not None else None
-        return self.dataset.iterate(layout, batched=self.batch_size is not None, poll=poll)
+        if info is None:
+            return self.dataset.iterate(layout, batched=self.batch_size is not None)
+        # A worker is already a process running ahead of training; a reading thread inside it
+        # would only compete with it for the interpreter.
+        return self.dataset.iterate(
+            layout, batched=self.batch_size is not None, poll=self._poll, prefetch=0
+        )
 
     def _poll(self, dataset: MixtureDataset) -> None:
         changes = self.channel.receive()

@@ -184,6 +184,20 @@ class _Plan:
         return "\n".join(lines)
 
     def run(self, text: str) -> str:
+        result = self._once(text)
+        # Removing controls or mapping spaces can bring two halves of a mojibake sequence
+        # together ("Â\x8d‘" -> "Â‘"); a few more rounds make the result a fixed point.
+        rounds = 1
+        while self.fixer is not None and rounds < 4 and not result.isascii():
+            if not _FTFY_TRIGGERS.search(result):
+                break
+            again = self._once(result)
+            if again == result:
+                break
+            result, rounds = again, rounds + 1
+        return result
+
+    def _once(self, text: str) -> str:
         ascii_only = text.isascii()
         # ftfy is slow (its detector reads about 1 MB/s); run it only where one of its enabled
         # repairs can apply: mojibake signatures, ESC, C1 controls or surrogates.

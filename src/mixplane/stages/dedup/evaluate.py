@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from mixplane.stages.dedup.text import shingle_text
 
@@ -46,15 +46,28 @@ def jaccard(left: str, right: str, ngram: int = 5) -> float:
 
 
 def make_families(
-    families: int, seed: int, words: tuple[int, int] = (200, 500), vocabulary: int = 20000
+    families: int, seed: int, words: tuple[int, int] = (200, 500)
 ) -> tuple[list[dict], dict[Pair, float]]:
     """Documents in families (an original and 0-3 edited copies aiming at similarities
-    spread over 0.3-1.0), and the exact Jaccard similarity of every pair within a family."""
+    spread over 0.3-1.0), shuffled, and the exact Jaccard similarity of every pair within a
+    family."""
+    docs: list[dict] = []
+    truth: dict[Pair, float] = {}
+    for members, pairs in iter_families(families, seed, words):
+        docs += members
+        truth.update(pairs)
+    random.Random(seed).shuffle(docs)
+    return docs, truth
+
+
+def iter_families(
+    families: int, seed: int, words: tuple[int, int] = (200, 500), vocabulary: int = 20000
+) -> Iterator[tuple[list[dict], dict[Pair, float]]]:
+    """One family at a time (documents and pair similarities), for corpora too large to
+    hold in memory."""
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
     lexicon = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(vocabulary)]
-    docs: list[dict] = []
-    truth: dict[Pair, float] = {}
     for family in range(families):
         original = rng.choices(lexicon, k=rng.randint(*words))
         texts = [" ".join(original)]
@@ -67,11 +80,12 @@ def make_families(
                 copy[position] = rng.choice(lexicon)
             texts.append(" ".join(copy))
         ids = [f"fam{family:07d}-{member}" for member in range(len(texts))]
-        for (i, a), (j, b) in itertools.combinations(enumerate(texts), 2):
-            truth[_pair(ids[i], ids[j])] = jaccard(a, b)
-        docs += [{"id": ids[i], "text": t, "family": ids[0]} for i, t in enumerate(texts)]
-    rng.shuffle(docs)
-    return docs, truth
+        sets = [shingle_set(text) for text in texts]
+        pairs = {
+            _pair(ids[i], ids[j]): len(sets[i] & sets[j]) / len(sets[i] | sets[j])
+            for i, j in itertools.combinations(range(len(texts)), 2)
+        }
+        yield [{"id": ids[i], "text": t, "family": ids[0]} for i, t in enumerate(texts)], pairs
 
 
 def _pair(a: str, b: str) -> Pair:
@@ -132,9 +146,12 @@ def _similarity(a: str, b: str, truth: dict[Pair, float], text_of) -> float:
     return jaccard(text_of(a), text_of(b)) if text_of else 0.0
 
 
-def read_clusters(output: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+def read_clusters(
+    output: str, with_texts: bool = True
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """From a local pipeline output: each document's cluster (its survivor's id), each
-    removed document's survivor (following chains across dedup stages), and every text."""
+    removed document's survivor (following chains across dedup stages), and every text
+    (unless `with_texts` is False)."""
     import glob
     import json
 
@@ -143,12 +160,13 @@ def read_clusters(output: str) -> tuple[dict[str, str], dict[str, str], dict[str
     survivor_of: dict[str, str] = {}
     texts: dict[str, str] = {}
     for path in sorted(glob.glob(f"{output}/_excluded/*.parquet")):
-        table = pq.read_table(path, columns=["id", "reason", "detail", "text"])
-        for row in table.to_pylist():
-            texts[row["id"]] = row["text"]
+        columns = ["id", "reason", "detail", "text"] if with_texts else ["id", "reason", "detail"]
+        for row in pq.read_table(path, columns=columns).to_pylist():
+            if with_texts:
+                texts[row["id"]] = row["text"]
             if row["reason"] in ("duplicate", "duplicate_in_index"):
                 survivor_of[row["id"]] = json.loads(row["detail"])["duplicate_of"]
-    for path in sorted(glob.glob(f"{output}/part-*.parquet")):
+    for path in sorted(glob.glob(f"{output}/part-*.parquet")) if with_texts else []:
         for row in pq.read_table(path, columns=["id", "text"]).to_pylist():
             texts[row["id"]] = row["text"]
     removed: dict[str, str] = {}

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Largest walk grid (bytes x documents) held at once: 4M cells of 8 bytes.
+_GRID_CELLS = 4_000_000
+
 
 @dataclass(frozen=True)
 class NgramLanguageModel:
@@ -80,9 +83,24 @@ class NgramLanguageModel:
         A sample in which the model finds no feature (empty, or no text it knows) gets a row
         of zeros: there is no evidence for any language.
         """
+        result = np.zeros((len(samples), len(self.labels)))
+        start = 0
+        while start < len(samples):
+            # The walk keeps a (bytes, documents) grid: bound it by taking fewer documents.
+            end, longest = start, 0
+            while end < len(samples):
+                longest = max(longest, len(samples[end]))
+                if end > start and longest * (end - start + 1) > _GRID_CELLS:
+                    break
+                end += 1
+            result[start:end] = self._probabilities(samples[start:end])
+            start = end
+        return result
+
+    def _probabilities(self, samples: list[bytes]) -> np.ndarray:
         count = len(samples)
         result = np.zeros((count, len(self.labels)))
-        if count == 0 or not any(samples):
+        if not any(samples):
             return result
         document, feature, hits = self._feature_counts(samples)
         first_row = np.searchsorted(document, np.arange(count + 1))

@@ -1,6 +1,8 @@
-"""`langid`: the document's language (ISO 639-1) and its probability, as metadata.
+"""`langid`: the document's language and its probability, as metadata.
 
-The model ships inside the py3langid package (140 languages, 4.5 MB, no download). Its
+Codes are ISO 639-1 (`en`, `de`, `zh`, `ja`), or ISO 639-3 for the few languages that have
+no two-letter code. The model ships inside the py3langid package (134 codes after
+folding varieties, 4.5 MB, no download; see `model.py` for how it runs in batches). Its
 probabilities are calibrated by document length, so `language_score` reads as the chance the
 label is right. Chinese and Japanese share the Han script; for text written in it the kana
 decide (see `codes.han_script_language`): the score is the larger of the model's
