@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import s3fs
 from conftest import write_jsonl
 
 from mixplane.errors import ConfigError
@@ -290,8 +291,6 @@ def test_dedup_writes_to_object_storage_like_to_disk(s3_bucket, tmp_path: Path):
     local_config["stages"] = ["dedup_exact", {"dedup_minhash": {"index": str(tmp_path / "idx")}}]
     local = run_pipeline(local_config)
     assert remote.stats["excluded_by"] == local.stats["excluded_by"]
-    import s3fs
-
     fs = s3fs.S3FileSystem(**options)
     fs.get(f"{bucket}/out", str(tmp_path / "downloaded"), recursive=True)
     for path in sorted((tmp_path / "out").glob("part-*")):

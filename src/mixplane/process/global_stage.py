@@ -69,7 +69,6 @@ class MergeRun:
 
     settings: ExecutorSettings
     run_id: str
-    on_progress: Callable[[str], None] | None = None
 
     def map(self, function: Callable[..., Any], items: list[Any], context: Any) -> list[Any]:
         """Run `function(item, context)` for every item on the run's executor, in order."""

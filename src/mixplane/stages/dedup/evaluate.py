@@ -14,10 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import glob
 import itertools
+import json
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+
+import pyarrow.parquet as pq
 
 from mixplane.stages.dedup.text import shingle_text
 
@@ -152,11 +156,6 @@ def read_clusters(
     """From a local pipeline output: each document's cluster (its survivor's id), each
     removed document's survivor (following chains across dedup stages), and every text
     (unless `with_texts` is False)."""
-    import glob
-    import json
-
-    import pyarrow.parquet as pq
-
     survivor_of: dict[str, str] = {}
     texts: dict[str, str] = {}
     for path in sorted(glob.glob(f"{output}/_excluded/*.parquet")):
