@@ -181,3 +181,27 @@ def test_bad_configs_fail_before_any_work(tmp_path: Path, change: dict, message:
     with pytest.raises(ConfigError, match=message):
         Pipeline(PipelineConfig.parse(config))
     assert not (tmp_path / "o").exists()
+
+
+def test_stage_limited_to_sources_passes_others_through(small_corpus: Path, tmp_path: Path):
+    config = {
+        "input": [str(small_corpus / "wiki" / "*"), str(small_corpus / "code" / "*")],
+        "output": str(tmp_path / "o"),
+        "stages": [{"custom_stages:Shout": {"sources": ["code"], "suffix": "?"}}],
+    }
+    parsed = PipelineConfig.parse(config)
+    assert parsed.stages[0].sources == ["code"] and "sources" not in parsed.stages[0].options
+    run_pipeline(parsed)
+    rows = pq.read_table(tmp_path / "o").to_pylist()
+    assert all(r["text"].endswith("?") == (r["source"] == "code") for r in rows)
+    assert sum(r["source"] == "code" for r in rows) == 90
+
+
+def test_global_stages_take_no_sources(tmp_path: Path):
+    config = {
+        "input": str(tmp_path / "x.jsonl"),
+        "output": str(tmp_path / "o"),
+        "stages": [{"dedup_exact": {"sources": ["web"]}}],
+    }
+    with pytest.raises(ConfigError, match="takes no 'sources'"):
+        Pipeline(PipelineConfig.parse(config))

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mixplane.errors import ConfigError
+from mixplane.process.stage import SourceScoped, Stage, build_stage
 
 
 class InputConfig(BaseModel):
@@ -35,12 +36,28 @@ class InputConfig(BaseModel):
 
 
 class StageConfig(BaseModel):
-    """A stage by name (built-in) or import path, with its options."""
+    """A stage by name (built-in) or import path, with its options.
+
+    `sources` limits the stage to documents from those sources; others pass through
+    untouched (in YAML: `- gopher_quality: {sources: [web, forum], min_doc_words: 50}`).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
+    sources: list[str] | None = None
+
+    def build(self) -> Stage:
+        """The stage instance; raises ConfigError for a bad name or option."""
+        stage = build_stage(self.name, self.options)
+        if self.sources is None:
+            return stage
+        from mixplane.process.global_stage import GlobalStage
+
+        if isinstance(stage, GlobalStage):
+            raise ConfigError(f"stage {self.name!r} sees the whole corpus; it takes no 'sources'")
+        return SourceScoped(inner=stage, sources=frozenset(self.sources))
 
 
 class PipelineConfig(BaseModel):
@@ -77,7 +94,9 @@ class PipelineConfig(BaseModel):
                 stages.append({"name": item})
             elif isinstance(item, dict) and set(item) - {"name", "options"} and len(item) == 1:
                 ((name, options),) = item.items()
-                stages.append({"name": name, "options": options or {}})
+                options = dict(options or {})
+                sources = options.pop("sources", None)
+                stages.append({"name": name, "options": options, "sources": sources})
             else:
                 stages.append(item)
         return stages

@@ -17,7 +17,6 @@ from mixplane.process.executors import ExecutorSettings, execute
 from mixplane.process.global_stage import GlobalStage, plan_segments
 from mixplane.process.runner import load_stages, run_task
 from mixplane.process.segments import remove_work, run_segments
-from mixplane.process.stage import build_stage
 from mixplane.process.stats import merge_stats
 from mixplane.process.tasks import Task, plan_tasks, scan_inputs
 
@@ -47,7 +46,7 @@ class Pipeline:
     def __init__(self, config: PipelineConfig):
         self.config = config
         # Build every stage now so a bad name or option fails before any work starts.
-        stages = [build_stage(spec.name, spec.options) for spec in config.stages]
+        stages = [spec.build() for spec in config.stages]
         self.is_global = [isinstance(stage, GlobalStage) for stage in stages]
 
     @classmethod

@@ -18,7 +18,7 @@ from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import DocumentWriter, ParquetTableWriter
 from mixplane.manifest import file_digest, read_json
 from mixplane.process.config import PipelineConfig
-from mixplane.process.stage import Stage, build_stage
+from mixplane.process.stage import Stage
 from mixplane.process.stats import check_balance, count, new_task_stats
 from mixplane.process.tasks import Task
 
@@ -60,7 +60,7 @@ def load_stages(config: PipelineConfig) -> list[Stage]:
     """Build and set up the stages once per worker process."""
     key = config.outputs_hash()
     if key not in _stage_cache:
-        stages = [build_stage(spec.name, spec.options) for spec in config.stages]
+        stages = [spec.build() for spec in config.stages]
         for stage in stages:
             stage.setup()
         _stage_cache[key] = stages

@@ -127,3 +127,28 @@ def _describe(name: str, target: type[Stage], error: ValidationError) -> str:
         else:
             problems.append(f"option {where!r}: {item['msg']}")
     return f"stage {name!r}: {'; '.join(problems)}. Valid options: {valid}"
+
+
+class SourceScoped(Stage):
+    """Applies `inner` only to documents from `sources`; the others pass through unchanged."""
+
+    inner: Stage
+    sources: frozenset[str]
+
+    def setup(self) -> None:
+        self.inner.setup()
+
+    def stage_name(self) -> str:
+        return self.inner.stage_name()
+
+    def apply(self, doc: Document) -> Result:
+        return self.inner.apply(doc) if doc.source in self.sources else doc
+
+    def apply_batch(self, docs: list[Document]) -> list[Result]:
+        chosen = [i for i, doc in enumerate(docs) if doc.source in self.sources]
+        results: list[Result] = list(docs)
+        if chosen:
+            applied = self.inner.apply_batch([docs[i] for i in chosen])
+            for i, result in zip(chosen, applied, strict=True):
+                results[i] = result
+        return results
