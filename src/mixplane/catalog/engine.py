@@ -61,8 +61,6 @@ def sandbox(
     folders = sorted({posixpath.dirname(url).rstrip("/") + "/" for url in urls})
     listing = ", ".join(quote_literal(folder) for folder in folders)
     connection.execute("SET enable_progress_bar = false")
-    # Matches are sorted into ranges afterwards, so DuckDB may return them in any order.
-    connection.execute("SET preserve_insertion_order = false")
     # Footers are read once at bind time and reused by the scan.
     connection.execute("SET parquet_metadata_cache = true")
     connection.execute(f"SET allowed_directories = [{listing}]")

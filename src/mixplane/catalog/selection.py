@@ -226,8 +226,7 @@ def runs_of(shard: np.ndarray, row: np.ndarray, tokens: np.ndarray) -> tuple[np.
     tokens = np.asarray(tokens, dtype=INDEX_DTYPE)
     if len(row) == 0:
         return _empty_runs()
-    shard_steps, row_steps = np.diff(shard), np.diff(row)
-    if not np.all((shard_steps > 0) | ((shard_steps == 0) & (row_steps > 0))):
+    if not _in_order(shard, row):
         order = np.lexsort((row, shard))
         shard, row, tokens = shard[order], row[order], tokens[order]
     breaks = np.flatnonzero((np.diff(shard) != 0) | (np.diff(row) != 1)) + 1
@@ -242,12 +241,19 @@ def merge_runs(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
     if not pieces:
         return _empty_runs()
     shard, start, end, tokens = (np.concatenate(column) for column in zip(*pieces, strict=True))
-    order = np.lexsort((start, shard))
-    shard, start, end, tokens = shard[order], start[order], end[order], tokens[order]
+    if not _in_order(shard, start):
+        order = np.lexsort((start, shard))
+        shard, start, end, tokens = shard[order], start[order], end[order], tokens[order]
     joined = (shard[1:] == shard[:-1]) & (start[1:] == end[:-1])
     firsts = np.concatenate(([0], np.flatnonzero(~joined) + 1))
     lasts = np.concatenate((firsts[1:] - 1, [len(shard) - 1]))
     return shard[firsts], start[firsts], end[lasts], np.add.reduceat(tokens, firsts)
+
+
+def _in_order(shard: np.ndarray, index: np.ndarray) -> bool:
+    """True when (shard, index) pairs strictly increase, so sorting can be skipped."""
+    shard_steps = np.diff(shard)
+    return bool(np.all((shard_steps > 0) | ((shard_steps == 0) & (np.diff(index) > 0))))
 
 
 def _read_token_counts(url: str, storage_options: dict[str, Any] | None) -> np.ndarray:

@@ -33,7 +33,8 @@ JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on st
 def run_app(application: typer.Typer) -> int:
     """Run the CLI; user mistakes become one red line and exit code 2, never a traceback."""
     try:
-        application(standalone_mode=False)
+        # Without standalone mode click returns the code of `typer.Exit` instead of exiting.
+        code = application(standalone_mode=False)
     except MixplaneError as error:
         console.print(f"[bold red]error:[/] {error}", highlight=False)
         return 2
@@ -49,7 +50,7 @@ def run_app(application: typer.Typer) -> int:
             error.show()
             return error.exit_code
         raise
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def print_json(value: Any) -> None:
