@@ -1,0 +1,108 @@
+"""`mixplane demo`: the whole journey on a synthetic corpus."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from mixplane.cli.common import JSON_OPTION, console, print_json
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
+
+
+def demo(
+    work: Path | None = typer.Argument(
+        None, help="Work folder to keep every step's output in (default: a temporary folder)."
+    ),
+    docs: int = typer.Option(3000, "--docs", min=100, help="Documents in the synthetic corpus."),
+    seed: int = typer.Option(7, "--seed", help="Seed of the corpus."),
+    workers: int = typer.Option(2, "--workers", "-w", min=1, help="Parallel tasks and loaders."),
+    batches: int = typer.Option(300, "--batches", min=1, help="Batches to stream at the end."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Synthesize a corpus, clean and deduplicate it, tokenize, catalog, query, and stream a
+    declared mixture through a PyTorch DataLoader, printing what each step did."""
+    from mixplane.demo import run_demo
+
+    def show(name: str, out: dict[str, Any]) -> None:
+        if not as_json:
+            SHOW[name](out)
+
+    if work is None:
+        with tempfile.TemporaryDirectory(prefix="mixplane-demo-") as folder:
+            report = run_demo(folder, docs, seed, workers, batches, on_step=show)
+    else:
+        report = run_demo(work, docs, seed, workers, batches, on_step=show)
+        if not as_json:
+            console.print(f"every step's files are in {work}/ (pipeline.yaml, mixture.yaml...)")
+    if as_json:
+        print_json(report)
+
+
+def _synth(out: dict[str, Any]) -> None:
+    sources = ", ".join(f"{name} {n:,}" for name, n in out["sources"].items())
+    _title("1. synth", out, f"{out['documents']:,} raw documents: {sources}")
+
+
+def _process(out: dict[str, Any]) -> None:
+    _title(
+        "2. process",
+        out,
+        f"{out['documents_in']:,} in, {out['kept']:,} kept, {out['excluded']:,} excluded, "
+        f"{out['quarantined']:,} quarantined",
+    )
+    table = Table("stage", "reason", "documents", box=None, padding=(0, 2))
+    for stage, reasons in out["excluded_by"].items():
+        for reason, n in reasons.items():
+            table.add_row(stage, reason, f"{n:,}")
+    console.print(table)
+
+
+def _tokenizer(out: dict[str, Any]) -> None:
+    _title("3. tokenizer", out, f"byte-level BPE, {out['vocab_size']:,} tokens")
+
+
+def _tokenize(out: dict[str, Any]) -> None:
+    _title("4. tokenize", out, f"{out['documents']:,} documents, {out['tokens']:,} tokens")
+
+
+def _catalog(out: dict[str, Any]) -> None:
+    _title("5. catalog", out, f"registered {out['dataset']}")
+    table = Table("query", "where", "documents", "tokens", box=None, padding=(0, 2))
+    for title, q in out["queries"].items():
+        table.add_row(title, q["where"], f"{q['documents']:,}", f"{q['tokens']:,}")
+    console.print(table)
+
+
+def _mix(out: dict[str, Any]) -> None:
+    _title(
+        "6. mix + load",
+        out,
+        f"{out['batches']} batches, {out['tokens']:,} tokens through a DataLoader with workers; "
+        f"first batch {out['seconds_to_first_batch']:.2f}s, "
+        f"{out['sequences_per_second']:,.0f} sequences/s",
+    )
+    table = Table("component", "requested", "realized", "sequences", box=None, padding=(0, 2))
+    for name, c in out["components"].items():
+        table.add_row(name, f"{c['requested']:.3f}", f"{c['realized']:.3f}", f"{c['sequences']:,}")
+    console.print(table)
+
+
+def _title(step: str, out: dict[str, Any], text: str) -> None:
+    console.print(f"[bold cyan]{step}[/] [dim]({out['seconds']:.1f}s)[/] {text}")
+
+
+SHOW = {
+    "synth": _synth,
+    "process": _process,
+    "tokenizer": _tokenizer,
+    "tokenize": _tokenize,
+    "catalog": _catalog,
+    "mix": _mix,
+}
