@@ -36,7 +36,7 @@ def test_unbalanced_brace_is_a_clear_error():
 
 
 def test_globs_and_folders_expand_sorted(tmp_path: Path):
-    for name in ("b.jsonl", "a.jsonl", "sub/c.jsonl", "_hidden.json", ".dot"):
+    for name in ("b.jsonl", "a.jsonl", "sub/c.jsonl", "_hidden.json", ".dot", "_tasks/t.json"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("{}\n")
     urls = [url for url, _ in expand_inputs(str(tmp_path / "*.jsonl"))]

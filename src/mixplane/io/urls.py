@@ -101,8 +101,12 @@ def expand_inputs(
                 matches = sorted(p for p in fs.glob(path) if not fs.isdir(p))
                 root = _static_root(path)
             elif fs.isdir(path):
+                # Skip hidden and bookkeeping entries (`_tasks/`, `_excluded/`, `.tmp` files).
+                base = path.rstrip("/") + "/"
                 matches = sorted(
-                    p for p in fs.find(path) if not os.path.basename(p).startswith((".", "_"))
+                    p
+                    for p in fs.find(path)
+                    if not any(part.startswith((".", "_")) for part in p[len(base) :].split("/"))
                 )
                 root = path.rstrip("/")
             elif fs.exists(path):
