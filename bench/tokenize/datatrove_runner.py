@@ -49,11 +49,13 @@ class TimedDocumentTokenizer(DocumentTokenizer):
 def main() -> None:
     tokenizer, folder, output, batch_size, workers = sys.argv[1:6]
     files = len(list(Path(folder).glob("*.parquet")))
+    # Worker processes cannot import a class defined in this script: time 1 worker only.
+    step = TimedDocumentTokenizer if workers == "1" else DocumentTokenizer
     cpu, wall = time.process_time(), time.perf_counter()
     LocalPipelineExecutor(
         pipeline=[
             ParquetReader(folder, glob_pattern="*.parquet"),
-            TimedDocumentTokenizer(
+            step(
                 output,
                 tokenizer_name_or_path=tokenizer,
                 eos_token="<|endoftext|>",
