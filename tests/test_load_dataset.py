@@ -315,7 +315,9 @@ def test_lineage_of_a_sequence(dataset, tmp_path: Path):
     tokens = dataset.read_positions(np.array([3]))["input_ids"][0]
     rebuilt = []
     for piece in pieces:
-        document = ShardReader(f"{piece['dataset']}/{piece['shard']}").document(piece["document"])
+        shard = ShardReader(f"{piece['dataset']}/{piece['shard']}")
+        document = shard.document(piece["document"])
+        assert shard.metadata(["id"]).column("id")[piece["document"]].as_py() == piece["id"]
         begin, stop = piece["tokens"]
         rebuilt.append(np.append(document, EOS)[begin:stop])
     assert np.array_equal(np.concatenate(rebuilt), tokens)

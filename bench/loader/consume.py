@@ -41,13 +41,28 @@ def consume(
         shape = tuple((batch["input_ids"] if isinstance(batch, dict) else batch).shape)
     seconds = time.perf_counter() - steady
     samples = batches * batch_size
-    return {
+    return memory() | {
         "first_batch_seconds": first_batch,
         "samples_per_second": samples / seconds,
         "tokens_per_second": samples * seq_len / seconds,
         "mb_per_second": samples * seq_len * 2 / seconds / 1e6,
         "batch_shape": list(shape or ()),
     }
+
+
+def memory() -> dict[str, float]:
+    """This process's resident memory split into anonymous and file-backed (mapped files,
+    which the kernel can drop and processes share), in MB; empty where /proc is missing."""
+    found = {}
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith(("RssAnon", "RssFile")):
+                    key, value = line.split(":")
+                    found[f"main_{key[3:].lower()}_mb"] = int(value.split()[0]) / 1024
+    except OSError:
+        pass
+    return found
 
 
 def report(result: dict[str, Any]) -> None:

@@ -60,7 +60,8 @@ def run_tool(tool: str, folder: Path, workers: int, args, mosaic_python: str | N
 
 def median_of(runs: list[dict]) -> dict:
     keys = ("first_batch_seconds", "samples_per_second", "mb_per_second", "peak_rss_mb")
-    return {key: statistics.median(run[key] for run in runs) for key in keys}
+    keys += ("main_anon_mb", "main_file_mb")
+    return {key: statistics.median(run[key] for run in runs) for key in keys if key in runs[0]}
 
 
 def main() -> None:
@@ -126,16 +127,17 @@ def main() -> None:
 
 
 def print_table(results: dict, ratios: dict) -> None:
-    print("| tool | workers | seq/s | MB/s | first batch (s) | peak RSS (MB) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| tool | workers | seq/s | MB/s | first batch (s) | peak RSS (MB) | anon / file (MB) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key, value in results.items():
         tool, workers = key.split("/")
         first = f"{value['first_batch_seconds']:.3f}"
         if "cold_first_batch_seconds" in value:
             first += f" (cold {value['cold_first_batch_seconds']:.3f})"
+        split = f"{value.get('main_anon_mb', 0):,.0f} / {value.get('main_file_mb', 0):,.0f}"
         print(
             f"| {tool} | {workers} | {value['samples_per_second']:,.0f} | "
-            f"{value['mb_per_second']:,.0f} | {first} | {value['peak_rss_mb']:,.0f} |"
+            f"{value['mb_per_second']:,.0f} | {first} | {value['peak_rss_mb']:,.0f} | {split} |"
         )
     for key, ratio in ratios.items():
         print(f"{key}: {ratio:.2f}x")

@@ -71,6 +71,13 @@ class MixtureDataset:
         self.split: list[int] = [world_size, 1, 1]  # (world, workers, block) of the split
         self._stream: Stream | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy for another process (a spawned DataLoader worker) starts without the running
+        # reader of this one; it keeps the position, so it continues from the same place.
+        state = self.__dict__.copy()
+        state["_stream"] = None
+        return state
+
     # -- what the stream is ------------------------------------------------------------------
 
     @property
@@ -103,7 +110,8 @@ class MixtureDataset:
         return Stream.read_block(self, np.asarray(positions, dtype=np.int64))
 
     def explain(self, position: int) -> list[dict[str, Any]]:
-        """Where the tokens of the sequence at `position` come from: one entry per piece."""
+        """Where the tokens of the sequence at `position` come from: one entry per piece,
+        with the dataset folder, shard, document index and id, and the token range used."""
         block = self.plan.block(np.array([position], dtype=np.int64))
         pieces = []
         for c, doc, begin, stop, column in zip(
@@ -115,13 +123,15 @@ class MixtureDataset:
             strict=True,
         ):
             shard, index = self.resolved.ranges[c].locate(np.array([doc]))
-            uri, stem = self.resolved.shards[int(shard[0])]
+            number, document = int(shard[0]), int(index[0])
+            uri, stem = self.resolved.shards[number]
             pieces.append(
                 {
                     "component": self.names[c],
                     "dataset": uri,
                     "shard": stem,
-                    "document": int(index[0]),
+                    "document": document,
+                    "id": str(self.source.metadata_column(number, "id")[document]),
                     "tokens": [begin, stop],
                     "column": column,
                 }
@@ -137,6 +147,16 @@ class MixtureDataset:
         """Iterate whole batches (arrays with a leading batch dimension)."""
         layout = Layout(self.layout.rank, self.layout.world_size, block=batch_size)
         return self.iterate(layout, batched=True)
+
+    def torch(self, batch_size: int | None = 1, block: int = 1):
+        """This stream as a PyTorch `IterableDataset` (see `torch_adapter`); torch loads here.
+
+        Example:
+            >>> loader = DataLoader(dataset.torch(batch_size=8), batch_size=None)  # doctest: +SKIP
+        """
+        from mixplane.load.torch_adapter import TorchMixtureDataset
+
+        return TorchMixtureDataset(self, batch_size, block)
 
     def iterate(
         self, layout: Layout, batched: bool = False, poll=None, prefetch: int | None = None

@@ -99,7 +99,8 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
                 + (f" in {list(leaf.datasets)}" if leaf.datasets else "")
             )
         parts = []
-        for part in selection:
+        # Sorted by dataset so the document order never depends on how the catalog lists them.
+        for part in sorted(selection, key=lambda p: p.dataset):
             if part.documents == 0:
                 continue
             keys = [(part.uri, stem) for stem in part.shards]

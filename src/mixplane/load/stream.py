@@ -37,9 +37,6 @@ class Stream:
         self.poll = poll
         blocks = max(1, -(-dataset.read_ahead // layout.block))
         self.chunk = blocks * layout.block
-        self._local = np.zeros(0, dtype=np.int64)
-        self._arrays: dict[str, np.ndarray] = {}
-        self._next = 0  # next row of the current chunk to hand out
         self._ahead: Prefetcher | None = None
         self.restart()
 
@@ -79,8 +76,8 @@ class Stream:
         take = np.minimum(spans.stop, stored) - spans.begin
         target = spans.row * seq_len + spans.column
         # A piece reaching past its document's stored tokens ends in the appended EOS.
-        eos_at = (target + take)[take < lengths]
-        tokens = dataset.source.fill(shard, first, take, target, eos_at, rows * seq_len)
+        eos = take < lengths
+        tokens = dataset.source.fill(shard, first, take, target, eos, rows * seq_len)
         out = {
             "input_ids": tokens.reshape(rows, seq_len),
             "component": block.components.astype(np.int64),
@@ -91,8 +88,11 @@ class Stream:
             ordinal = (np.arange(len(spans)) - first_of_row).astype(np.int32)
             out["document_ids"] = np.repeat(ordinal, lengths).reshape(rows, seq_len)
         if dataset.boundaries in ("position_ids", "both"):
-            flat = np.arange(rows * seq_len, dtype=np.int64) - np.repeat(target, lengths)
-            out["position_ids"] = flat.astype(np.int32).reshape(rows, seq_len)
+            # Ones, reset to 0 at each piece's first token, summed: the position in the piece.
+            steps = np.ones(rows * seq_len, dtype=np.int32)
+            steps[target[1:]] = 1 - lengths[:-1]
+            steps[0] = 0
+            out["position_ids"] = np.cumsum(steps, out=steps).reshape(rows, seq_len)
         return out
 
     # -- handing out ---------------------------------------------------------------------
@@ -101,9 +101,21 @@ class Stream:
         """Drop everything read ahead; continue from the first local index not handed out."""
         if self._ahead is not None:
             self._ahead.close()
-        self._local = np.zeros(0, dtype=np.int64)
-        self._next = 0
+        self._take([], np.zeros(0, dtype=np.int64), {})
         self._ahead = Prefetcher(self._chunks(self.dataset.read), self.prefetch)
+
+    def _take(self, item_ends: list[int], local: np.ndarray, arrays: dict) -> None:
+        self._local, self._arrays = local, arrays
+        self._ends = item_ends  # where each item handed out ends, in rows of the chunk
+        self._item = 0
+        self._next = 0
+
+    def _item_ends(self, local: np.ndarray) -> list[int]:
+        if not self.batched:
+            return list(range(1, len(local) + 1))
+        # A batch is one block of the layout (the last one may be cut short by the end).
+        blocks = local // self.layout.block
+        return (np.flatnonzero(np.diff(blocks)) + 1).tolist() + [len(local)]
 
     def close(self) -> None:
         if self._ahead is not None:
@@ -116,23 +128,21 @@ class Stream:
     def __next__(self) -> dict[str, Any]:
         if self.poll is not None:
             self.poll(self.dataset)
-        if self._next >= len(self._local):
+        if self._item >= len(self._ends):
             if self._ahead is None:
                 raise StopIteration
             try:
-                self._local, self._arrays = next(self._ahead)
+                local, arrays = next(self._ahead)
             except StopIteration:
                 self.close()
                 raise
-            self._next = 0
-        start = self._next
+            self._take(self._item_ends(local), local, arrays)
+        start, stop = self._next, self._ends[self._item]
         if self.batched:
-            blocks = self._local[start:] // self.layout.block
-            stop = start + int(np.searchsorted(blocks, blocks[0], side="right"))
             item = {key: value[start:stop] for key, value in self._arrays.items()}
         else:
-            stop = start + 1
             item = {key: value[start] for key, value in self._arrays.items()}
+        self._item += 1
         self._next = stop
         self.dataset.read = int(self._local[stop - 1]) + 1
         return item

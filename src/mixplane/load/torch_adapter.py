@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
@@ -48,13 +49,13 @@ class TorchMixtureDataset(IterableDataset):
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         base = self.dataset.layout
         layout = Layout(base.rank, base.world_size, workers, worker, self.block)
+        batched = self.batch_size is not None
         if info is None:
-            return self.dataset.iterate(layout, batched=self.batch_size is not None)
+            return self.dataset.iterate(layout, batched=batched)
         # A worker is already a process running ahead of training; a reading thread inside it
         # would only compete with it for the interpreter.
-        return self.dataset.iterate(
-            layout, batched=self.batch_size is not None, poll=self._poll, prefetch=0
-        )
+        stream = self.dataset.iterate(layout, batched=batched, poll=self._poll, prefetch=0)
+        return map(one_storage, stream) if batched else stream
 
     def _poll(self, dataset: MixtureDataset) -> None:
         changes = self.channel.receive()
@@ -80,6 +81,31 @@ class TorchMixtureDataset(IterableDataset):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.dataset.load_state_dict(state)
+
+
+def one_storage(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    """The batch's arrays as tensors sharing one storage.
+
+    A worker hands each tensor storage to the training process through its own shared-memory
+    segment; one storage per batch makes that one segment instead of one per field.
+    """
+    sizes = [-(-array.nbytes // 8) * 8 for array in batch.values()]
+    buffer = np.empty(sum(sizes), dtype=np.uint8)
+    storage = torch.from_numpy(buffer)
+    out, offset = {}, 0
+    for (key, array), size in zip(batch.items(), sizes, strict=True):
+        window = buffer[offset : offset + array.nbytes].view(array.dtype).reshape(array.shape)
+        window[...] = array
+        out[key] = storage[offset : offset + array.nbytes].view(_TORCH_TYPES[array.dtype.str])
+        out[key] = out[key].view(array.shape)
+        offset += size
+    return out
+
+
+_TORCH_TYPES = {
+    np.dtype(name).str: getattr(torch, name)
+    for name in ("int64", "int32", "int16", "uint16", "uint32", "uint8")
+}
 
 
 def torch_loader(
@@ -126,4 +152,4 @@ def _collect(value: Any, found: list[dict[str, Any]]) -> None:
             _collect(item, found)
 
 
-__all__ = ["TorchMixtureDataset", "loader_state", "torch", "torch_loader"]
+__all__ = ["TorchMixtureDataset", "loader_state", "one_storage", "torch", "torch_loader"]

@@ -99,7 +99,11 @@ class ComponentSpec(BaseModel):
 
 
 class ScheduleEntry(BaseModel):
-    """From `step` on, the named components take these weights (relative to their siblings)."""
+    """From `step` on, the named components take these weights (relative to their siblings).
+
+    A step is `global_batch_size` sequences of the global stream. Components not named keep
+    their weights; naming one component of a group means naming all its siblings.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -139,7 +143,9 @@ class MixtureSpec(BaseModel):
     weight_resolution: int = Field(
         1 << 16, ge=2, le=MAX_RESOLUTION, description="weights are multiples of 1/this"
     )
-    append_eos: bool = Field(True, description="add the tokenizer's EOS after each document")
+    append_eos: bool = Field(
+        True, description="add an EOS after each document, unless tokenizing already did"
+    )
     eos_id: int | None = Field(None, ge=0, description="override the catalog's EOS id")
     cache_dir: str | None = Field(None, description="local copies of a remote catalog's data")
     storage_options: dict[str, Any] = Field(default_factory=dict)
