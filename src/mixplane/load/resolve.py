@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,18 +87,11 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
 
 def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
     tree = MixtureTree(spec)
+    # The queries run side by side: DuckDB works outside the interpreter lock.
+    with ThreadPoolExecutor(max_workers=min(4, len(tree.leaves))) as pool:
+        selections = list(pool.map(lambda leaf: _select(catalog, leaf), tree.leaves))
     selected, versions = [], {}
-    for leaf in tree.leaves:
-        where = leaf.where or EVERYTHING
-        try:
-            selection = catalog.select(where, datasets=list(leaf.datasets or []) or None)
-        except MixplaneError as error:
-            raise ConfigError(f"component {leaf.name!r}: {error}") from None
-        if selection.documents == 0:
-            raise ConfigError(
-                f"component {leaf.name!r}: no document matches {where!r}"
-                + (f" in {list(leaf.datasets)}" if leaf.datasets else "")
-            )
+    for selection in selections:
         parts = []
         # Sorted by dataset so the document order never depends on how the catalog lists them.
         for part in sorted(selection, key=lambda p: p.dataset):
@@ -108,7 +102,7 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
             versions.setdefault(part.uri, part.dataset)
         selected.append(DocumentRanges.join(parts))
     selected = settle_overlaps(tree.names, selected, spec.overlap)
-    infos = [_dataset_info(catalog, ref) for ref in sorted(set(versions.values()))]
+    infos = _dataset_infos(catalog, sorted(set(versions.values())))
     shards, selected = _shared_shards(selected)
     eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
     source = TokenSource(
@@ -181,14 +175,30 @@ def _shared_shards(selected: list[DocumentRanges]):
     return joined.shards, renumbered
 
 
-def _dataset_info(catalog, ref: str) -> dict[str, Any]:
-    version = catalog.get(ref)
-    return {
-        "dataset": version.ref,
-        "uri": version.uri,
-        "fingerprint": version.fingerprint,
-        "tokenizer": version.tokenizer or {},
-    }
+def _select(catalog, leaf):
+    where = leaf.where or EVERYTHING
+    try:
+        selection = catalog.select(where, datasets=list(leaf.datasets or []) or None)
+    except MixplaneError as error:
+        raise ConfigError(f"component {leaf.name!r}: {error}") from None
+    if selection.documents == 0:
+        raise ConfigError(
+            f"component {leaf.name!r}: no document matches {where!r}"
+            + (f" in {list(leaf.datasets)}" if leaf.datasets else "")
+        )
+    return selection
+
+
+def _dataset_infos(catalog, refs: list[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "dataset": version.ref,
+            "uri": version.uri,
+            "fingerprint": version.fingerprint,
+            "tokenizer": version.tokenizer or {},
+        }
+        for version in catalog.resolve(refs)
+    ]
 
 
 def _eos_plan(spec: MixtureSpec, infos, refs: dict[str, str]):

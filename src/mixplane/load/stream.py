@@ -88,11 +88,9 @@ class Stream:
             ordinal = (np.arange(len(spans)) - first_of_row).astype(np.int32)
             out["document_ids"] = np.repeat(ordinal, lengths).reshape(rows, seq_len)
         if dataset.boundaries in ("position_ids", "both"):
-            # Ones, reset to 0 at each piece's first token, summed: the position in the piece.
-            steps = np.ones(rows * seq_len, dtype=np.int32)
-            steps[target[1:]] = 1 - lengths[:-1]
-            steps[0] = 0
-            out["position_ids"] = np.cumsum(steps, out=steps).reshape(rows, seq_len)
+            flat = np.arange(rows * seq_len, dtype=np.int32)
+            flat -= np.repeat(target.astype(np.int32), lengths)
+            out["position_ids"] = flat.reshape(rows, seq_len)
         return out
 
     # -- handing out ---------------------------------------------------------------------

@@ -31,10 +31,16 @@ from mixplane.load.state import merge_states
 
 
 class TorchMixtureDataset(IterableDataset):
-    """Yields batches of `batch_size` sequences (numpy arrays; the DataLoader makes tensors).
+    """Yields batches of `batch_size` sequences as dicts of tensors.
 
-    With `batch_size=None` it yields single samples instead; then pass the DataLoader the
-    batch size as `block` so workers still take whole batches in turn.
+    With `batch_size=None` it yields single samples (numpy) instead; then give the
+    DataLoader the batch size and the adapter the same number as `block`, so workers still
+    take whole batches in turn.
+
+    State: with `num_workers=0`, or through a `StatefulDataLoader`, `state_dict()` is exact.
+    With a plain `DataLoader` and workers the readers live in the workers, so this object's
+    own state does not move; use a `StatefulDataLoader` (and `loader_state` to resume with
+    another world size) there.
     """
 
     def __init__(self, dataset: MixtureDataset, batch_size: int | None = 1, block: int = 1):
@@ -51,7 +57,8 @@ class TorchMixtureDataset(IterableDataset):
         layout = Layout(base.rank, base.world_size, workers, worker, self.block)
         batched = self.batch_size is not None
         if info is None:
-            return self.dataset.iterate(layout, batched=batched)
+            stream = self.dataset.iterate(layout, batched=batched)
+            return map(as_tensors, stream) if batched else stream
         # A worker is already a process running ahead of training; a reading thread inside it
         # would only compete with it for the interpreter.
         stream = self.dataset.iterate(layout, batched=batched, poll=self._poll, prefetch=0)
@@ -81,6 +88,12 @@ class TorchMixtureDataset(IterableDataset):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.dataset.load_state_dict(state)
+
+
+def as_tensors(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    """The batch's arrays as tensors over the same memory (cheaper than the DataLoader's
+    own conversion, which inspects every value)."""
+    return {key: torch.from_numpy(array) for key, array in batch.items()}
 
 
 def one_storage(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
@@ -152,4 +165,11 @@ def _collect(value: Any, found: list[dict[str, Any]]) -> None:
             _collect(item, found)
 
 
-__all__ = ["TorchMixtureDataset", "loader_state", "one_storage", "torch", "torch_loader"]
+__all__ = [
+    "TorchMixtureDataset",
+    "as_tensors",
+    "loader_state",
+    "one_storage",
+    "torch",
+    "torch_loader",
+]
