@@ -83,14 +83,14 @@ class GlobalStage(Stage):
     """
 
     def collector(self, work: WorkArea, task: int) -> Collector:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must implement collector()")
 
     def merge(self, work: WorkArea, tasks: list[int], run: MergeRun) -> dict[str, Any]:
         """Combine all tasks' collected files; write per-task decisions; return a summary."""
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must implement merge()")
 
     def decider(self, work: WorkArea, task: int) -> Decider:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must implement decider()")
 
     def apply(self, doc: Document) -> Document | Drop:
         raise TypeError(

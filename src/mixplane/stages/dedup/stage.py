@@ -62,12 +62,12 @@ class DedupStage(GlobalStage):
 
     def index_params(self) -> dict[str, Any]:
         """Everything the stored keys depend on."""
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must implement index_params()")
 
     def fingerprint(self, docs: list[Document]) -> tuple[np.ndarray, np.ndarray, Any]:
         """Keys `(n, bands, key_width)` uint64, which documents have keys, and signatures
         `(n, hashes)` uint32 or None."""
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must implement fingerprint()")
 
     def collector(self, work: WorkArea, task: int) -> _Collector:
         return _Collector(self, work, task)
