@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from mixplane.configs import describe_errors, read_yaml_mapping
 from mixplane.errors import ConfigError
-from mixplane.process.config import describe_errors
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 MAX_RESOLUTION = 1 << 22
@@ -185,14 +184,7 @@ class MixtureSpec(BaseModel):
 
         A relative `catalog` path is taken relative to the YAML file's folder.
         """
-        try:
-            data = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: file not found") from None
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path}: invalid YAML: {error}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping with seq_len and components")
+        data = read_yaml_mapping(path, "seq_len and components")
         data.update({key: value for key, value in overrides.items() if value is not None})
         catalog = data.get("catalog")
         if isinstance(catalog, str) and "://" not in catalog and not Path(catalog).is_absolute():

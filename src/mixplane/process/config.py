@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mixplane.configs import describe_errors, read_yaml_mapping
 from mixplane.errors import ConfigError
 from mixplane.process.stage import SourceScoped, Stage, build_stage
 
@@ -112,14 +112,7 @@ class PipelineConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> PipelineConfig:
         """Load a YAML file; `overrides` (e.g. `workers=4`) win over the file."""
-        try:
-            data = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: file not found") from None
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path}: invalid YAML: {error}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping with input, output and stages")
+        data = read_yaml_mapping(path, "input, output and stages")
         data.update({key: value for key, value in overrides.items() if value is not None})
         return cls.parse(data, where=str(path))
 
@@ -130,32 +123,3 @@ class PipelineConfig(BaseModel):
             return cls.model_validate(data)
         except ValidationError as error:
             raise ConfigError(f"{where}: {describe_errors(error, cls)}") from None
-
-
-def describe_errors(error: ValidationError, model: type[BaseModel]) -> str:
-    """One line naming each bad key and, for unknown keys, the valid ones."""
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"])
-        if item["type"] == "extra_forbidden":
-            valid = ", ".join(_fields_at(model, item["loc"][:-1]))
-            problems.append(f"unknown key {where!r} (valid: {valid})")
-        elif item["type"] == "missing":
-            problems.append(f"missing key {where!r}")
-        else:
-            problems.append(f"{where}: {item['msg']}")
-    return "; ".join(problems)
-
-
-def _fields_at(model: type[BaseModel], location: tuple) -> list[str]:
-    current: Any = model
-    for part in location:
-        if isinstance(part, int):
-            continue
-        field = current.model_fields.get(part) if hasattr(current, "model_fields") else None
-        if field is None:
-            break
-        annotation = field.annotation
-        inner = getattr(annotation, "__args__", (annotation,))
-        current = next((a for a in inner if hasattr(a, "model_fields")), current)
-    return list(getattr(current, "model_fields", {}))

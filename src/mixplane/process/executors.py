@@ -10,8 +10,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,26 +78,41 @@ def _run_pool(function, tasks, context, settings: ExecutorSettings, on_done: OnD
     return results
 
 
-def _run_ray(function, tasks, context, settings: ExecutorSettings, on_done: OnDone) -> list:
+@contextmanager
+def ray_session(settings: ExecutorSettings) -> Iterator[None]:
+    """Start Ray for the block unless it runs already (so several phases share one runtime)."""
+    if settings.executor != "ray":
+        yield
+        return
     try:
         import ray
     except ImportError:
         raise ConfigError("executor 'ray' needs Ray: pip install 'mixplane[ray]'") from None
-    started_here = not ray.is_initialized()
-    if started_here:
-        if settings.ray_address:
-            ray.init(address=settings.ray_address, log_to_driver=False)
-        else:
-            # A local cluster: its workers need the driver's import path for custom stages.
-            path = os.pathsep.join(p for p in sys.path if p)
-            ray.init(
-                num_cpus=settings.workers,
-                include_dashboard=False,
-                log_to_driver=False,
-                runtime_env={"env_vars": {"PYTHONPATH": path}},
-            )
-    remote = ray.remote(num_cpus=1, max_retries=2)(function)
+    if ray.is_initialized():
+        yield
+        return
+    if settings.ray_address:
+        ray.init(address=settings.ray_address, log_to_driver=False)
+    else:
+        # A local cluster: its workers need the driver's import path for custom stages.
+        path = os.pathsep.join(p for p in sys.path if p)
+        ray.init(
+            num_cpus=settings.workers,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+        )
     try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _run_ray(function, tasks, context, settings: ExecutorSettings, on_done: OnDone) -> list:
+    with ray_session(settings):
+        import ray
+
+        remote = ray.remote(num_cpus=1, max_retries=2)(function)
         shared = ray.put(context)
         refs = [remote.remote(task, shared) for task in tasks]
         index = {ref: i for i, ref in enumerate(refs)}
@@ -107,6 +123,3 @@ def _run_ray(function, tasks, context, settings: ExecutorSettings, on_done: OnDo
             results[index[done[0]]] = ray.get(done[0])
             on_done(results[index[done[0]]])
         return results
-    finally:
-        if started_here:
-            ray.shutdown()

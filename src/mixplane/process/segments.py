@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +25,7 @@ from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, Shard, read
 from mixplane.io.urls import url_filesystem
 from mixplane.manifest import read_json
 from mixplane.process.config import PipelineConfig
-from mixplane.process.executors import ExecutorSettings, execute
+from mixplane.process.executors import ExecutorSettings, execute, ray_session
 from mixplane.process.global_stage import GlobalStage, MergeRun, Segment, WorkArea
 from mixplane.process.runner import (
     BATCH,
@@ -269,33 +267,6 @@ def _merge(
     content = {"config_hash": config.outputs_hash(), "summary": summary}
     write_bytes(marker, orjson.dumps(content, option=orjson.OPT_INDENT_2), config.storage_options)
     return summary
-
-
-@contextmanager
-def ray_session(settings: ExecutorSettings) -> Iterator[None]:
-    """Keep one Ray runtime for all phases of a run instead of one per phase."""
-    if settings.executor != "ray":
-        yield
-        return
-    import ray
-
-    if ray.is_initialized():
-        yield
-        return
-    if settings.ray_address:
-        ray.init(address=settings.ray_address, log_to_driver=False)
-    else:
-        path = os.pathsep.join(p for p in sys.path if p)
-        ray.init(
-            num_cpus=settings.workers,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path}},
-        )
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def remove_work(config: PipelineConfig) -> None:

@@ -8,8 +8,9 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mixplane.configs import describe_errors
 from mixplane.errors import ConfigError
-from mixplane.process.config import InputConfig, describe_errors
+from mixplane.process.config import InputConfig
 
 # Options that change how fast the work runs, never what it writes.
 _NOT_DECISIVE = {"workers", "executor", "ray_address", "storage_options", "batch_size"}

@@ -1,0 +1,61 @@
+"""What every config model shares: reading YAML files and explaining validation errors.
+
+The pipeline, tokenize and mixture configs are pydantic models; these helpers give them the
+same one-line errors (which file, which key, which keys are valid).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from mixplane.errors import ConfigError
+
+
+def read_yaml_mapping(path: str | Path, expected: str) -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping; `expected` names its main keys for errors.
+
+    Example:
+        >>> read_yaml_mapping("pipeline.yaml", "input, output and stages")  # doctest: +SKIP
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: invalid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with {expected}")
+    return data
+
+
+def describe_errors(error: ValidationError, model: type[BaseModel]) -> str:
+    """One line naming each bad key and, for unknown keys, the valid ones."""
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        if item["type"] == "extra_forbidden":
+            valid = ", ".join(_fields_at(model, item["loc"][:-1]))
+            problems.append(f"unknown key {where!r} (valid: {valid})")
+        elif item["type"] == "missing":
+            problems.append(f"missing key {where!r}")
+        else:
+            problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)
+
+
+def _fields_at(model: type[BaseModel], location: tuple) -> list[str]:
+    current: Any = model
+    for part in location:
+        if isinstance(part, int):
+            continue
+        field = current.model_fields.get(part) if hasattr(current, "model_fields") else None
+        if field is None:
+            break
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))
+        current = next((a for a in inner if hasattr(a, "model_fields")), current)
+    return list(getattr(current, "model_fields", {}))
