@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint format bench clean
 
+# torch is pinned so pip takes the CPU wheel; the [torch] extra accepts any recent torch.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch is pinned so pip takes the CPU wheel; the [torch] extra accepts any recent torch.
 	$(BIN)/pip install --quiet "torch==2.13.0" -e ".[dev,torch]"
 	touch $(STAMP)
 
