@@ -81,7 +81,7 @@ class QualityFilter(Stage):
 
     def checks(self, doc: Document, analysis: TextAnalysis) -> Iterator[Check]:
         """The checks of this filter, in the order they are applied."""
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must implement checks()")
 
     def keep(self, doc: Document, analysis: TextAnalysis) -> Document:
         """Called in filter mode for a document that passed; may rewrite it."""
