@@ -246,3 +246,23 @@ def test_a_crash_in_a_segment_redoes_only_unfinished_tasks(
 def test_a_global_stage_cannot_run_outside_a_pipeline():
     with pytest.raises(TypeError, match="whole corpus"):
         LongestPerSource().apply(Document("a", "text", "s"))
+
+
+def test_progress_hooks_announce_every_phase(tmp_path: Path):
+    from conftest import make_records, write_jsonl
+
+    from mixplane import Pipeline, PipelineConfig
+
+    raw = tmp_path / "raw"
+    for i in range(3):
+        write_jsonl(raw / f"f{i}.jsonl", make_records(20, f"f{i}") + make_records(5, "dup"))
+    config = PipelineConfig.parse(
+        {"input": str(raw), "output": str(tmp_path / "o"), "stages": ["dedup_exact"]}
+    )
+    phases, done = [], []
+    Pipeline(config).run(
+        on_phase=lambda name, tasks: phases.append((name, tasks)),
+        on_done=lambda result: done.append(result["task"]),
+    )
+    assert phases == [("segment 1/2", 3), ("merging dedup_exact", None), ("segment 2/2", 3)]
+    assert sorted(done) == [0, 0, 1, 1, 2, 2]

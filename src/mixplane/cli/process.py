@@ -58,6 +58,7 @@ def run_with_progress(pipeline: Pipeline, quiet: bool = False) -> PipelineResult
         result = pipeline.run(
             on_planned=lambda tasks: bar.update(handle, total=len(tasks)),
             on_done=lambda _: bar.advance(handle),
+            on_phase=lambda name, tasks: bar.reset(handle, total=tasks, description=name),
         )
     return result
 

@@ -61,8 +61,14 @@ class Pipeline:
         self,
         on_planned: Callable[[list[Task]], None] | None = None,
         on_done: Callable[[dict[str, Any]], None] | None = None,
+        on_phase: Callable[[str, int | None], None] | None = None,
     ) -> PipelineResult:
-        """Run every task not yet complete, then merge statistics and write the manifest."""
+        """Run every task not yet complete, then merge statistics and write the manifest.
+
+        Progress hooks: `on_planned(tasks)` once, `on_phase(description, tasks)` at the start
+        of each phase of a pipeline with global stages (tasks is None for a merge), and
+        `on_done(result)` as each task of each phase completes.
+        """
         started = time.perf_counter()
         config = self.config
         tasks = self.plan()
@@ -74,7 +80,7 @@ class Pipeline:
         merges = None
         if any(self.is_global):
             segments = plan_segments(self.is_global)
-            results, merges = run_segments(config, segments, tasks, settings, on_done)
+            results, merges = run_segments(config, segments, tasks, settings, on_done, on_phase)
         else:
             results = execute(run_task, tasks, config, settings, on_done)
         stats = merge_stats([result["stats"] for result in results])

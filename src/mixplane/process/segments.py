@@ -224,9 +224,14 @@ def run_segments(
     tasks: list[Task],
     settings: ExecutorSettings,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    on_phase: Callable[[str, int | None], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run every segment and merge; return the final segment's task results and, per
-    global stage, its merge summary."""
+    global stage, its merge summary.
+
+    `on_phase(description, tasks)` announces each phase (tasks is None for a merge);
+    `on_done` is called as each task of each segment completes.
+    """
     final = segments[-1]
     finished = [_completed(marker_url(config.output, t.index), config) for t in tasks]
     if all(done is not None for done in finished):
@@ -237,14 +242,15 @@ def run_segments(
     stages = load_stages(config)
     merges: dict[str, Any] = {}
     earlier = tuple(s.index for s in segments[:-1])
+    announce = on_phase or (lambda description, count: None)
     with ray_session(settings):
-        for segment in segments:
+        for number, segment in enumerate(segments, 1):
             job = SegmentJob(config, segment, earlier if segment is final else ())
-            results = execute(
-                run_segment_task, tasks, job, settings, on_done if segment is final else None
-            )
+            announce(f"segment {number}/{len(segments)}", len(tasks))
+            results = execute(run_segment_task, tasks, job, settings, on_done)
             if segment.collects is not None:
                 stage = stages[segment.collects]
+                announce(f"merging {stage.stage_name()}", None)
                 merges[stage.stage_name()] = _merge(
                     config, segment.collects, stage, tasks, settings
                 )
