@@ -44,6 +44,25 @@ def small_corpus(tmp_path: Path) -> Path:
     return raw
 
 
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `mixplane ARGS` in this process: (exit code, stdout, stderr)."""
+    import sys
+
+    from mixplane.cli import app
+    from mixplane.cli.common import console, run_app
+
+    monkeypatch.setattr(console, "width", 500)  # no line wrapping inside long names and paths
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["mixplane", *args])
+        code = run_app(app)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -17,8 +17,6 @@ import pytest
 from mixplane import run_pipeline
 from mixplane.catalog import Catalog
 from mixplane.catalog.sample import sample_documents
-from mixplane.cli import app
-from mixplane.cli.common import console, run_app
 from mixplane.tokenize import load_tokenizer, tokenize_dataset, train_tokenizer
 
 TEXTS = {
@@ -56,21 +54,6 @@ def tokens(tmp_path_factory) -> Path:
         }
     )
     return root
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """Run `mixplane ARGS` in this process: (exit code, stdout, stderr)."""
-
-    monkeypatch.setattr(console, "width", 500)  # no line wrapping inside names
-
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["mixplane", *args])
-        code = run_app(app)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def metadata(root: Path) -> list[dict]:

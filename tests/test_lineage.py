@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 
 from mixplane import run_pipeline
-from mixplane.cli import app
-from mixplane.cli.common import console, run_app
 from mixplane.errors import InputError
 from mixplane.lineage import trace, verify
 from mixplane.manifest import file_digest, write_manifest
@@ -156,21 +154,6 @@ def test_lineage_starts_from_any_step_and_needs_a_manifest(chain: Path, tmp_path
         trace(str(tmp_path))
     code, _, err = cli("lineage", str(tmp_path))
     assert code == 2 and err.startswith("error:")
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """Run `mixplane ARGS` in this process: (exit code, stdout, stderr)."""
-
-    monkeypatch.setattr(console, "width", 500)  # no line wrapping inside names
-
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["mixplane", *args])
-        code = run_app(app)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def mixplane(*args: str) -> subprocess.CompletedProcess:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,6 @@ import pytest
 from test_tokenize_backends import corpus, trained_tokenizer, write_corpus
 
 from mixplane import run_pipeline
-from mixplane.cli import app
-from mixplane.cli.common import console, run_app
 from mixplane.errors import ConfigError, InputError
 from mixplane.manifest import read_json
 from mixplane.store import ShardReader, TokenizedDataset
@@ -261,20 +258,6 @@ def test_bad_options_fail_before_any_work(workspace: Path, tmp_path: Path):
     with pytest.raises(InputError, match="no text column 'text' \\(columns: body\\)"):
         tokenize_dataset(base | {"input": str(bad), "tokenizer": str(workspace / "tokenizer.json")})
     assert not (tmp_path / "t" / "_manifest.json").exists()
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    """Run `mixplane ARGS` in this process: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(console, "width", 500)  # no wrapping inside long paths
-
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["mixplane", *args])
-        code = run_app(app)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def test_cli_trains_tokenizes_and_exports(workspace: Path, tmp_path: Path, cli):

@@ -7,12 +7,14 @@ same one-line errors (which file, which key, which keys are valid).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from mixplane.errors import ConfigError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def read_yaml_mapping(path: str | Path, expected: str) -> dict[str, Any]:
@@ -30,6 +32,19 @@ def read_yaml_mapping(path: str | Path, expected: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with {expected}")
     return data
+
+
+def validate_config(model: type[ModelT], data: Any, where: str) -> ModelT:
+    """Validate `data` against `model`, turning pydantic's report into one readable line.
+
+    Example:
+        >>> validate_config(PipelineConfig, {"input": "a.jsonl"}, "p.yaml")  # doctest: +SKIP
+        ConfigError: p.yaml: missing key 'output'
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(f"{where}: {describe_errors(error, model)}") from None
 
 
 def describe_errors(error: ValidationError, model: type[BaseModel]) -> str:

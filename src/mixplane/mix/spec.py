@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mixplane.configs import describe_errors, read_yaml_mapping
+from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -173,10 +173,7 @@ class MixtureSpec(BaseModel):
         """Validate a dict, turning pydantic's report into one readable line."""
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a mapping with seq_len and components")
-        try:
-            return cls.model_validate(data)
-        except ValidationError as error:
-            raise ConfigError(f"{where}: {describe_errors(error, cls)}") from None
+        return validate_config(cls, data, where)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> MixtureSpec:

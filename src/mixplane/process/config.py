@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mixplane.configs import describe_errors, read_yaml_mapping
+from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError
 from mixplane.process.stage import SourceScoped, Stage, build_stage
 
@@ -119,7 +119,4 @@ class PipelineConfig(BaseModel):
     @classmethod
     def parse(cls, data: dict[str, Any], where: str = "config") -> PipelineConfig:
         """Validate a dict, turning pydantic's report into one readable line."""
-        try:
-            return cls.model_validate(data)
-        except ValidationError as error:
-            raise ConfigError(f"{where}: {describe_errors(error, cls)}") from None
+        return validate_config(cls, data, where)

@@ -6,10 +6,9 @@ import hashlib
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mixplane.configs import describe_errors
-from mixplane.errors import ConfigError
+from mixplane.configs import validate_config
 from mixplane.process.config import InputConfig
 
 # Options that change how fast the work runs, never what it writes.
@@ -70,7 +69,4 @@ class TokenizeConfig(BaseModel):
     @classmethod
     def parse(cls, data: dict[str, Any], where: str = "tokenize options") -> TokenizeConfig:
         """Validate a dict, turning pydantic's report into one readable line."""
-        try:
-            return cls.model_validate(data)
-        except ValidationError as error:
-            raise ConfigError(f"{where}: {describe_errors(error, cls)}") from None
+        return validate_config(cls, data, where)
