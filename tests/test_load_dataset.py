@@ -340,3 +340,30 @@ def test_resolved_mixtures_are_cached_until_the_catalog_changes(catalog, dataset
     write_token_dataset(str(tmp_path / "books"), documents=50, source="books")
     Catalog(str(copy)).register(str(tmp_path / "books"), name="books")
     assert entry_folder(spec, str(copy), spec.cache_dir) != before
+
+
+def test_output_dtype_must_hold_the_vocabulary(dataset):
+    with pytest.raises(ConfigError, match="dtype uint8 cannot hold the token ids of"):
+        MixtureDataset(dataset.spec, resolved=dataset.resolved, dtype="uint8")
+    with pytest.raises(ConfigError, match="dtype must be an integer type"):
+        MixtureDataset(dataset.spec, resolved=dataset.resolved, dtype="float32")
+    narrow = MixtureDataset(dataset.spec, resolved=dataset.resolved, dtype="uint16")
+    batch = narrow.read_positions(np.arange(30))["input_ids"]
+    assert batch.dtype == np.uint16
+    assert np.array_equal(batch, dataset.read_positions(np.arange(30))["input_ids"])
+
+
+@pytest.mark.parametrize("read_ahead", [1, 7, 64])
+def test_reading_ahead_in_the_background_changes_nothing(dataset, read_ahead):
+    def run(prefetch: int) -> list[dict]:
+        reader = MixtureDataset(
+            dataset.spec, resolved=dataset.resolved, prefetch=prefetch, read_ahead=read_ahead
+        )
+        batches = reader.batches(5)
+        out = take(batches, 20)
+        reader.set_weights(150, {"wiki": 1, "code": 1, "web_de": 2})  # drops what was read ahead
+        return out + take(batches, 20)
+
+    inline, ahead = run(0), run(3)
+    for key in ("input_ids", "document_ids", "component", "index"):
+        assert np.array_equal(stacked(inline, key), stacked(ahead, key))

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from mixplane.errors import ConfigError
 from mixplane.load import Layout
 from mixplane.load.packing import PackedComponent
-from mixplane.load.ranges import DocumentRanges, difference, intersection_size, union
+from mixplane.load.ranges import (
+    DocumentRanges,
+    difference,
+    intersection_size,
+    merge,
+    overlaps,
+    union,
+)
 from mixplane.mix import Blend
 
 
@@ -115,6 +122,23 @@ def test_workers_take_whole_batches_in_turn():
     assert Layout(0, 4).local_limit(base=10, length=30) == 5
     with pytest.raises(ConfigError, match="worker 2 of 2"):
         Layout(0, 1, 2, 2)
+
+
+intervals = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 30)), max_size=25).map(
+    lambda pairs: merge(
+        np.array([lo for lo, _ in pairs], dtype=np.int64),
+        np.array([lo + size for lo, size in pairs], dtype=np.int64),
+    )
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=intervals, b=intervals)
+def test_overlap_test_agrees_with_the_exact_intersection(a, b):
+    points_a = {p for lo, hi in zip(*a, strict=True) for p in range(lo, hi)}
+    points_b = {p for lo, hi in zip(*b, strict=True) for p in range(lo, hi)}
+    assert intersection_size(a, b) == len(points_a & points_b)
+    assert overlaps(a, b) == overlaps(b, a) == bool(points_a & points_b)
 
 
 def test_range_sets():

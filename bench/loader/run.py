@@ -11,10 +11,11 @@ torch DataLoader with 0 and 2 workers, every tool in the same run and fed the sa
   over MDS shards of the same packed sequences (its own venv under bench/.venvs/streaming);
 - `hf`: Hugging Face datasets' `interleave_datasets` over three Arrow datasets of them.
 
-Each measurement is a fresh process (peak RSS of its whole tree, workers included); results
-are medians over repeats. mixplane's first run starts with an empty plan cache (`cold`: it
-queries the catalog), later runs find the plan cached. Goals: >= 2x MosaicML's throughput,
->= 70% of the memmap limit, first batch < 1 s on a 1-billion-token catalog.
+Each measurement is a fresh process (peak RSS of its whole tree, workers included); every
+tool runs once per round and results are medians over the rounds. mixplane's first run
+starts with an empty plan cache (`cold`: it queries the catalog), later runs find the plan
+cached. Goals: >= 2x MosaicML's throughput, >= 70% of the memmap limit, first batch < 1 s
+on a 1-billion-token catalog.
 
     python bench/loader/run.py --tokens 1e9                 # full size (about 2 GB of tokens)
     python bench/loader/run.py --tokens 2e7 --batches 200   # quick check
@@ -92,24 +93,26 @@ def main() -> None:
         if built.returncode != 0:
             raise RuntimeError(f"MDS build failed:\n{built.stderr[-3000:]}")
 
-    results: dict[str, dict] = {}
-    for workers in args.workers:
-        for tool in args.tools:
-            runs = []
-            for repeat in range(args.repeats):
+    # Repeats are the outer loop: every tool runs once per round, so a slower or faster
+    # moment of the machine falls on all of them alike.
+    runs: dict[str, list[dict]] = {}
+    for repeat in range(args.repeats):
+        for workers in args.workers:
+            for tool in args.tools:
                 if tool.startswith("mixplane") and repeat == 0:
                     shutil.rmtree(folder / "cache", ignore_errors=True)
-                runs.append(run_tool(tool, folder, workers, args, mosaic_python))
-                print(
-                    f"{tool} workers={workers} #{repeat}: {json.dumps(runs[-1])}", file=sys.stderr
-                )
-            summary = median_of(runs)
-            if tool.startswith("mixplane"):
-                summary["cold_first_batch_seconds"] = runs[0]["first_batch_seconds"]
-                summary["first_batch_seconds"] = statistics.median(
-                    r["first_batch_seconds"] for r in runs[1:] or runs
-                )
-            results[f"{tool}/{workers}"] = summary | {"runs": runs}
+                run = run_tool(tool, folder, workers, args, mosaic_python)
+                runs.setdefault(f"{tool}/{workers}", []).append(run)
+                print(f"{tool} workers={workers} #{repeat}: {json.dumps(run)}", file=sys.stderr)
+    results: dict[str, dict] = {}
+    for key, measured in runs.items():
+        summary = median_of(measured)
+        if key.startswith("mixplane"):
+            summary["cold_first_batch_seconds"] = measured[0]["first_batch_seconds"]
+            summary["first_batch_seconds"] = statistics.median(
+                r["first_batch_seconds"] for r in measured[1:] or measured
+            )
+        results[key] = summary | {"runs": measured}
 
     ratios = {}
     for workers in args.workers:

@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     # Libraries load before the clock starts: time to first batch counts the tools' work only.
     if args.tool.startswith("mixplane"):
+        import mixplane.catalog  # noqa: F401
         import mixplane.load.torch_adapter  # noqa: F401
     if args.tool.startswith("hf"):
         import datasets  # noqa: F401

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mixplane.errors import ConfigError
+from mixplane.load.assemble import plan_block
 from mixplane.load.partition import Layout
 from mixplane.load.plan import SamplePlan
 from mixplane.load.resolve import ResolvedMixture, resolve_mixture
@@ -25,6 +26,7 @@ from mixplane.load.stream import Stream
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
 Boundaries = Literal["document_ids", "position_ids", "both", "none"]
+READ_AHEAD_TOKENS = 1 << 21
 
 
 class MixtureDataset:
@@ -38,8 +40,10 @@ class MixtureDataset:
     weight changes, and `load_state_dict()` continues from there, also with another world size.
 
     Options: `catalog` (a `Catalog` to query instead of the spec's), `boundaries`
-    (document_ids, position_ids, both or none), `dtype` of `input_ids`, `prefetch` (chunks
-    read ahead by a background thread; 0: none) and `read_ahead` (sequences per chunk).
+    (document_ids, position_ids, both or none), `dtype` of `input_ids`, `prefetch` (blocks
+    filled ahead by a background thread; 0: none) and `read_ahead` (sequences per block;
+    default: about 2M tokens, rounded up to whole batches). Planning costs a fixed ~0.5 ms
+    per block, so blocks of a few hundred sequences or more keep it small per sequence.
     """
 
     def __init__(
@@ -52,7 +56,7 @@ class MixtureDataset:
         boundaries: Boundaries = "document_ids",
         dtype: str | np.dtype = "int64",
         prefetch: int = 2,
-        read_ahead: int = 256,
+        read_ahead: int | None = None,
         resolved: ResolvedMixture | None = None,
     ):
         spec = load_mixture(mixture)
@@ -62,10 +66,10 @@ class MixtureDataset:
         self.resolved = resolved or resolve_mixture(spec, catalog)
         self.spec = self.resolved.spec
         self.plan = SamplePlan(self.spec, self.resolved.tree, self.resolved.lengths)
-        self.source = self.resolved.source(np.dtype(dtype))
+        self.source = self.resolved.source(output_dtype(dtype, self.resolved.datasets))
         self.boundaries = boundaries
         self.prefetch = prefetch
-        self.read_ahead = read_ahead
+        self.read_ahead = read_ahead or max(1, READ_AHEAD_TOKENS // self.spec.seq_len)
         self.base = 0  # global position the current split starts from
         self.read = 0  # local indices handed out since `base` (the next one to read)
         self.split: list[int] = [world_size, 1, 1]  # (world, workers, block) of the split
@@ -107,7 +111,7 @@ class MixtureDataset:
 
     def read_positions(self, positions: np.ndarray) -> dict[str, np.ndarray]:
         """The samples at global `positions`, batched (random access, no state change)."""
-        return Stream.read_block(self, np.asarray(positions, dtype=np.int64))
+        return plan_block(self, np.asarray(positions, dtype=np.int64)).fill()
 
     def explain(self, position: int) -> list[dict[str, Any]]:
         """Where the tokens of the sequence at `position` come from: one entry per piece,
@@ -224,3 +228,20 @@ class MixtureDataset:
         self.plan.set_weights(step, weights)
         if self._stream is not None:
             self._stream.restart()
+
+
+def output_dtype(dtype: str | np.dtype, datasets: list[dict[str, Any]]) -> np.dtype:
+    """The dtype of `input_ids`, checked to hold every token id of the mixture's datasets."""
+    out = np.dtype(dtype)
+    if out.kind not in "iu":
+        raise ConfigError(f"dtype must be an integer type, got {out}")
+    for info in datasets:
+        tokenizer = info.get("tokenizer") or {}
+        stored = np.dtype(tokenizer.get("dtype", "uint32"))
+        largest = tokenizer.get("vocab_size", np.iinfo(stored).max + 1) - 1
+        if largest > np.iinfo(out).max or stored.itemsize > out.itemsize:
+            raise ConfigError(
+                f"dtype {out} cannot hold the token ids of {info.get('dataset')} (stored as "
+                f"{stored}, ids up to {largest}); use int32 or int64"
+            )
+    return out

@@ -32,20 +32,22 @@ from mixplane.errors import ConfigError
 
 @dataclass(frozen=True)
 class Spans:
-    """Pieces of documents that make up a block of sequences, in order.
+    """Pieces of documents that make up a block of sequences.
 
     `row` is the sequence (0..n-1 of the request), `document` the component-local document,
     `begin`/`stop` the token range inside the document (its EOS, when appended, is the
-    position just after its stored tokens), `column` where the piece starts in its row.
+    position just after its stored tokens), `column` where the piece starts in its row and
+    `ordinal` its place among the row's pieces (0, 1, 2...).
     """
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("row", "document", "begin", "stop", "column")
+    FIELDS: ClassVar[tuple[str, ...]] = ("row", "document", "begin", "stop", "column", "ordinal")
 
     row: np.ndarray
     document: np.ndarray
     begin: np.ndarray
     stop: np.ndarray
     column: np.ndarray
+    ordinal: np.ndarray
 
     def __len__(self) -> int:
         return len(self.row)
@@ -116,40 +118,36 @@ class PackedComponent:
                 self._cache.popitem(last=False)
         return permutation, ends
 
-    def spans(self, indices: np.ndarray) -> Spans:
-        """The document pieces of the component's sequences `indices` (over all epochs)."""
+    def spans(self, indices: np.ndarray, rows: np.ndarray | None = None) -> Spans:
+        """The document pieces of the component's sequences `indices` (over all epochs),
+        ordered by row; `rows` numbers the sequences (default 0, 1, 2...)."""
         indices = np.asarray(indices, dtype=np.int64)
+        rows = np.arange(len(indices)) if rows is None else np.asarray(rows, dtype=np.int64)
         epochs, within = np.divmod(indices, self.sequences_per_epoch)
+        if len(indices) == 0 or epochs.min() == epochs.max():
+            return self._epoch_spans(int(epochs[0]) if len(indices) else 0, within, rows)
         parts = []
-        for epoch in np.unique(epochs):
-            mine = np.flatnonzero(epochs == epoch)
-            parts.append(self._epoch_spans(int(epoch), within[mine], mine))
-        if len(parts) == 1:
-            return parts[0]
+        for epoch in np.unique(epochs).tolist():
+            mine = epochs == epoch
+            parts.append(self._epoch_spans(epoch, within[mine], rows[mine]))
         spans = Spans.concatenate(parts)
         return spans.take(np.argsort(spans.row, kind="stable"))
 
     def _epoch_spans(self, epoch: int, sequences: np.ndarray, rows: np.ndarray) -> Spans:
+        # One array operation per step for the whole request: this runs for every block read.
         permutation, ends = self.order(epoch)
-        first_token = sequences * self.seq_len
-        last_token = first_token + self.seq_len - 1
-        first = np.searchsorted(ends, first_token, side="right")
-        last = np.searchsorted(ends, last_token, side="right")
-        counts = last - first + 1
-        row = np.repeat(rows, counts)
-        # Position of each piece inside its sequence's run of documents: 0, 1, 2...
-        run_start = np.repeat(np.cumsum(counts) - counts, counts)
-        ordinal = first.repeat(counts) + (np.arange(len(row)) - run_start)
-        document_end = ends[ordinal]
-        document_start = document_end - self.lengths[permutation[ordinal]]
-        sequence_start = np.repeat(first_token, counts)
-        begin = np.maximum(sequence_start, document_start) - document_start
-        stop = np.minimum(sequence_start + self.seq_len, document_end) - document_start
-        column = np.maximum(document_start - sequence_start, 0)
-        return Spans(
-            row.astype(np.int64),
-            permutation[ordinal].astype(np.int64),
-            begin,
-            stop,
-            column,
-        )
+        seq_len = self.seq_len
+        sequence_start = sequences * seq_len
+        first = ends.searchsorted(sequence_start, side="right")
+        counts = ends.searchsorted(sequence_start + (seq_len - 1), side="right") - first + 1
+        owner = np.arange(len(sequences)).repeat(counts)  # the request's sequence of each piece
+        ordinal = np.arange(len(owner)) - (counts.cumsum() - counts)[owner]
+        where = first[owner] + ordinal  # place in the epoch's order
+        document = permutation[where].astype(np.int64)
+        document_end = ends[where]
+        document_start = document_end - self.lengths[document]
+        sequence_start = sequence_start[owner]
+        offset = document_start - sequence_start  # where the document starts in the row
+        begin = np.maximum(-offset, 0)
+        stop = np.minimum(seq_len, document_end - sequence_start) - offset
+        return Spans(rows[owner], document, begin, stop, np.maximum(offset, 0), ordinal)

@@ -34,15 +34,24 @@ from mixplane.mix.tree import MixtureTree
 class Block:
     """A block of positions: their components, sequence indices and document pieces.
 
-    `spans.row` indexes the block's positions; `spans.document` is component-local and
-    `span_component` says which component each piece belongs to.
+    `spans.row` indexes the block's positions; the pieces are grouped by component, and
+    `groups` lists `(component, first piece, end)` for each group (`spans.document` is
+    local to that component). Within a group pieces are ordered by row, then column.
     """
 
     positions: np.ndarray
     components: np.ndarray
     indices: np.ndarray
     spans: Spans
-    span_component: np.ndarray
+    groups: list[tuple[int, int, int]]
+
+    @property
+    def span_component(self) -> np.ndarray:
+        """The component of each piece."""
+        out = np.empty(len(self.spans), dtype=np.int32)
+        for component, lo, hi in self.groups:
+            out[lo:hi] = component
+        return out
 
 
 class SamplePlan:
@@ -129,18 +138,15 @@ class SamplePlan:
         """Everything needed to read the sequences at `positions`."""
         positions = np.asarray(positions, dtype=np.int64)
         components, indices = self.blend.lookup(positions)
-        parts, owners = [], []
-        for c in np.unique(components):
+        parts, groups, count = [], [], 0
+        for c in np.unique(components).tolist():
             rows = np.flatnonzero(components == c)
-            spans = self.components[c].spans(indices[rows])
-            parts.append(
-                Spans(rows[spans.row], spans.document, spans.begin, spans.stop, spans.column)
-            )
-            owners.append(np.full(len(spans), c, dtype=np.int32))
-        spans = Spans.concatenate(parts) if parts else _no_spans()
-        owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int32)
-        order = np.lexsort((spans.column, spans.row))
-        return Block(positions, components, indices, spans.take(order), owner[order])
+            spans = self.components[c].spans(indices[rows], rows)
+            parts.append(spans)
+            groups.append((c, count, count + len(spans)))
+            count += len(spans)
+        spans = parts[0] if len(parts) == 1 else Spans.concatenate(parts) if parts else _no_spans()
+        return Block(positions, components, indices, spans, groups)
 
     def epochs_at(self, position: int) -> np.ndarray:
         """Epochs each component has gone through by `position` (fractional)."""
@@ -155,4 +161,4 @@ def _cap(max_epochs: float | None, per_epoch: int) -> int:
 
 def _no_spans() -> Spans:
     empty = np.zeros(0, dtype=np.int64)
-    return Spans(empty, empty, empty, empty, empty)
+    return Spans(*[empty] * len(Spans.FIELDS))

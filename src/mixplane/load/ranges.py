@@ -74,6 +74,10 @@ class DocumentRanges:
         which = np.searchsorted(self.bases, local, side="right") - 1
         return self.shard[which], self.start[which] + (local - self.bases[which])
 
+    def shard_of(self, local: np.ndarray) -> np.ndarray:
+        """The shard number of each component-local document."""
+        return self.shard[self.bases.searchsorted(local, side="right") - 1]
+
     def gather(self, per_shard: Callable[[int], np.ndarray]) -> np.ndarray:
         """A per-document array (e.g. token counts) from each shard's whole array, in order."""
         out = np.empty(self.documents, dtype=np.int64)
@@ -142,6 +146,19 @@ def elementary(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray
     cuts = np.unique(np.concatenate([a[0], a[1], b[0], b[1]]))
     lo, hi = cuts[:-1], cuts[1:]
     return lo, hi, covered(*a, lo), covered(*b, lo)
+
+
+def overlaps(a, b) -> bool:
+    """Whether two sorted disjoint interval sets share a point (no sort, one binary search).
+
+    For each interval of `a`, the last interval of `b` starting before its end overlaps it
+    exactly when some interval of `b` does, since `b`'s intervals are sorted and disjoint.
+    """
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    if len(a_lo) == 0 or len(b_lo) == 0:
+        return False
+    last = b_lo.searchsorted(a_hi, side="left") - 1
+    return bool(np.any((last >= 0) & (b_hi[np.maximum(last, 0)] > a_lo)))
 
 
 def intersection_size(a, b) -> int:

@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,22 +86,22 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
 
 def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
     tree = MixtureTree(spec)
-    # The queries run side by side: DuckDB works outside the interpreter lock.
-    with ThreadPoolExecutor(max_workers=min(4, len(tree.leaves))) as pool:
-        selections = list(pool.map(lambda leaf: _select(catalog, leaf), tree.leaves))
-    selected, versions = [], {}
-    for selection in selections:
-        parts = []
-        # Sorted by dataset so the document order never depends on how the catalog lists them.
-        for part in sorted(selection, key=lambda p: p.dataset):
-            if part.documents == 0:
-                continue
-            keys = [(part.uri, stem) for stem in part.shards]
-            parts.append(DocumentRanges.build(keys, part.shard, part.start, part.end))
-            versions.setdefault(part.uri, part.dataset)
-        selected.append(DocumentRanges.join(parts))
-    selected = settle_overlaps(tree.names, selected, spec.overlap)
-    infos = _dataset_infos(catalog, sorted(set(versions.values())))
+    # One catalog session for every component: the registry and query engine open once.
+    with catalog.session() as session:
+        selections = [_select(session, leaf) for leaf in tree.leaves]
+        selected, versions = [], {}
+        for selection in selections:
+            parts = []
+            # Sorted by dataset so the document order never depends on how the catalog lists them.
+            for part in sorted(selection, key=lambda p: p.dataset):
+                if part.documents == 0:
+                    continue
+                keys = [(part.uri, stem) for stem in part.shards]
+                parts.append(DocumentRanges.build(keys, part.shard, part.start, part.end))
+                versions.setdefault(part.uri, part.dataset)
+            selected.append(DocumentRanges.join(parts))
+        selected = settle_overlaps(tree.names, selected, spec.overlap)
+        infos = _dataset_infos(session, sorted(set(versions.values())))
     shards, selected = _shared_shards(selected)
     eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
     source = TokenSource(
@@ -141,8 +140,8 @@ def settle_overlaps(
     if rule == "error":
         for i in range(len(lines)):
             for j in range(i + 1, len(lines)):
-                shared = iv.intersection_size(lines[i], lines[j])
-                if shared:
+                if iv.overlaps(lines[i], lines[j]):
+                    shared = iv.intersection_size(lines[i], lines[j])
                     raise ConfigError(
                         f"components {names[i]!r} and {names[j]!r} both match {shared:,} "
                         "documents; make their predicates disjoint or set `overlap: first` "
@@ -175,10 +174,10 @@ def _shared_shards(selected: list[DocumentRanges]):
     return joined.shards, renumbered
 
 
-def _select(catalog, leaf):
+def _select(session, leaf):
     where = leaf.where or EVERYTHING
     try:
-        selection = catalog.select(where, datasets=list(leaf.datasets or []) or None)
+        selection = session.select(where, datasets=list(leaf.datasets or []) or None)
     except MixplaneError as error:
         raise ConfigError(f"component {leaf.name!r}: {error}") from None
     if selection.documents == 0:
@@ -189,7 +188,7 @@ def _select(catalog, leaf):
     return selection
 
 
-def _dataset_infos(catalog, refs: list[str]) -> list[dict[str, Any]]:
+def _dataset_infos(session, refs: list[str]) -> list[dict[str, Any]]:
     return [
         {
             "dataset": version.ref,
@@ -197,7 +196,7 @@ def _dataset_infos(catalog, refs: list[str]) -> list[dict[str, Any]]:
             "fingerprint": version.fingerprint,
             "tokenizer": version.tokenizer or {},
         }
-        for version in catalog.resolve(refs)
+        for version in session.resolve(refs)
     ]
 
 

@@ -6,7 +6,8 @@ process reopens its shards there.
 
 Example:
     >>> source = TokenSource([("/data/web", "shard-00000-000")], eos_id=0)  # doctest: +SKIP
-    >>> tokens = source.fill(shards, documents, spans, rows=8, seq_len=2048)  # doctest: +SKIP
+    >>> source.tokens(0)[:4]  # doctest: +SKIP
+    array([ 464, 2068,  318,  257])
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.load.ranges import ShardKey
 from mixplane.store.dataset import TokenizedDataset
 from mixplane.store.reader import ShardReader
-
-# Below this many tokens per piece, one vectorized gather beats a slice copy per piece.
-GATHER_BELOW = 64
 
 
 class TokenSource:
@@ -43,15 +41,16 @@ class TokenSource:
         self.storage_options = storage_options or {}
         self.cache_dir = cache_dir
         self._readers: dict[int, ShardReader] = {}
-        self._tokens: dict[int, np.ndarray] = {}
-        self._sizes = np.zeros(len(self.shards), dtype=np.int64)  # tokens per opened shard
+        self._arrays: list[np.ndarray | None] = [None] * len(self.shards)  # opened shards
+        self._opened = np.zeros(len(self.shards), dtype=bool)
         self._datasets: dict[str, TokenizedDataset] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_readers"], state["_tokens"], state["_datasets"] = {}, {}, {}
-        state["_sizes"] = np.zeros(len(self.shards), dtype=np.int64)
+        state["_readers"], state["_datasets"] = {}, {}
+        state["_arrays"] = [None] * len(self.shards)
+        state["_opened"] = np.zeros(len(self.shards), dtype=bool)
         state["_lock"] = None
         return state
 
@@ -79,10 +78,10 @@ class TokenSource:
         Slicing a `np.memmap` builds a memmap object per slice (tens of microseconds);
         a plain view of the same mapping slices in well under one.
         """
-        found = self._tokens.get(number)
+        found = self._arrays[number]
         if found is None:
-            found = self._tokens[number] = self.reader(number).tokens.view(np.ndarray)
-            self._sizes[number] = len(found)
+            found = self._arrays[number] = self.reader(number).tokens.view(np.ndarray)
+            self._opened[number] = True
         return found
 
     def _dataset(self, uri: str) -> TokenizedDataset:
@@ -109,56 +108,14 @@ class TokenSource:
         # Remote: the metadata's token counts, so no token file is fetched before it is read.
         return self.metadata_column(number, "n_tokens").astype(np.int64)
 
-    def fill(
-        self,
-        shard: np.ndarray,
-        first: np.ndarray,
-        take: np.ndarray,
-        target: np.ndarray,
-        eos: np.ndarray,
-        size: int,
-    ) -> np.ndarray:
-        """A flat array of `size` tokens: `take[i]` tokens of shard `shard[i]` from token
-        `first[i]` go to `target[i]`, followed by an EOS where `eos[i]` is set.
+    @property
+    def arrays(self) -> list[np.ndarray | None]:
+        """Token arrays by shard number (None for shards not opened yet)."""
+        return self._arrays
 
-        The pieces, sorted by target, cover the output exactly.
-        """
-        out = np.empty(size, dtype=self.dtype)
-        eos_at = (target + take)[eos]
-        if len(take) and take.mean() < GATHER_BELOW:
-            for number in np.unique(shard):
-                mine = shard == number
-                self._gather(self.tokens(int(number)), first[mine], take[mine], target[mine], out)
-        else:
-            self._concatenate(shard, first, take, target, eos, out)
-        if len(eos_at):
-            if self.eos_id is None:
-                raise ValueError("an appended EOS is needed but no eos_id is known")
-            out[eos_at] = self.eos_id
-        return out
-
-    def _concatenate(self, shard, first, take, target, eos, out) -> None:
-        """One C-level copy of all pieces; a piece ending in an EOS takes one stored token
-        too many, which the EOS then overwrites (unless that would read past the shard)."""
-        tokens = {int(n): self.tokens(int(n)) for n in np.unique(shard)}
-        ends = first + take + eos
-        if np.any(ends > self._sizes[shard]):
-            for number, begin, count, at in zip(
-                shard.tolist(), first.tolist(), take.tolist(), target.tolist(), strict=True
-            ):
-                out[at : at + count] = tokens[number][begin : begin + count]
-            return
-        pieces = [
-            tokens[number][begin:end]
-            for number, begin, end in zip(
-                shard.tolist(), first.tolist(), ends.tolist(), strict=True
-            )
-        ]
-        np.concatenate(pieces, out=out)
-
-    @staticmethod
-    def _gather(tokens: np.ndarray, start: np.ndarray, take: np.ndarray, target, out) -> None:
-        """Many short pieces at once: one fancy-indexed copy instead of a loop."""
-        run_start = np.repeat(np.cumsum(take) - take, take)
-        step = np.arange(int(take.sum())) - run_start
-        out[np.repeat(target, take) + step] = tokens[np.repeat(start, take) + step]
+    def open(self, shard: np.ndarray) -> None:
+        """Open the shards numbered in `shard` that are not open yet."""
+        missing = ~self._opened[shard]
+        if missing.any():
+            for number in np.unique(shard[missing]).tolist():
+                self.tokens(number)

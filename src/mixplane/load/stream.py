@@ -1,19 +1,23 @@
-"""One reader's pass over a rank's stream: chunks read ahead, handed out one by one.
+"""One reader's pass over a rank's stream: blocks read ahead, handed out one by one.
 
 A `Stream` is an iterator with explicit state kept on its dataset (`base`, `read`), so a
-checkpoint is a dict. Chunks of positions are turned into arrays in a background thread;
-a weight change drops what was read ahead and reads it again under the new weights.
+checkpoint is a dict. Blocks of positions are planned in the consuming thread (array
+arithmetic, a few microseconds per sequence) and filled by a background thread in compiled
+code that releases the GIL, `prefetch` blocks ahead; a weight change drops what was read
+ahead and reads it again under the new weights.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mixplane.load.assemble import PlannedBlock, plan_block
 from mixplane.load.partition import Layout
-from mixplane.load.prefetch import Prefetcher
 
 if TYPE_CHECKING:
     from mixplane.load.dataset import MixtureDataset
@@ -37,12 +41,13 @@ class Stream:
         self.poll = poll
         blocks = max(1, -(-dataset.read_ahead // layout.block))
         self.chunk = blocks * layout.block
-        self._ahead: Prefetcher | None = None
+        self._filler: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[np.ndarray, PlannedBlock, Future | None]] = deque()
         self.restart()
 
     # -- producing -----------------------------------------------------------------------
 
-    def _chunks(self, start: int) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
         dataset, layout = self.dataset, self.layout
         limit = layout.local_limit(dataset.base, dataset.plan.length)
         cursor = start
@@ -52,59 +57,52 @@ class Stream:
                 local = local[local < limit]
             if len(local) == 0:
                 return
-            yield local, self.read_block(dataset, layout.positions(dataset.base, local))
+            yield local, plan_block(dataset, layout.positions(dataset.base, local))
             cursor = int(local[-1]) + 1
 
-    @staticmethod
-    def read_block(dataset: MixtureDataset, positions: np.ndarray) -> dict[str, np.ndarray]:
-        """Arrays for the sequences at `positions`: tokens, component, document boundaries."""
-        plan, resolved = dataset.plan, dataset.resolved
-        block = plan.block(positions)
-        spans = block.spans
-        rows, seq_len = len(positions), plan.spec.seq_len
-        shard = np.empty(len(spans), dtype=np.int64)
-        first = np.empty(len(spans), dtype=np.int64)
-        stored = np.empty(len(spans), dtype=np.int64)
-        for c in np.unique(block.span_component):
-            mine = block.span_component == c
-            documents = spans.document[mine]
-            shard[mine] = resolved.ranges[c].locate(documents)[0]
-            first[mine] = resolved.starts[c][documents] + spans.begin[mine]
-            stored[mine] = resolved.lengths[c][documents]
-        stored -= resolved.appended[shard]
-        lengths = spans.stop - spans.begin
-        take = np.minimum(spans.stop, stored) - spans.begin
-        target = spans.row * seq_len + spans.column
-        # A piece reaching past its document's stored tokens ends in the appended EOS.
-        eos = take < lengths
-        tokens = dataset.source.fill(shard, first, take, target, eos, rows * seq_len)
-        out = {
-            "input_ids": tokens.reshape(rows, seq_len),
-            "component": block.components.astype(np.int64),
-            "index": positions.astype(np.int64),
-        }
-        if dataset.boundaries in ("document_ids", "both"):
-            first_of_row = np.searchsorted(spans.row, spans.row, side="left")
-            ordinal = (np.arange(len(spans)) - first_of_row).astype(np.int32)
-            out["document_ids"] = np.repeat(ordinal, lengths).reshape(rows, seq_len)
-        if dataset.boundaries in ("position_ids", "both"):
-            flat = np.arange(rows * seq_len, dtype=np.int32)
-            flat -= np.repeat(target.astype(np.int32), lengths)
-            out["position_ids"] = flat.reshape(rows, seq_len)
-        return out
+    def _schedule(self) -> None:
+        """Plan blocks until `prefetch` of them are being filled in the background."""
+        while self._planned is not None and len(self._pending) < max(self.prefetch, 1):
+            try:
+                local, planned = next(self._planned)
+            except StopIteration:
+                self._planned = None
+                return
+            future = None
+            if self.prefetch > 0:
+                if self._filler is None:
+                    self._filler = ThreadPoolExecutor(1, thread_name_prefix="mixplane-read")
+                future = self._filler.submit(planned.fill)
+            self._pending.append((local, planned, future))
+
+    def _next_block(self) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+        self._schedule()
+        if not self._pending:
+            return None
+        local, planned, future = self._pending.popleft()
+        arrays = planned.fill() if future is None else future.result()
+        self._schedule()  # keep the background thread busy while this block is handed out
+        return local, arrays
 
     # -- handing out ---------------------------------------------------------------------
 
     def restart(self) -> None:
         """Drop everything read ahead; continue from the first local index not handed out."""
-        if self._ahead is not None:
-            self._ahead.close()
+        self._drop_pending()
         self._take([], np.zeros(0, dtype=np.int64), {})
-        self._ahead = Prefetcher(self._chunks(self.dataset.read), self.prefetch)
+        self._planned: Iterator[tuple[np.ndarray, PlannedBlock]] | None = self._blocks(
+            self.dataset.read
+        )
+
+    def _drop_pending(self) -> None:
+        for _, _, future in self._pending:
+            if future is not None:
+                future.cancel()
+        self._pending.clear()
 
     def _take(self, item_ends: list[int], local: np.ndarray, arrays: dict) -> None:
         self._local, self._arrays = local, arrays
-        self._ends = item_ends  # where each item handed out ends, in rows of the chunk
+        self._ends = item_ends  # where each item handed out ends, in rows of the block
         self._item = 0
         self._next = 0
 
@@ -116,9 +114,12 @@ class Stream:
         return (np.flatnonzero(np.diff(blocks)) + 1).tolist() + [len(local)]
 
     def close(self) -> None:
-        if self._ahead is not None:
-            self._ahead.close()
-            self._ahead = None
+        """Stop reading ahead and end the background thread."""
+        self._drop_pending()
+        self._planned = None
+        if self._filler is not None:
+            self._filler.shutdown(wait=True)
+            self._filler = None
 
     def __iter__(self) -> Stream:
         return self
@@ -127,14 +128,11 @@ class Stream:
         if self.poll is not None:
             self.poll(self.dataset)
         if self._item >= len(self._ends):
-            if self._ahead is None:
-                raise StopIteration
-            try:
-                local, arrays = next(self._ahead)
-            except StopIteration:
+            block = self._next_block()
+            if block is None:
                 self.close()
-                raise
-            self._take(self._item_ends(local), local, arrays)
+                raise StopIteration
+            self._take(self._item_ends(block[0]), *block)
         start, stop = self._next, self._ends[self._item]
         if self.batched:
             item = {key: value[start:stop] for key, value in self._arrays.items()}

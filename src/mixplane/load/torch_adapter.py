@@ -28,6 +28,7 @@ from mixplane.load.channel import WeightChannel
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.partition import Layout
 from mixplane.load.state import merge_states
+from mixplane.load.transfer import WorkerBatch
 
 
 class TorchMixtureDataset(IterableDataset):
@@ -62,7 +63,7 @@ class TorchMixtureDataset(IterableDataset):
         # A worker is already a process running ahead of training; a reading thread inside it
         # would only compete with it for the interpreter.
         stream = self.dataset.iterate(layout, batched=batched, poll=self._poll, prefetch=0)
-        return map(one_storage, stream) if batched else stream
+        return map(WorkerBatch, stream) if batched else stream
 
     def _poll(self, dataset: MixtureDataset) -> None:
         changes = self.channel.receive()
