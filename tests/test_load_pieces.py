@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mixplane.load._pieces import copy_pieces, number_pieces
-from mixplane.load.transfer import NARROW, RAW, RUNS, WorkerBatch, encode
+from mixplane.load.transfer import NARROW, PIPE_LIMIT, RAW, RUNS, WorkerBatch, encode
 
 TOKEN_TYPES = [np.uint8, np.uint16, np.uint32]
 OUT_TYPES = [np.uint16, np.int32, np.uint32, np.int64]
@@ -147,7 +148,7 @@ arrays = st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(batch=st.dictionaries(st.sampled_from(["input_ids", "document_ids", "index"]), arrays))
 def test_worker_batches_arrive_as_equal_tensors(batch):
-    arrived = pickle.loads(pickle.dumps(WorkerBatch(batch)))
+    arrived = pickle.loads(ForkingPickler.dumps(WorkerBatch(batch)))
     assert list(arrived) == list(batch)
     for key, array in batch.items():
         assert isinstance(arrived[key], torch.Tensor)
@@ -160,5 +161,13 @@ def test_batches_travel_compactly():
     documents = np.repeat(np.arange(4, dtype=np.int32), 2048 // 4)[None].repeat(8, 0)
     assert encode(ids)[0] == NARROW and encode(documents)[0] == RUNS
     assert encode(np.arange(10))[0] == RAW
-    size = len(pickle.dumps(WorkerBatch({"input_ids": ids, "document_ids": documents})))
+    size = len(ForkingPickler.dumps(WorkerBatch({"input_ids": ids, "document_ids": documents})))
     assert size < ids.size * 2 + 4096
+    # Past the pipe's limit a batch goes to shared memory: the pickle is just a reference.
+    large = {"input_ids": np.tile(ids, (16, 1)), "document_ids": np.tile(documents, (16, 1))}
+    assert sum(a.nbytes for a in large.values()) > PIPE_LIMIT
+    data = ForkingPickler.dumps(WorkerBatch(large))
+    assert len(data) < 4096
+    arrived = pickle.loads(data)
+    for key, array in large.items():
+        assert np.array_equal(arrived[key].numpy(), array)

@@ -97,31 +97,6 @@ def as_tensors(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {key: torch.from_numpy(array) for key, array in batch.items()}
 
 
-def one_storage(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """The batch's arrays as tensors sharing one storage.
-
-    A worker hands each tensor storage to the training process through its own shared-memory
-    segment; one storage per batch makes that one segment instead of one per field.
-    """
-    sizes = [-(-array.nbytes // 8) * 8 for array in batch.values()]
-    buffer = np.empty(sum(sizes), dtype=np.uint8)
-    storage = torch.from_numpy(buffer)
-    out, offset = {}, 0
-    for (key, array), size in zip(batch.items(), sizes, strict=True):
-        window = buffer[offset : offset + array.nbytes].view(array.dtype).reshape(array.shape)
-        window[...] = array
-        out[key] = storage[offset : offset + array.nbytes].view(_TORCH_TYPES[array.dtype.str])
-        out[key] = out[key].view(array.shape)
-        offset += size
-    return out
-
-
-_TORCH_TYPES = {
-    np.dtype(name).str: getattr(torch, name)
-    for name in ("int64", "int32", "int16", "uint16", "uint32", "uint8")
-}
-
-
 def torch_loader(
     dataset: MixtureDataset,
     batch_size: int,
@@ -170,7 +145,6 @@ __all__ = [
     "TorchMixtureDataset",
     "as_tensors",
     "loader_state",
-    "one_storage",
     "torch",
     "torch_loader",
 ]
