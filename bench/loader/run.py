@@ -124,7 +124,8 @@ def main() -> None:
     output = {"tokens": tokens, "settings": vars(args) | {"data": str(args.data)}}
     output |= {"prepared": prepared, "results": results, "ratios": ratios}
     target = BENCH / f"results-{tokens}.json"
-    target.write_text(json.dumps(output, indent=2, default=str))
+    # Paths inside the repository are written relative to it.
+    target.write_text(json.dumps(output, indent=2, default=str).replace(f"{ROOT}/", ""))
     print_table(results, ratios)
     print(f"written {target}", file=sys.stderr)
 

@@ -145,7 +145,7 @@ class SamplePlan:
             parts.append(spans)
             groups.append((c, count, count + len(spans)))
             count += len(spans)
-        spans = parts[0] if len(parts) == 1 else Spans.concatenate(parts) if parts else _no_spans()
+        spans = Spans.concatenate(parts) if parts else _no_spans()
         return Block(positions, components, indices, spans, groups)
 
     def epochs_at(self, position: int) -> np.ndarray:

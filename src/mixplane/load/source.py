@@ -1,4 +1,4 @@
-"""Reading document pieces out of memory-mapped token shards into packed sequences.
+"""The token shards a loader reads from, memory-mapped (the copying is in `assemble`).
 
 Shards open on first use (remote ones are copied once into the cache directory by
 `TokenizedDataset`), so starting a loader touches no token file. A reader handed to another
