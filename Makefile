@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint format bench clean
 
 # torch is pinned so pip takes the CPU wheel; the [torch] extra accepts any recent torch.
-$(STAMP): pyproject.toml src/mixplane/load/_pieces.c
+$(STAMP): pyproject.toml setup.py src/mixplane/load/_pieces.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0" -e ".[dev,torch]"

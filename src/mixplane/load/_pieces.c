@@ -114,7 +114,10 @@ static PyObject *copy_pieces(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n_sources = PySequence_Fast_GET_SIZE(sources);
-    Buffer out = {0}, index[4] = {{0}};
+    (void)self;
+    Buffer out, index[4];
+    memset(&out, 0, sizeof out);
+    memset(index, 0, sizeof index);
     Buffer *source = PyMem_Calloc(n_sources ? n_sources : 1, sizeof(Buffer));
     if (source == NULL) return PyErr_NoMemory();
     PyObject *result = NULL;
@@ -195,7 +198,10 @@ static PyObject *number_pieces(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOL", &out_object, &target_object, &count_object,
                           &start_object, &step))
         return NULL;
-    Buffer out = {0}, index[3] = {{0}};
+    (void)self;
+    Buffer out, index[3];
+    memset(&out, 0, sizeof out);
+    memset(index, 0, sizeof index);
     PyObject *result = NULL;
     Py_ssize_t n = -1;
     if (PyObject_GetBuffer(out_object, &out.view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
@@ -254,7 +260,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_pieces", "Copying document pieces into packed sequences.", -1,
-    methods,
+    methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__pieces(void) { return PyModule_Create(&module); }
