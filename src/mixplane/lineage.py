@@ -25,7 +25,7 @@ from typing import Any
 from mixplane.errors import InputError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.urls import url_filesystem
-from mixplane.manifest import MANIFEST, file_digest, read_json
+from mixplane.manifest import MANIFEST, read_json, recompute
 
 HASH_THREADS = 4
 
@@ -187,7 +187,7 @@ def verify(
         step, recorded = item
         size, digest, error = None, None, None
         try:
-            size, digest = file_digest(recorded.url, storage_options)
+            size, digest = recompute(recorded.hash, recorded.url, storage_options)
         except (FileNotFoundError, IsADirectoryError):
             pass
         except Exception as failure:  # e.g. no credentials for a remote input

@@ -3,6 +3,10 @@
 `_manifest.json` records the tool version, the config and its hash, the inputs with sizes and
 fingerprints, the outputs with sizes and hashes, and the manifests of parent folders, so
 any file can be traced back to the raw inputs that produced it.
+
+Output hashes are computed while the files are written. An input's fingerprint is its
+content hash, except on object storage, where the checksum the store keeps for the object
+(S3's ETag, GCS's MD5 or CRC32C) stands in for it, so the input is not downloaded again.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from mixplane.io.atomic import write_bytes
+from mixplane.io.atomic import is_local, write_bytes
 from mixplane.io.urls import url_filesystem
 
 MANIFEST = "_manifest.json"
@@ -31,6 +35,31 @@ def file_digest(url: str, storage_options: dict[str, Any] | None = None) -> tupl
             digest.update(chunk)
             size += len(chunk)
     return size, f"xxh3_128:{digest.hexdigest()}"
+
+
+# Checksums object stores keep, by the key fsspec reports them under, most specific first.
+STORE_CHECKSUMS = (("md5Hash", "md5"), ("crc32c", "crc32c"), ("ETag", "etag"), ("etag", "etag"))
+
+
+def file_fingerprint(url: str, storage_options: dict[str, Any] | None = None) -> tuple[int, str]:
+    """Size and fingerprint of an input: the store's checksum for remote objects that have
+    one (`etag:...`, `md5:...`), else the content hash (`xxh3_128:...`, read in full)."""
+    if not is_local(url):
+        fs, path = url_filesystem(url, storage_options)
+        info = fs.info(path)
+        for key, kind in STORE_CHECKSUMS:
+            value = info.get(key)
+            if value and info.get("size") is not None:
+                checksum = str(value).strip('"')  # S3 quotes its ETags
+                return int(info["size"]), f"{kind}:{checksum}"
+    return file_digest(url, storage_options)
+
+
+def recompute(recorded: str, url: str, storage_options: dict[str, Any] | None = None):
+    """`(size, fingerprint)` of `url` made the same way as the `recorded` one."""
+    if recorded.startswith("xxh3_128:"):
+        return file_digest(url, storage_options)
+    return file_fingerprint(url, storage_options)
 
 
 def find_parent_manifests(urls: list[str], storage_options: dict[str, Any]) -> list[str]:

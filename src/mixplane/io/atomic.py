@@ -1,4 +1,8 @@
-"""Atomic writes: a file appears under its final name only once it is complete."""
+"""Atomic writes: a file appears under its final name only once it is complete.
+
+Every byte written goes through a `HashingWriter`, so a file's size and content hash are
+known when it is written, without reading it back (a second download for object storage).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
+
+import xxhash
 
 from mixplane.io.urls import url_filesystem
 
@@ -19,12 +25,47 @@ def local_path(url: str) -> str:
     return url[len("file://") :] if url.startswith("file://") else url
 
 
+class HashingWriter:
+    """A binary file handle that counts and hashes the bytes written through it.
+
+    Example:
+        >>> import io
+        >>> writer = HashingWriter(io.BytesIO())
+        >>> writer.write(b"hello")
+        5
+        >>> writer.size, writer.fingerprint
+        (5, 'xxh3_128:b5e9c1ad071b3e7fc779cfaa5e523818')
+    """
+
+    def __init__(self, handle: IO[bytes]):
+        self._handle = handle
+        self._hash = xxhash.xxh3_128()
+        self.size = 0
+
+    def write(self, data) -> int:
+        self._hash.update(data)
+        self.size += memoryview(data).nbytes
+        return self._handle.write(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    @property
+    def fingerprint(self) -> str:
+        """`xxh3_128:HEX` of everything written so far (as `manifest.file_digest` gives)."""
+        return f"xxh3_128:{self._hash.hexdigest()}"
+
+    def __getattr__(self, name: str) -> Any:  # flush, closed, fileno... of the real handle
+        return getattr(self._handle, name)
+
+
 @contextmanager
-def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iterator[IO[bytes]]:
+def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iterator[HashingWriter]:
     """Open `url` for binary writing; it appears only if the block finishes without error.
 
     Local files are written under a hidden temporary name and renamed. Object stores make an
-    upload visible only when it completes, so remote files are written in place.
+    upload visible only when it completes, so remote files are written in place. The handle
+    knows the size and hash of what was written (also after the block).
     """
     if is_local(url):
         path = local_path(url)
@@ -33,7 +74,7 @@ def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iter
         temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
             with open(temporary, "wb") as handle:
-                yield handle
+                yield HashingWriter(handle)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temporary, path)
@@ -43,7 +84,7 @@ def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iter
     else:
         fs, path = url_filesystem(url, storage_options)
         with fs.open(path, "wb") as handle:
-            yield handle
+            yield HashingWriter(handle)
 
 
 def write_bytes(url: str, data: bytes, storage_options: dict[str, Any] | None = None) -> None:

@@ -41,6 +41,7 @@ class ParquetTableWriter:
         self._writer: pq.ParquetWriter | None = None
         self._schema: pa.Schema | None = None
         self.rows = 0
+        self.written: tuple[int, str] | None = None  # (size, hash) of the file, once closed
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -67,6 +68,7 @@ class ParquetTableWriter:
         try:
             with atomic_open(self.url, self.storage_options) as handle:
                 self._merge_into(handle, empty_schema)
+            self.written = (handle.size, handle.fingerprint)
         finally:
             for path in self._segments:
                 os.remove(path)
@@ -113,6 +115,7 @@ class DocumentWriter:
         self._sources: list[str] = []
         self._metadata: list[dict[str, Any]] = []
         self._bytes = 0
+        self.written: tuple[int, str] | None = None  # (size, hash) of the file, once closed
         if self.format == "parquet":
             self._parquet = ParquetTableWriter(url, storage_options)
         else:
@@ -151,6 +154,7 @@ class DocumentWriter:
         self._flush()
         if self.format == "parquet":
             self._parquet.close(DOCUMENT_SCHEMA)
+            self.written = self._parquet.written
             return
         self._jsonl_temp.close()
         try:
@@ -161,5 +165,6 @@ class DocumentWriter:
             ):
                 while chunk := plain.read(8 << 20):
                     out.write(chunk)
+            self.written = (raw.size, raw.fingerprint)
         finally:
             os.remove(self._jsonl_temp.name)

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from mixplane.io.atomic import join_url, write_bytes
-from mixplane.manifest import file_digest, find_parent_manifests, write_manifest
+from mixplane.manifest import file_fingerprint, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute
 from mixplane.process.global_stage import GlobalStage, plan_segments
@@ -95,7 +95,7 @@ class Pipeline:
         )
         inputs = []
         for url in sorted({task.shard.url for task in tasks}):
-            size, digest = file_digest(url, options)
+            size, digest = file_fingerprint(url, options)
             inputs.append({"url": url, "size": size, "fingerprint": digest})
         outputs = [output for result in results for output in result["outputs"]]
         manifest = write_manifest(

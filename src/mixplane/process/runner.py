@@ -16,7 +16,7 @@ from mixplane.io.atomic import join_url, write_bytes
 from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, reader_for
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import DocumentWriter, ParquetTableWriter
-from mixplane.manifest import file_digest, read_json
+from mixplane.manifest import read_json
 from mixplane.process.config import PipelineConfig
 from mixplane.process.stage import Stage
 from mixplane.process.stats import check_balance, count, new_task_stats
@@ -184,7 +184,7 @@ class Sinks:
     """The three places a record can end up, for one task; each is streamed to disk.
 
     `folder` defaults to the output; `keep_documents=False` counts kept documents without
-    writing them; `digests=False` skips hashing outputs (for intermediate files).
+    writing them.
     """
 
     def __init__(
@@ -193,14 +193,12 @@ class Sinks:
         index: int,
         folder: str | None = None,
         keep_documents: bool = True,
-        digests: bool = True,
         name: str | None = None,
     ):
         self.options = config.storage_options
         self.output = folder or config.output
         self.name = name or part_name(config, index)
         self.stem = f"part-{index:05d}"
-        self.digests = digests
         self.documents = (
             DocumentWriter(join_url(self.output, self.name), self.options)
             if keep_documents
@@ -231,21 +229,19 @@ class Sinks:
         self.quarantined.add([stage, location, doc_id, error, raw], QUARANTINE_SCHEMA, self.options)
 
     def close(self) -> list[dict[str, Any]]:
+        """Finish the files; one entry per file written (size and hash, known from writing)."""
         self.documents.close()
-        written = [(self.name, self.documents.documents)]
-        if isinstance(self.documents, _Counter):
-            written = []
+        written = []
+        if not isinstance(self.documents, _Counter):
+            written.append((self.name, self.documents.documents, self.documents.written))
         for folder, sink in (("_excluded", self.excluded), ("_quarantine", self.quarantined)):
             if sink.close():
-                written.append((f"{folder}/{self.stem}.parquet", sink.count))
-        outputs = []
-        for name, records in written:
-            if not self.digests:
-                outputs.append({"path": name, "records": records})
-                continue
-            size, digest = file_digest(join_url(self.output, name), self.options)
-            outputs.append({"path": name, "size": size, "hash": digest, "records": records})
-        return outputs
+                name = f"{folder}/{self.stem}.parquet"
+                written.append((name, sink.count, sink.writer.written))
+        return [
+            {"path": name, "size": size, "hash": digest, "records": records}
+            for name, records, (size, digest) in written
+        ]
 
 
 class _Counter:

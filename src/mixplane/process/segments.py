@@ -81,7 +81,6 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
         task.index,
         folder=folder,
         keep_documents=segment.final or segment.saves,
-        digests=segment.final,
         name=None if segment.final else f"part-{task.index:05d}.parquet",
     )
     if segment.final:

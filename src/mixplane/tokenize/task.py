@@ -21,7 +21,7 @@ from mixplane.errors import MixplaneError
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import ParquetTableWriter
-from mixplane.manifest import file_digest, read_json
+from mixplane.manifest import file_digest, file_fingerprint, read_json
 from mixplane.process.runner import QUARANTINE_SCHEMA
 from mixplane.process.tasks import InputFile
 from mixplane.store.format import parse_stem, strip_suffix, token_dtype
@@ -109,7 +109,7 @@ def run_tokenize_task(task: TokenizeTask, context: TokenizeContext) -> dict[str,
         outputs.append({"path": path, "size": size, "hash": digest, "records": quarantine.count})
     stats["seconds"] = {key: round(value, 3) for key, value in seconds.items()}
     _remove_stale_shards(config, task.index, {record.name for record in records})
-    size, fingerprint = file_digest(task.file.url, config.storage_options)
+    size, fingerprint = file_fingerprint(task.file.url, config.storage_options)
     result = {
         "task": task.index,
         "input": {"url": task.file.url, "size": size, "fingerprint": fingerprint},
