@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -84,7 +85,7 @@ def test_pipeline_reads_http_urls(tmp_path: Path, small_corpus: Path):
 
 
 def test_s3_lineage_uses_the_stores_checksums_and_catches_a_changed_input(
-    s3_bucket, small_corpus: Path
+    s3_bucket, small_corpus: Path, cli
 ):
     """Inputs on S3 are fingerprinted by their ETag (no second download); outputs by the
     hash computed while writing them; `verify` recomputes each the way it was recorded."""
@@ -107,8 +108,15 @@ def test_s3_lineage_uses_the_stores_checksums_and_catches_a_changed_input(
         assert (item["size"], item["hash"]) == file_digest(f"{output}/{item['path']}", options)
     steps = trace(output, options)
     assert all(check.ok for check in verify(steps, options))
+    flag = ["--storage-options", json.dumps(options)]
+    code, out, _ = cli("lineage", output, "--verify", "--json", *flag)
+    assert code == 0 and json.loads(out)["failures"] == []
     # Rewriting an input gives it a new ETag: verify names it.
     changed = manifest["inputs"][0]["url"]
     fs.pipe_file(changed, fs.cat_file(changed) + b"\n")
     problems = [check for check in verify(steps, options) if not check.ok]
     assert [(check.url, check.role) for check in problems] == [(changed, "input")]
+    code, _, err = cli("lineage", output, "--verify", *flag)
+    assert code == 2 and "verification failed for 1 of" in err and changed in err
+    code, _, err = cli("lineage", output, "--storage-options", "{not json")
+    assert code == 2 and "--storage-options is not valid JSON" in err

@@ -13,7 +13,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from mixplane.cli.common import JSON_OPTION, console, print_json, progress
+from mixplane.cli.common import (
+    JSON_OPTION,
+    STORAGE_OPTION,
+    console,
+    print_json,
+    progress,
+    storage_options,
+)
 from mixplane.errors import MixplaneError
 
 if TYPE_CHECKING:
@@ -42,12 +49,13 @@ def register_dataset(
     folder: str = typer.Argument(..., help="A folder written by `mixplane tokenize`."),
     name: str = typer.Option(..., "--name", "-n", help="Dataset name; versions are NAME@N."),
     catalog: str = CATALOG_OPTION,
+    storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Record a tokenized folder as the next version of NAME (no-op when nothing changed)."""
     from mixplane.catalog import Catalog
 
-    version, created = Catalog(catalog).register_verbose(folder, name)
+    version, created = Catalog(catalog, storage_options(storage)).register_verbose(folder, name)
     if as_json:
         print_json(version.summary() | {"created": created})
         return
@@ -118,6 +126,7 @@ def query(
     sample: int = typer.Option(
         0, "--sample", "-s", min=0, help="Show K matching documents with their text."
     ),
+    storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Count (and show) the documents matching WHERE, per dataset.
@@ -132,7 +141,7 @@ def query(
     from mixplane.catalog.sample import sample_documents
 
     refs = [ref.strip() for item in datasets or [] for ref in item.split(",") if ref.strip()]
-    selection = Catalog(catalog).select(where, refs or None)
+    selection = Catalog(catalog, storage_options(storage)).select(where, refs or None)
     examples = [row for part in selection for row in sample_documents(part, sample)]
     if as_json:
         print_json(selection.summary() | ({"samples": examples} if sample else {}))
@@ -188,6 +197,7 @@ def lineage(
     verify_files: bool = typer.Option(
         False, "--verify", help="Recompute the hash of every file on the way."
     ),
+    storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Walk the manifests from FOLDER back to the raw inputs and configs that produced it.
@@ -197,13 +207,14 @@ def lineage(
     """
     from mixplane.lineage import recorded_files, trace, verify
 
-    steps = trace(folder)
+    options = storage_options(storage)
+    steps = trace(folder, options)
     checks = []
     if verify_files:
         total = len(recorded_files(steps))
         with progress(quiet=as_json) as bar:
             handle = bar.add_task("verifying", total=total)
-            checks = verify(steps, on_checked=lambda _: bar.advance(handle))
+            checks = verify(steps, options, on_checked=lambda _: bar.advance(handle))
     failures = [check for check in checks if not check.ok]
     if as_json:
         payload = {"steps": [step.summary() for step in steps], "raw_inputs": _raw(steps)}

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mixplane.errors import MixplaneError
+from mixplane.errors import ConfigError, MixplaneError
 
 app = typer.Typer(
     name="mixplane",
@@ -28,6 +28,26 @@ def _root() -> None:
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
+STORAGE_OPTION = typer.Option(
+    None,
+    "--storage-options",
+    help="fsspec options for remote URLs, as a JSON object, e.g. "
+    '\'{"client_kwargs": {"endpoint_url": "http://localhost:9000"}}\'.',
+    show_default=False,
+)
+
+
+def storage_options(value: str | None) -> dict[str, Any]:
+    """The `--storage-options` JSON as a dict (empty when not given)."""
+    if not value:
+        return {}
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"--storage-options is not valid JSON: {error}") from None
+    if not isinstance(parsed, dict):
+        raise ConfigError("--storage-options must be a JSON object")
+    return parsed
 
 
 def run_app(application: typer.Typer) -> int:

@@ -7,7 +7,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from mixplane.cli.common import JSON_OPTION, console, print_json, progress
+from mixplane.cli.common import (
+    JSON_OPTION,
+    STORAGE_OPTION,
+    console,
+    print_json,
+    progress,
+    storage_options,
+)
 from mixplane.errors import ConfigError
 from mixplane.process.config import PipelineConfig
 from mixplane.process.pipeline import Pipeline, PipelineResult
@@ -29,6 +36,7 @@ def process(
     ),
     workers: int | None = typer.Option(None, "--workers", "-w", help="Parallel tasks."),
     executor: str | None = typer.Option(None, "--executor", help="'local' or 'ray'."),
+    storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Read inputs, apply the pipeline's stages, and write Parquet parts with statistics.
@@ -36,6 +44,7 @@ def process(
     Reruns skip tasks that already completed, so an interrupted run can simply be repeated.
     """
     overrides = {"output": output, "workers": workers, "executor": executor}
+    overrides["storage_options"] = storage_options(storage) or None
     if input:
         overrides["input"] = list(input)
     if config is not None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from mixplane.cli.common import JSON_OPTION, console, print_json, progress
+from mixplane.cli.common import (
+    JSON_OPTION,
+    STORAGE_OPTION,
+    console,
+    print_json,
+    progress,
+    storage_options,
+)
 from mixplane.errors import ConfigError
 
 
@@ -34,6 +41,7 @@ def tokenize(
         256.0, "--shard-size-mb", help="Target size of each shard's token file."
     ),
     text_key: str = typer.Option("text", "--text-key", help="Field holding the text."),
+    storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Tokenize documents into memory-mappable token shards with per-document metadata.
@@ -58,6 +66,7 @@ def tokenize(
             "workers": workers,
             "executor": executor,
             "shard_size_mb": shard_size_mb,
+            "storage_options": storage_options(storage),
         }
     )
     with progress(as_json) as bar:
@@ -119,6 +128,7 @@ def export(
     dataset: str = typer.Argument(..., help="Tokenized dataset folder."),
     out: str = typer.Argument(..., help="Output prefix: writes OUT.bin and OUT.idx."),
     format: str = typer.Option("megatron", "--format", help="Export format: megatron."),
+    storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Export a tokenized dataset to another trainer's format (Megatron's .bin/.idx)."""
@@ -126,7 +136,7 @@ def export(
 
     if format != "megatron":
         raise ConfigError(f"unknown export format {format!r}; valid formats: megatron")
-    summary = export_megatron(dataset, out)
+    summary = export_megatron(dataset, out, storage_options(storage))
     if as_json:
         print_json(summary)
     else:
