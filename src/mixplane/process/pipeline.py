@@ -15,6 +15,7 @@ from mixplane.manifest import file_fingerprint, find_parent_manifests, write_man
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute
 from mixplane.process.global_stage import GlobalStage, plan_segments
+from mixplane.process.harmonize import harmonize
 from mixplane.process.runner import load_stages, run_task
 from mixplane.process.segments import remove_work, run_segments
 from mixplane.process.stats import merge_stats
@@ -83,6 +84,7 @@ class Pipeline:
             results, merges = run_segments(config, segments, tasks, settings, on_done, on_phase)
         else:
             results = execute(run_task, tasks, config, settings, on_done)
+        results = harmonize(config, results)
         stats = merge_stats([result["stats"] for result in results])
         stats["skipped_tasks"] = sum(1 for result in results if result.get("skipped"))
         if merges:
@@ -111,8 +113,7 @@ class Pipeline:
             },
             options,
         )
-        if merges is not None:
-            remove_work(config)
+        remove_work(config)
         return PipelineResult(stats, results, manifest, time.perf_counter() - started)
 
 
