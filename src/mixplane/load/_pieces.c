@@ -63,6 +63,17 @@ static int token_size_ok(Py_ssize_t size) {
     return size == 1 || size == 2 || size == 4 || size == 8;
 }
 
+/* The writable, contiguous output array of integers. */
+static int out_buffer(PyObject *object, Buffer *out) {
+    if (PyObject_GetBuffer(object, &out->view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return -1;
+    out->held = 1;
+    if (!token_size_ok(out->view.itemsize)) {
+        PyErr_SetString(PyExc_TypeError, "out must hold integers of 1, 2, 4 or 8 bytes");
+        return -1;
+    }
+    return 0;
+}
+
 static uint64_t load(const char *at, Py_ssize_t size) {
     switch (size) {
         case 1: return *(const uint8_t *)at;
@@ -123,13 +134,7 @@ static PyObject *copy_pieces(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t n = -1;
 
-    if (PyObject_GetBuffer(out_object, &out.view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-    out.held = 1;
-    if (!token_size_ok(out.view.itemsize)) {
-        PyErr_SetString(PyExc_TypeError, "out must hold integers of 1, 2, 4 or 8 bytes");
-        goto done;
-    }
+    if (out_buffer(out_object, &out) < 0) goto done;
     if (index_buffer(shard_object, "shard", &index[0], &n) < 0 ||
         index_buffer(first_object, "first", &index[1], &n) < 0 ||
         index_buffer(take_object, "take", &index[2], &n) < 0 ||
@@ -204,13 +209,7 @@ static PyObject *number_pieces(PyObject *self, PyObject *args) {
     memset(index, 0, sizeof index);
     PyObject *result = NULL;
     Py_ssize_t n = -1;
-    if (PyObject_GetBuffer(out_object, &out.view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-    out.held = 1;
-    if (!token_size_ok(out.view.itemsize)) {
-        PyErr_SetString(PyExc_TypeError, "out must hold integers of 1, 2, 4 or 8 bytes");
-        goto done;
-    }
+    if (out_buffer(out_object, &out) < 0) goto done;
     if (index_buffer(target_object, "target", &index[0], &n) < 0 ||
         index_buffer(count_object, "count", &index[1], &n) < 0 ||
         index_buffer(start_object, "start", &index[2], &n) < 0)
