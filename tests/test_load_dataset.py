@@ -334,6 +334,13 @@ def test_resolved_mixtures_are_cached_until_the_catalog_changes(catalog, dataset
     assert cached is not None and cached.fingerprint == dataset.fingerprint
     for mine, theirs in zip(cached.lengths, dataset.resolved.lengths, strict=True):
         assert np.array_equal(mine, theirs)
+    # Memory-mapped: ranks and workers on one machine share the pages.
+    assert all(isinstance(a, np.memmap) for a in cached.lengths + cached.starts)
+    from_cache = MixtureDataset(spec, resolved=cached)
+    assert np.array_equal(
+        from_cache.read_positions(np.arange(50))["input_ids"],
+        dataset.read_positions(np.arange(50))["input_ids"],
+    )
     copy = tmp_path / "catalog.duckdb"
     shutil.copyfile(catalog, copy)
     before = entry_folder(spec, str(copy), spec.cache_dir)

@@ -2,7 +2,9 @@
 
 The key is the mixture's fingerprint plus the catalog file's size and modification time:
 catalog versions are immutable and registering data rewrites the file, so a changed catalog
-never matches an old entry. An entry is two files, written atomically, the JSON last.
+never matches an old entry. An entry is one `.npy` file per array and a JSON description,
+each written atomically, the JSON last. The arrays are memory-mapped when loaded: a start
+reads only the pages it uses, and the ranks and workers of one machine share one copy.
 
 Example:
     >>> cached = load_resolved(spec, "/data/catalog.duckdb", "/tmp/cache")  # doctest: +SKIP
@@ -24,7 +26,7 @@ from mixplane.load.ranges import DocumentRanges
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) -> str:
@@ -44,19 +46,20 @@ def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) ->
 
 def save_resolved(resolved, folder: str) -> None:
     """Write a resolved mixture's arrays and description under `folder`."""
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, np.ndarray] = {"appended": resolved.appended}
     for i, (ranges, lengths) in enumerate(zip(resolved.ranges, resolved.lengths, strict=True)):
         arrays[f"shard{i}"] = ranges.shard
         arrays[f"start{i}"] = ranges.start
         arrays[f"end{i}"] = ranges.end
-        arrays[f"lengths{i}"] = lengths.astype(np.int32)
+        arrays[f"lengths{i}"] = lengths.astype(np.int64)  # the dtype the plan uses: no copy
         arrays[f"starts{i}"] = resolved.starts[i]
-    arrays["appended"] = resolved.appended
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    write_bytes(os.path.join(folder, "arrays.npz"), buffer.getvalue())
+    for name, array in arrays.items():
+        buffer = io.BytesIO()
+        np.save(buffer, np.ascontiguousarray(array))
+        write_bytes(os.path.join(folder, f"{name}.npy"), buffer.getvalue())
     description = {
         "format": CACHE_FORMAT,
+        "arrays": sorted(arrays),
         "shards": [list(key) for key in resolved.shards],
         "eos_id": resolved.eos_id,
         "datasets": resolved.datasets,
@@ -66,16 +69,19 @@ def save_resolved(resolved, folder: str) -> None:
 
 
 def load_resolved(spec: MixtureSpec, folder: str) -> Any:
-    """The cached resolved mixture in `folder`, or None when there is none."""
+    """The cached resolved mixture in `folder` (arrays memory-mapped), or None."""
     from mixplane.load.resolve import ResolvedMixture
 
     try:
         with open(os.path.join(folder, "plan.json")) as handle:
             description = json.load(handle)
-        arrays = np.load(os.path.join(folder, "arrays.npz"))
-    except (FileNotFoundError, ValueError, OSError):
-        return None
-    if description.get("format") != CACHE_FORMAT:
+        if description.get("format") != CACHE_FORMAT:
+            return None
+        arrays = {
+            name: np.load(os.path.join(folder, f"{name}.npy"), mmap_mode="r")
+            for name in description["arrays"]
+        }
+    except (FileNotFoundError, ValueError, OSError, KeyError):
         return None
     tree = MixtureTree(spec)
     shards = tuple((uri, stem) for uri, stem in description["shards"])
@@ -84,7 +90,7 @@ def load_resolved(spec: MixtureSpec, folder: str) -> Any:
         ranges.append(
             DocumentRanges(shards, arrays[f"shard{i}"], arrays[f"start{i}"], arrays[f"end{i}"])
         )
-        lengths.append(arrays[f"lengths{i}"].astype(np.int64))
+        lengths.append(arrays[f"lengths{i}"])
         starts.append(arrays[f"starts{i}"])
     return ResolvedMixture(
         spec,
@@ -93,7 +99,7 @@ def load_resolved(spec: MixtureSpec, folder: str) -> Any:
         ranges,
         lengths,
         starts,
-        arrays["appended"],
+        np.asarray(arrays["appended"]),
         description["eos_id"],
         description["datasets"],
         description["fingerprint"],
