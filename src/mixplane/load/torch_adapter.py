@@ -109,11 +109,19 @@ def torch_loader(
     if options.get("batch_size") is not None:
         raise ConfigError("pass batch_size to torch_loader, not to the DataLoader options")
     options.pop("batch_size", None)
+    # Batches are already tensors; the DataLoader's default conversion would only inspect
+    # every field of every batch again (about 25 µs a batch).
+    options.setdefault("collate_fn", as_is)
     if stateful:
         from torchdata.stateful_dataloader import StatefulDataLoader
 
         return StatefulDataLoader(adapter, batch_size=None, num_workers=num_workers, **options)
     return DataLoader(adapter, batch_size=None, num_workers=num_workers, **options)
+
+
+def as_is(batch: Any) -> Any:
+    """The DataLoader's collate function for batches the adapter has already made."""
+    return batch
 
 
 def loader_state(loader_state_dict: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,6 +151,7 @@ def _collect(value: Any, found: list[dict[str, Any]]) -> None:
 
 __all__ = [
     "TorchMixtureDataset",
+    "as_is",
     "as_tensors",
     "loader_state",
     "torch",
