@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,10 +96,14 @@ class Pipeline:
             orjson.dumps(stats, option=orjson.OPT_INDENT_2),
             options,
         )
-        inputs = []
-        for url in sorted({task.shard.url for task in tasks}):
-            size, digest = file_fingerprint(url, options)
-            inputs.append({"url": url, "size": size, "fingerprint": digest})
+        urls = sorted({task.shard.url for task in tasks})
+        # Side by side: on object storage each fingerprint is a round trip.
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(urls)))) as pool:
+            fingerprints = list(pool.map(lambda url: file_fingerprint(url, options), urls))
+        inputs = [
+            {"url": url, "size": size, "fingerprint": digest}
+            for url, (size, digest) in zip(urls, fingerprints, strict=True)
+        ]
         outputs = [output for result in results for output in result["outputs"]]
         manifest = write_manifest(
             config.output,
