@@ -68,6 +68,27 @@ def test_workers_do_not_change_the_order(spec):
     same(batches, expected)
 
 
+def test_worker_batches_arrive_with_the_same_values_and_dtypes(spec):
+    """Batches cross from workers in a compact form; what arrives equals the inline batches."""
+
+    def first(workers: int, count: int = 10) -> list[dict]:
+        dataset = MixtureDataset(spec, boundaries="both")
+        loader = torch_loader(dataset, BATCH, num_workers=workers)
+        batches = []
+        for batch in loader:
+            batches.append(batch)
+            if len(batches) == count:
+                return batches
+        return batches
+
+    inline, from_workers = first(0), first(2)
+    for got, want in zip(from_workers, inline, strict=True):
+        assert list(got) == list(want)
+        for key in want:
+            assert got[key].dtype == want[key].dtype, key
+            assert torch.equal(got[key], want[key]), key
+
+
 def test_spawned_persistent_workers_continue_a_running_stream(spec):
     running = MixtureDataset(spec)
     stream = iter(running)
