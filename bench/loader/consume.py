@@ -6,10 +6,22 @@ needs only torch and the standard library.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options every runner takes: the data folder and how to feed the consumer."""
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--batches", type=int, default=500)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--seq-len", type=int, default=2048)
 
 
 def touch(batch: Any) -> int:

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from consume import consume, report  # noqa: E402
+from consume import add_run_options, consume, report  # noqa: E402
 
 # The same as data.WEIGHTS (data.py needs mixplane, which this environment lacks).
 WEIGHTS = {"wiki": 0.5, "code": 0.3, "web_de": 0.2}
@@ -73,12 +73,7 @@ def make_loader(folder: Path, args) -> DataLoader:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["build", "run"])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--workers", type=int, default=0)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--batches", type=int, default=500)
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--seq-len", type=int, default=2048)
+    add_run_options(parser)
     args = parser.parse_args()
     if args.mode == "build":
         build(args.data)

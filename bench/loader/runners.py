@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from consume import consume, report  # noqa: E402
+from consume import add_run_options, consume, report  # noqa: E402
 from data import WEIGHTS  # noqa: E402
 
 
@@ -79,12 +79,7 @@ def hf_loader(folder: Path, args) -> DataLoader:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("tool", choices=["memmap", "mixplane", "mixplane-ids", "hf", "hf-build"])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--workers", type=int, default=0)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--batches", type=int, default=500)
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--seq-len", type=int, default=2048)
+    add_run_options(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     # Libraries load before the clock starts: time to first batch counts the tools' work only.

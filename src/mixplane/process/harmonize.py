@@ -31,7 +31,7 @@ from mixplane.io.columns import conform
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import PARQUET_OPTIONS
 from mixplane.process.config import PipelineConfig
-from mixplane.process.runner import marker_url
+from mixplane.process.runner import marker_url, part_name
 from mixplane.process.segments import work_root
 
 
@@ -43,7 +43,7 @@ def harmonize(config: PipelineConfig, results: list[dict[str, Any]]) -> list[dic
     if config.output_format != "parquet":
         return results
     options = config.storage_options
-    parts = [(result, _part_entry(result)) for result in results]
+    parts = [(result, _part_entry(config, result)) for result in results]
     parts = [(result, entry) for result, entry in parts if entry is not None]
     if not parts:
         return results
@@ -96,12 +96,10 @@ def unify(schemas: list[pa.Schema]) -> pa.Schema | None:
     return pa.schema(list(fields.values()))
 
 
-def _part_entry(result: dict[str, Any]) -> dict[str, Any] | None:
-    """The task's document part (not its `_excluded/` or `_quarantine/` files)."""
-    for entry in result["outputs"]:
-        if not entry["path"].startswith("_") and entry["path"].endswith(".parquet"):
-            return entry
-    return None
+def _part_entry(config: PipelineConfig, result: dict[str, Any]) -> dict[str, Any] | None:
+    """The output entry of the task's document part (None when it wrote none)."""
+    name = part_name(config, result["task"])
+    return next((entry for entry in result["outputs"] if entry["path"] == name), None)
 
 
 def _schema(url: str, options: dict[str, Any]) -> pa.Schema:
