@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mixplane.errors import ConfigError
-from mixplane.load import MixtureDataset, merge_states
+from mixplane.load import MixtureDataset
 from mixplane.load.synthetic import write_catalog
 from mixplane.store import ShardReader
 
@@ -235,8 +235,10 @@ def test_state_is_tied_to_the_mixture_and_data(catalog, dataset):
         other.load_state_dict(state)
     with pytest.raises(ConfigError, match="not a mixplane loader state"):
         other.load_state_dict({"consumed": 3})
-    merged = merge_states([state, dataset.state_dict()])
-    assert merged["consumed"] == state["consumed"]
+    with pytest.raises(ConfigError, match="version 1; this mixplane reads version 2"):
+        dataset.load_state_dict(state | {"version": 1})
+    with pytest.raises(ConfigError, match="negative position"):
+        dataset.load_state_dict(state | {"consumed": -4})
 
 
 @pytest.mark.parametrize(

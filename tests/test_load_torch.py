@@ -1,4 +1,4 @@
-"""The PyTorch adapter: DataLoader workers, StatefulDataLoader resume, weight changes."""
+"""The PyTorch adapter: DataLoader workers, exact resume with any layout, weight changes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
 from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import TorchMixtureDataset, loader_state, torch_loader
+from mixplane.load.torch_adapter import TorchMixtureDataset, torch_loader
 
 BATCH = 4
 LATER = {"wiki": 0.1, "code": 0.1, "web_de": 0.8}
@@ -110,76 +110,150 @@ def test_spawned_persistent_workers_continue_a_running_stream(spec):
     assert np.array_equal(tokens, whole["input_ids"][3:])
 
 
+def run(loader, count: int) -> list[dict]:
+    stream = iter(loader)
+    return [next(stream) for _ in range(count)]
+
+
 @pytest.mark.parametrize("stop", [3, 7])
-def test_stateful_loader_resumes_exactly_after_set_weights(spec, stop):
+def test_readme_recipe_resumes_exactly_with_workers(spec, stop):
+    """The README's recipe: checkpoint `dataset.state_dict()` while workers read ahead."""
     expected = reference(spec, 16, change=(30, LATER))
     dataset = MixtureDataset(spec)
-    loader = torch_loader(dataset, BATCH, num_workers=2, stateful=True)
-    loader.dataset.set_weights(30, LATER)
-    stream = iter(loader)
-    batches = [next(stream) for _ in range(stop)]
-    saved = loader.state_dict()
-    del stream, loader
+    loader = torch_loader(dataset, batch_size=BATCH, num_workers=2)
+    dataset.set_weights(30, LATER)
+    batches, checkpoint = [], None
+    for batch in loader:
+        batches.append(batch)
+        if len(batches) == stop:
+            checkpoint = {"data": dataset.state_dict()}
+        if len(batches) == stop + 5:  # the run goes on past its checkpoint, then dies
+            break
+    assert checkpoint["data"]["consumed"] == stop * BATCH
+    assert loader.state_dict() == dataset.state_dict()
 
-    fresh = torch_loader(MixtureDataset(spec), BATCH, num_workers=2, stateful=True)
-    fresh.load_state_dict(saved)
-    stream = iter(fresh)
-    batches += [next(stream) for _ in range(16 - stop)]
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, batch_size=BATCH, num_workers=2)
+    dataset.load_state_dict(checkpoint["data"])
+    resumed = batches[:stop] + run(loader, 16 - stop)
+    same(resumed, expected)
+
+
+def test_a_new_pass_of_persistent_workers_continues_from_what_the_loop_received(spec):
+    expected = reference(spec, 14)
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, BATCH, num_workers=2, persistent_workers=True)
+    batches = run(loader, 3)  # the workers have read further ahead than this
+    batches += run(loader, 5)  # a new pass over the same (persistent) workers
+    assert dataset.state_dict()["consumed"] == 8 * BATCH
+    dataset.load_state_dict(MixtureDataset(spec).state_dict() | {"consumed": 8 * BATCH})
+    batches += run(loader, 6)
     same(batches, expected)
+
+
+def test_loading_a_state_during_a_pass_stops_that_pass(spec):
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, BATCH, num_workers=2)
+    stream = iter(loader)
+    next(stream)
+    dataset.load_state_dict(dataset.state_dict())
+    with pytest.raises(ConfigError, match="start a new pass"):
+        next(stream)
+    stream.close()
 
 
 def test_set_weights_reaches_running_workers(spec):
     expected = reference(spec, 40, change=(100, LATER))
-    loader = torch_loader(MixtureDataset(spec), BATCH, num_workers=2, persistent_workers=True)
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, BATCH, num_workers=2, persistent_workers=True)
     stream = iter(loader)
     batches = [next(stream) for _ in range(2)]
-    loader.dataset.set_weights(100, LATER)
+    dataset.set_weights(100, LATER)
     batches += [next(stream) for _ in range(38)]
     same(batches, expected)
-    assert set(torch.cat([b["component"] for b in batches[30:]]).tolist()) <= {0, 1, 2}
+    late = torch.cat([b["component"] for b in batches[30:]])
+    assert (late == 2).float().mean() > 0.6  # web_de's weight went from 0.2 to 0.8
 
 
 def test_a_change_for_a_step_workers_already_handed_out_is_refused(spec):
-    loader = torch_loader(MixtureDataset(spec), BATCH, num_workers=2)
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, BATCH, num_workers=2)
     stream = iter(loader)
     next(stream)
     next(stream)
-    loader.dataset.set_weights(9, LATER)  # workers have read further ahead than step 9
+    dataset.set_weights(9, LATER)  # workers have read further ahead than step 9
     with pytest.raises(ConfigError, match="in the past"):
         for _ in range(6):
             next(stream)
-    stream._shutdown_workers()  # now, rather than whenever the error's frames are collected
+    stream.close()  # now, rather than whenever the error's frames are collected
 
 
-def test_elastic_resume_from_stateful_loader_states(spec):
-    seen = []
-    states = []
-    for rank in range(2):
-        loader = torch_loader(
-            MixtureDataset(spec, rank=rank, world_size=2), BATCH, num_workers=2, stateful=True
-        )
-        stream = iter(loader)
-        for _ in range(5):
-            seen += next(stream)["index"].tolist()
-        states.append(loader.state_dict())
-    merged = loader_state(states[0])
-    assert merged["consumed"] == 2 * 5 * BATCH
-    for rank in range(3):
-        dataset = MixtureDataset(spec, rank=rank, world_size=3)
-        dataset.load_state_dict(merged)
-        batches = dataset.batches(BATCH)
-        for _ in range(4):
-            seen += next(batches)["index"].tolist()
-    assert sorted(seen) == list(range(2 * 5 * BATCH + 3 * 4 * BATCH))
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [((2, 2), (3, 2)), ((2, 2), (1, 1)), ((2, 1), (2, 2)), ((1, 2), (2, 0))],
+    ids=["2x2-3x2", "2x2-1x1", "2x1-2x2", "1x2-2x0"],
+)
+def test_resume_with_another_world_size_or_worker_count(spec, before, after):
+    """Ranks x workers change on resume: no sequence repeated or skipped, and the content is
+    the one-rank stream's."""
+    seen: list[dict] = []
+
+    def train(world: int, workers: int, steps: int, state: dict | None) -> list[dict]:
+        states = []
+        for rank in range(world):
+            dataset = MixtureDataset(spec, rank=rank, world_size=world)
+            loader = torch_loader(dataset, BATCH, num_workers=workers)
+            if state is not None:
+                dataset.load_state_dict(state)
+            for step, batch in enumerate(loader, start=1):
+                seen.append(batch)
+                if step == steps:
+                    break
+            states.append(dataset.state_dict())
+        return states
+
+    states = train(*before, 5, None)
+    assert len({s["consumed"] for s in states}) == 1  # ranks in step agree
+    train(*after, 4, states[0])
+    indices = torch.cat([b["index"] for b in seen]).numpy()
+    total = BATCH * (5 * before[0] + 4 * after[0])
+    assert sorted(indices.tolist()) == list(range(total))
+    whole = MixtureDataset(spec).read_positions(indices)
+    assert np.array_equal(torch.cat([b["input_ids"] for b in seen]).numpy(), whole["input_ids"])
+
+
+def test_a_plain_dataloader_with_workers_cannot_give_a_stale_state(spec):
+    dataset = MixtureDataset(spec)
+    loader = torch.utils.data.DataLoader(
+        TorchMixtureDataset(dataset, BATCH), batch_size=None, num_workers=2
+    )
+    run(loader, 3)
+    with pytest.raises(ConfigError, match="stale; build the loader with torch_loader"):
+        dataset.state_dict()
+    dataset.load_state_dict(MixtureDataset(spec).state_dict() | {"consumed": 3 * BATCH})
+    assert dataset.state_dict()["consumed"] == 3 * BATCH
+
+
+def test_per_worker_states_of_a_stateful_dataloader_are_refused(spec):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    loader = StatefulDataLoader(
+        TorchMixtureDataset(MixtureDataset(spec), BATCH), batch_size=None, num_workers=2
+    )
+    with pytest.raises(ConfigError, match="per-worker loader states"):
+        run(loader, 2)
+
+
+def test_out_of_order_delivery_is_refused(spec):
+    with pytest.raises(ConfigError, match="in_order=False"):
+        torch_loader(MixtureDataset(spec), BATCH, num_workers=2, in_order=False)
 
 
 def test_sample_mode_with_dataloader_batching(spec):
     expected = reference(spec, 6)
-    adapter = MixtureDataset(spec).torch(batch_size=None, block=BATCH)
-    assert isinstance(adapter, TorchMixtureDataset)
+    adapter = TorchMixtureDataset(MixtureDataset(spec), batch_size=None, block=BATCH)
     loader = torch.utils.data.DataLoader(adapter, batch_size=BATCH, num_workers=2)
-    stream = iter(loader)
-    same([next(stream) for _ in range(6)], expected)
+    same(run(loader, 6), expected)
 
 
 def test_streaming_report_for_the_demo(spec):
@@ -189,4 +263,5 @@ def test_streaming_report_for_the_demo(spec):
     assert report["batches"] == 25 and report["sequences"] == 100
     for component in report["components"]:
         assert abs(component["realized"] - component["requested"]) * 100 < 1
-    assert report["sequences_per_second"] > 0
+    assert report["sequences_per_second"] == pytest.approx(100 / report["seconds"])
+    assert 0 < report["first_batch_seconds"] <= report["seconds"]

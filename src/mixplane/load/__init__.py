@@ -12,7 +12,7 @@ from mixplane.load.dataset import MixtureDataset
 from mixplane.load.partition import Layout
 from mixplane.load.plan import SamplePlan
 from mixplane.load.resolve import ResolvedMixture, resolve_mixture
-from mixplane.load.state import LoaderState, merge_states
+from mixplane.load.state import LoaderState
 
 __all__ = [
     "Layout",
@@ -20,6 +20,5 @@ __all__ = [
     "MixtureDataset",
     "ResolvedMixture",
     "SamplePlan",
-    "merge_states",
     "resolve_mixture",
 ]

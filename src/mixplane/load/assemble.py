@@ -7,7 +7,7 @@ way, a reading thread fills one block while the training loop consumes the previ
 and the two hardly compete for the interpreter.
 
 Example:
-    >>> planned = plan_block(dataset, np.arange(8))  # doctest: +SKIP
+    >>> planned = plan_block(dataset.context, np.arange(8))  # doctest: +SKIP
     >>> planned.fill()["input_ids"].shape  # doctest: +SKIP
     (8, 2048)
 """
@@ -23,7 +23,19 @@ from mixplane.load._pieces import copy_pieces, number_pieces
 from mixplane.load.source import TokenSource
 
 if TYPE_CHECKING:
-    from mixplane.load.dataset import MixtureDataset
+    from mixplane.load.plan import SamplePlan
+    from mixplane.load.resolve import ResolvedMixture
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What reading a mixture's sequences needs: the plan, the resolved documents, the open
+    token shards, and which boundary arrays to produce."""
+
+    plan: SamplePlan
+    resolved: ResolvedMixture
+    source: TokenSource
+    boundaries: str
 
 
 @dataclass
@@ -59,9 +71,9 @@ class PlannedBlock:
         return self.arrays
 
 
-def plan_block(dataset: MixtureDataset, positions: np.ndarray) -> PlannedBlock:
-    """Plan the sequences at global `positions` (sorted or not) of `dataset`'s stream."""
-    plan, resolved, source = dataset.plan, dataset.resolved, dataset.source
+def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
+    """Plan the sequences at global `positions` (sorted or not) of the stream."""
+    plan, resolved, source = context.plan, context.resolved, context.source
     block = plan.block(positions)
     spans = block.spans
     rows, seq_len = len(positions), plan.spec.seq_len
@@ -88,8 +100,8 @@ def plan_block(dataset: MixtureDataset, positions: np.ndarray) -> PlannedBlock:
         "component": block.components.astype(np.int64),
         "index": positions.astype(np.int64),
     }
-    if dataset.boundaries in ("document_ids", "both"):
+    if context.boundaries in ("document_ids", "both"):
         arrays["document_ids"] = np.empty((rows, seq_len), dtype=np.int32)
-    if dataset.boundaries in ("position_ids", "both"):
+    if context.boundaries in ("position_ids", "both"):
         arrays["position_ids"] = np.empty((rows, seq_len), dtype=np.int32)
     return PlannedBlock(arrays, source, shard, first, take, target, lengths, spans.ordinal, eos_at)

@@ -1,15 +1,18 @@
-"""Weight changes sent from the training process to its DataLoader workers.
+"""Messages from a training process to its DataLoader workers, through one small file.
 
-Workers are separate processes holding their own copy of the dataset, so `set_weights` in
-the training process must reach them. The training process rewrites one small JSON file
-(atomically); each worker checks the file's stamp before handing out an item and applies
-changes it has not seen. A stat call per batch costs about a microsecond.
+Workers are separate processes holding their own copy of the dataset, and persistent
+workers keep it across iterations, so the training process must tell them where to start
+and which weight changes to apply. The training process rewrites one small JSON file
+(atomically); a worker reads it when it starts an iteration and checks the file's stamp
+before handing out each item (a stat call, about a microsecond). A second file, which
+workers create and never write, tells the training process that workers read the stream
+without a loader that follows what the training loop received.
 
 Example:
-    >>> channel = WeightChannel()
-    >>> channel.publish([{"step": 10, "weights": {"a": 1.0, "b": 3.0}}])
+    >>> channel = WorkerChannel()
+    >>> channel.publish({"weight_changes": [{"step": 10, "weights": {"a": 1.0}}]})
     >>> channel.receive()
-    [{'step': 10, 'weights': {'a': 1.0, 'b': 3.0}}]
+    {'weight_changes': [{'step': 10, 'weights': {'a': 1.0}}]}
     >>> channel.receive() is None  # nothing new since
     True
 """
@@ -24,35 +27,54 @@ import weakref
 from typing import Any
 
 
-def _remove(path: str, owner: int) -> None:
-    if os.getpid() == owner and os.path.exists(path):
-        os.remove(path)
+def _remove(paths: tuple[str, ...], owner: int) -> None:
+    if os.getpid() != owner:
+        return
+    for path in paths:
+        if os.path.exists(path):
+            os.remove(path)
 
 
-class WeightChannel:
-    """A file that the creating process writes and other processes poll."""
+class WorkerChannel:
+    """A file that the creating process writes and the processes it starts read."""
 
     def __init__(self, folder: str | None = None):
-        name = f"mixplane-weights-{os.getpid()}-{uuid.uuid4().hex[:12]}.json"
-        self.path = os.path.join(folder or tempfile.gettempdir(), name)
+        name = f"mixplane-loader-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.path = os.path.join(folder or tempfile.gettempdir(), name + ".json")
+        self.untracked_path = os.path.join(folder or tempfile.gettempdir(), name + ".untracked")
         self._seen: tuple[int, int, int] | None = None
         self._owner = os.getpid()
-        weakref.finalize(self, _remove, self.path, self._owner)
+        weakref.finalize(self, _remove, (self.path, self.untracked_path), self._owner)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "_seen": None, "_owner": self._owner}
+        return {
+            "path": self.path,
+            "untracked_path": self.untracked_path,
+            "_seen": None,
+            "_owner": self._owner,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
-    def publish(self, changes: list[dict[str, Any]]) -> None:
+    @property
+    def is_owner(self) -> bool:
+        """True in the process that created the channel (the training process)."""
+        return os.getpid() == self._owner
+
+    def publish(self, message: dict[str, Any]) -> None:
         partial = f"{self.path}.{uuid.uuid4().hex[:8]}"
         with open(partial, "w") as handle:
-            json.dump(changes, handle)
+            json.dump(message, handle)
         os.replace(partial, self.path)
 
-    def receive(self) -> list[dict[str, Any]] | None:
-        """All changes published, if the file changed since the last call; else None."""
+    def latest(self) -> dict[str, Any] | None:
+        """The last message published (None: none yet)."""
+        self._seen = None
+        return self.receive()
+
+    def receive(self) -> dict[str, Any] | None:
+        """The last message, if the file changed since the last call; else None."""
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -63,3 +85,15 @@ class WeightChannel:
         self._seen = stamp
         with open(self.path) as handle:
             return json.load(handle)
+
+    def flag_untracked_workers(self) -> None:
+        """Called by a worker that reads without a loader following the training loop."""
+        with open(self.untracked_path, "a"):
+            pass
+
+    def untracked_workers(self) -> bool:
+        return os.path.exists(self.untracked_path)
+
+    def clear_untracked(self) -> None:
+        if os.path.exists(self.untracked_path):
+            os.remove(self.untracked_path)

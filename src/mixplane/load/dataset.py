@@ -10,18 +10,20 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from mixplane.errors import ConfigError
-from mixplane.load.assemble import plan_block
+from mixplane.load.assemble import ReadContext, plan_block
+from mixplane.load.channel import WorkerChannel
 from mixplane.load.partition import Layout
 from mixplane.load.plan import SamplePlan
 from mixplane.load.resolve import ResolvedMixture, resolve_mixture
-from mixplane.load.state import LoaderState
+from mixplane.load.source import TokenSource
+from mixplane.load.state import Cursor, LoaderState
 from mixplane.load.stream import Stream
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
@@ -36,8 +38,17 @@ class MixtureDataset:
     `index` (global position of the sequence) and per-token `document_ids` (0, 1, 2... per
     document piece in the sequence) and/or `position_ids` (restarting at each piece).
 
-    Iterating twice continues the stream; `state_dict()` says where it stands, including
-    weight changes, and `load_state_dict()` continues from there, also with another world size.
+    Iterating twice continues the stream. `state_dict()` says what the training loop has
+    received, weight changes included, and `load_state_dict()` continues from there, also
+    with another world size or DataLoader worker count. With DataLoader workers, build the
+    loader with `torch_loader`, which follows the batches the loop receives:
+
+        dataset = MixtureDataset("mixture.yaml", rank=rank, world_size=world_size)
+        loader = torch_loader(dataset, batch_size=8, num_workers=2)
+        dataset.load_state_dict(checkpoint["data"])  # when resuming
+        for batch in loader:
+            ...
+            checkpoint = {"data": dataset.state_dict(), ...}
 
     Options: `catalog` (a `Catalog` to query instead of the spec's), `boundaries`
     (document_ids, position_ids, both or none), `dtype` of `input_ids`, `prefetch` (blocks
@@ -63,16 +74,18 @@ class MixtureDataset:
         if boundaries not in ("document_ids", "position_ids", "both", "none"):
             raise ConfigError("boundaries must be document_ids, position_ids, both or none")
         self.layout = Layout(rank=rank, world_size=world_size)
-        self.resolved = resolved or resolve_mixture(spec, catalog)
-        self.spec = self.resolved.spec
-        self.plan = SamplePlan(self.spec, self.resolved.tree, self.resolved.lengths)
-        self.source = self.resolved.source(output_dtype(dtype, self.resolved.datasets))
-        self.boundaries = boundaries
+        resolved = resolved or resolve_mixture(spec, catalog)
+        self.spec = resolved.spec
+        plan = SamplePlan(self.spec, resolved.tree, resolved.lengths)
+        source = resolved.source(output_dtype(dtype, resolved.datasets))
+        self.context = ReadContext(plan, resolved, source, boundaries)
         self.prefetch = prefetch
         self.read_ahead = read_ahead or max(1, READ_AHEAD_TOKENS // self.spec.seq_len)
-        self.base = 0  # global position the current split starts from
-        self.read = 0  # local indices handed out since `base` (the next one to read)
-        self.split: list[int] = [world_size, 1, 1]  # (world, workers, block) of the split
+        self.cursor = Cursor(split=(world_size, 1, 1))
+        # Set up by a PyTorch adapter: how this process reaches its DataLoader workers.
+        self.channel: WorkerChannel | None = None
+        self._start: dict[str, Any] | None = None  # where the workers of this pass start
+        self.generation = 0  # counts loaded states; passes begun before one are stale
         self._stream: Stream | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -83,6 +96,18 @@ class MixtureDataset:
         return state
 
     # -- what the stream is ------------------------------------------------------------------
+
+    @property
+    def plan(self) -> SamplePlan:
+        return self.context.plan
+
+    @property
+    def resolved(self) -> ResolvedMixture:
+        return self.context.resolved
+
+    @property
+    def source(self) -> TokenSource:
+        return self.context.source
 
     @property
     def names(self) -> list[str]:
@@ -100,18 +125,18 @@ class MixtureDataset:
     @property
     def consumed(self) -> int:
         """Global positions consumed by all ranks together (ranks advance in step)."""
-        return self.base + self.layout.world_size * self.read
+        return self.cursor.consumed
 
     def __len__(self) -> int:
         """Sequences this rank will read from now on (only for a stream that ends)."""
-        limit = self.layout.local_limit(self.base, self.plan.length)
+        limit = self.layout.local_limit(self.cursor.base, self.plan.length)
         if limit is None:
             raise TypeError("the stream repeats forever (no component stops it); it has no len")
-        return max(0, limit - self.read)
+        return max(0, limit - self.cursor.read)
 
     def read_positions(self, positions: np.ndarray) -> dict[str, np.ndarray]:
         """The samples at global `positions`, batched (random access, no state change)."""
-        return plan_block(self, np.asarray(positions, dtype=np.int64)).fill()
+        return plan_block(self.context, np.asarray(positions, dtype=np.int64)).fill()
 
     def explain(self, position: int) -> list[dict[str, Any]]:
         """Where the tokens of the sequence at `position` come from: one entry per piece,
@@ -152,18 +177,12 @@ class MixtureDataset:
         layout = Layout(self.layout.rank, self.layout.world_size, block=batch_size)
         return self.iterate(layout, batched=True)
 
-    def torch(self, batch_size: int | None = 1, block: int = 1):
-        """This stream as a PyTorch `IterableDataset` (see `torch_adapter`); torch loads here.
-
-        Example:
-            >>> loader = DataLoader(dataset.torch(batch_size=8), batch_size=None)  # doctest: +SKIP
-        """
-        from mixplane.load.torch_adapter import TorchMixtureDataset
-
-        return TorchMixtureDataset(self, batch_size, block)
-
     def iterate(
-        self, layout: Layout, batched: bool = False, poll=None, prefetch: int | None = None
+        self,
+        layout: Layout,
+        batched: bool = False,
+        poll: Callable[[], None] | None = None,
+        prefetch: int | None = None,
     ) -> Stream:
         """The stream for one reader of this rank (a DataLoader worker, or all of it).
 
@@ -171,28 +190,98 @@ class MixtureDataset:
         """
         if self._stream is not None:
             self._stream.close()
-        split = [layout.world_size, layout.workers, layout.block]
-        if split != self.split:
-            # Another split of the stream: continue from everything consumed so far.
-            self.base, self.read, self.split = self.consumed, 0, split
-        self._stream = Stream(self, layout, batched, poll, prefetch)
+        self.cursor.resplit((layout.world_size, layout.workers, layout.block))
+        prefetch = self.prefetch if prefetch is None else prefetch
+        self._stream = Stream(
+            self.context, self.cursor, layout, self.read_ahead, prefetch, batched, poll
+        )
         return self._stream
+
+    # -- DataLoader workers (see torch_adapter) ---------------------------------------------
+
+    def begin_worker_pass(self, workers: int, block: int) -> int:
+        """In the training process, before its DataLoader starts a pass over its workers:
+        the pass starts from what the loop has received (persistent workers learn it through
+        the channel). Returns the pass's generation, for `received`."""
+        if self.channel is None:
+            raise ConfigError("begin_worker_pass needs a PyTorch adapter (use torch_loader)")
+        # Always a new split from the consumed position, so that the first block of the pass
+        # is worker 0's: a DataLoader asks its workers in turn, starting with worker 0.
+        consumed = self.consumed
+        self.cursor = Cursor(consumed, 0, (self.layout.world_size, workers, block))
+        self._start = {"base": consumed, "split": list(self.cursor.split)}
+        self._publish()
+        return self.generation
+
+    def received(self, first: int, count: int, generation: int) -> None:
+        """In the training process: the loop received the `count` sequences of a batch
+        whose first global position is `first`. Checks that it is the next one in order."""
+        if generation != self.generation:
+            raise ConfigError(
+                "a loader state was loaded while this loader was being iterated; start a new "
+                "pass (iter(loader)) after load_state_dict"
+            )
+        cursor, layout = self.cursor, self.layout
+        expected = cursor.base + layout.rank + layout.world_size * cursor.read
+        if first != expected:
+            raise ConfigError(
+                f"the DataLoader delivered the batch at position {first} where {expected} was "
+                "next: batches must arrive in order (do not pass in_order=False)"
+            )
+        cursor.read += count
+
+    def sync_with_trainer(self) -> None:
+        """In a DataLoader worker starting a pass: take the start and the weight changes
+        that the training process published."""
+        message = self.channel.latest() if self.channel is not None else None
+        if message is None:
+            return
+        if message.get("start") is not None:
+            start = message["start"]
+            self.cursor = Cursor(int(start["base"]), 0, tuple(start["split"]))
+        self.plan.replace_weight_changes(message["weight_changes"])
+
+    def poll_trainer(self) -> None:
+        """In a DataLoader worker, before each item: apply weight changes made since."""
+        message = self.channel.receive() if self.channel is not None else None
+        if message is not None:
+            self.apply_weight_changes(message["weight_changes"])
+
+    def apply_weight_changes(self, changes: Sequence[Mapping[str, Any]]) -> None:
+        known = {c["step"]: c["weights"] for c in self.plan.weight_changes}
+        for change in changes:
+            step, weights = int(change["step"]), change["weights"]
+            if known.get(step) != weights:
+                self.set_weights(step, weights)
+
+    def _publish(self) -> None:
+        if self.channel is not None and self.channel.is_owner:
+            changes = [dict(c) for c in self.plan.weight_changes]
+            self.channel.publish({"start": self._start, "weight_changes": changes})
 
     # -- state -------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """Where the stream stands: a small dict to save with a checkpoint."""
+        """What the training loop has received: a small dict to save with a checkpoint."""
+        if self.channel is not None and self.channel.untracked_workers():
+            raise ConfigError(
+                "this dataset was read by DataLoader workers through a loader that does not "
+                "follow what the training loop received, so its position here is stale; build "
+                "the loader with torch_loader(dataset, batch_size, num_workers=...) and save "
+                "dataset.state_dict() (or loader.state_dict())"
+            )
         return LoaderState(
             fingerprint=self.fingerprint,
             consumed=self.consumed,
-            base=self.base,
-            read=self.read,
-            layout=list(self.split),
             weight_changes=[dict(c) for c in self.plan.weight_changes],
         ).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continue from a state saved by any rank, with any world size or worker count."""
+        """Continue from a state saved by any rank, with any world size or worker count.
+
+        Ranks advance in step, so every rank's state holds the same position: each new rank
+        may load its own old rank's state or rank 0's.
+        """
         loaded = LoaderState.from_dict(dict(state))
         if loaded.fingerprint != self.fingerprint:
             raise ConfigError(
@@ -203,21 +292,18 @@ class MixtureDataset:
         if self._stream is not None:
             self._stream.close()
             self._stream = None
-        self.plan = SamplePlan(
-            self.spec, self.resolved.tree, self.resolved.lengths, loaded.weight_changes
-        )
-        world = self.layout.world_size
-        if loaded.layout[0] == world:
-            # Same world size: keep the split, so each DataLoader worker continues exactly.
-            self.base, self.read, self.split = loaded.base, loaded.read, list(loaded.layout)
-        else:
-            self.base, self.read, self.split = loaded.consumed, 0, [world, 1, 1]
+        self.plan.replace_weight_changes(loaded.weight_changes)
+        self.cursor = Cursor(loaded.consumed, 0, (self.layout.world_size, 1, 1))
+        self.generation += 1
+        if self.channel is not None:
+            self.channel.clear_untracked()
 
     def set_weights(self, step: int, weights: Mapping[str, float]) -> None:
         """From global step `step` on, use these weights (names as in the spec or schedule).
 
         A step is `global_batch_size` sequences. The step must not have been read yet; the
-        change is recorded in `state_dict()` so a resumed run replays it.
+        change is recorded in `state_dict()` so a resumed run replays it, and reaches the
+        DataLoader workers of a `torch_loader`.
         """
         position = int(step) * self.spec.global_batch_size
         if position < self.consumed:
@@ -228,6 +314,7 @@ class MixtureDataset:
         self.plan.set_weights(step, weights)
         if self._stream is not None:
             self._stream.restart()
+        self._publish()
 
 
 def output_dtype(dtype: str | np.dtype, datasets: list[dict[str, Any]]) -> np.dtype:

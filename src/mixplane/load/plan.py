@@ -83,9 +83,7 @@ class SamplePlan:
         )
         self.stop = np.array([leaf.on_exhausted == "stop" for leaf in tree.leaves])
         self.weight_changes: list[dict[str, Any]] = []
-        for change in weight_changes:
-            self._record(change["step"], change["weights"])
-        self.blend = self._make_blend()
+        self.replace_weight_changes(weight_changes)
 
     def _pairs(self):
         return zip(self.tree.leaves, self.components, strict=True)
@@ -112,6 +110,13 @@ class SamplePlan:
     def set_weights(self, step: int, weights: Mapping[str, float]) -> None:
         """From `step` on, these sibling weights hold (recorded; the blend is rebuilt)."""
         self._record(step, weights)
+        self.blend = self._make_blend()
+
+    def replace_weight_changes(self, changes: Sequence[Mapping[str, Any]]) -> None:
+        """Use exactly these weight changes (as saved in a loader state)."""
+        self.weight_changes = []
+        for change in changes:
+            self._record(change["step"], change["weights"])
         self.blend = self._make_blend()
 
     def switches(self) -> list[tuple[int, np.ndarray]]:

@@ -1,6 +1,6 @@
 """One reader's pass over a rank's stream: blocks read ahead, handed out one by one.
 
-A `Stream` is an iterator with explicit state kept on its dataset (`base`, `read`), so a
+A `Stream` is an iterator whose state is an explicit `Cursor` (owned by its dataset), so a
 checkpoint is a dict. Blocks of positions are planned in the consuming thread (array
 arithmetic, a few microseconds per sequence) and filled by a background thread in compiled
 code that releases the GIL, `prefetch` blocks ahead; a weight change drops what was read
@@ -12,34 +12,40 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from mixplane.load.assemble import PlannedBlock, plan_block
+from mixplane.load.assemble import PlannedBlock, ReadContext, plan_block
 from mixplane.load.partition import Layout
-
-if TYPE_CHECKING:
-    from mixplane.load.dataset import MixtureDataset
+from mixplane.load.state import Cursor
 
 
 class Stream:
-    """Samples (or whole batches) for `layout`, from the dataset's `read` on."""
+    """Samples (or whole batches) for `layout`, from `cursor.read` on.
+
+    `read_ahead` is the number of sequences planned at once, `prefetch` the number of blocks
+    filled ahead in a background thread (0: none), `poll` a function called before each item
+    is handed out (it may change the weights, which restarts the stream).
+    """
 
     def __init__(
         self,
-        dataset: MixtureDataset,
+        context: ReadContext,
+        cursor: Cursor,
         layout: Layout,
+        read_ahead: int,
+        prefetch: int,
         batched: bool = False,
-        poll: Callable[[MixtureDataset], None] | None = None,
-        prefetch: int | None = None,
+        poll: Callable[[], None] | None = None,
     ):
-        self.dataset = dataset
-        self.prefetch = dataset.prefetch if prefetch is None else prefetch
+        self.context = context
+        self.cursor = cursor
+        self.prefetch = prefetch
         self.layout = layout
         self.batched = batched
         self.poll = poll
-        blocks = max(1, -(-dataset.read_ahead // layout.block))
+        blocks = max(1, -(-read_ahead // layout.block))
         self.chunk = blocks * layout.block
         self._filler: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[np.ndarray, PlannedBlock, Future | None]] = deque()
@@ -48,17 +54,16 @@ class Stream:
     # -- producing -----------------------------------------------------------------------
 
     def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
-        dataset, layout = self.dataset, self.layout
-        limit = layout.local_limit(dataset.base, dataset.plan.length)
-        cursor = start
+        base, layout = self.cursor.base, self.layout
+        limit = layout.local_limit(base, self.context.plan.length)
         while True:
-            local = layout.owned(cursor, self.chunk)
+            local = layout.owned(start, self.chunk)
             if limit is not None:
                 local = local[local < limit]
             if len(local) == 0:
                 return
-            yield local, plan_block(dataset, layout.positions(dataset.base, local))
-            cursor = int(local[-1]) + 1
+            yield local, plan_block(self.context, layout.positions(base, local))
+            start = int(local[-1]) + 1
 
     def _schedule(self) -> None:
         """Plan blocks until `prefetch` of them are being filled in the background."""
@@ -91,7 +96,7 @@ class Stream:
         self._drop_pending()
         self._take([], np.zeros(0, dtype=np.int64), {})
         self._planned: Iterator[tuple[np.ndarray, PlannedBlock]] | None = self._blocks(
-            self.dataset.read
+            self.cursor.read
         )
 
     def _drop_pending(self) -> None:
@@ -126,7 +131,7 @@ class Stream:
 
     def __next__(self) -> dict[str, Any]:
         if self.poll is not None:
-            self.poll(self.dataset)
+            self.poll()
         if self._item >= len(self._ends):
             block = self._next_block()
             if block is None:
@@ -140,5 +145,5 @@ class Stream:
             item = {key: value[start] for key, value in self._arrays.items()}
         self._item += 1
         self._next = stop
-        self.dataset.read = int(self._local[stop - 1]) + 1
+        self.cursor.read = int(self._local[stop - 1]) + 1
         return item

@@ -1,14 +1,20 @@
-"""PyTorch adapter: a `MixtureDataset` as an `IterableDataset` for `DataLoader`s.
+"""PyTorch adapter: a `MixtureDataset` as a `DataLoader` whose batches follow the stream.
 
-Give the adapter the batch size and the DataLoader `batch_size=None`: each item is then a
-whole batch, and workers take whole batches in turn, so a DataLoader with any number of
-workers yields the same batches in the same order as one without. Works with
-`torch.utils.data.DataLoader` (also with persistent workers) and torchdata's
-`StatefulDataLoader`, whose `state_dict()` then holds each worker's exact position.
+`torch_loader` gives a DataLoader that yields whole batches, in the stream's order whatever
+the number of workers, and that follows what the training loop receives: with workers
+running ahead, `dataset.state_dict()` (or `loader.state_dict()`) still says exactly which
+batches the loop has had. That state resumes exactly with any world size or worker count:
+
+    dataset = MixtureDataset("mixture.yaml", rank=rank, world_size=world_size)
+    loader = torch_loader(dataset, batch_size=8, num_workers=2)
+    dataset.load_state_dict(checkpoint["data"])  # when resuming
+    for batch in loader:
+        ...
+        checkpoint = {"data": dataset.state_dict(), ...}
 
 Example:
-    >>> loader = torch_loader(MixtureDataset("mixture.yaml"), batch_size=8, num_workers=2,
-    ...                       stateful=True)  # doctest: +SKIP
+    >>> loader = torch_loader(MixtureDataset("mixture.yaml"), batch_size=8, num_workers=2)
+    ... # doctest: +SKIP
     >>> batch = next(iter(loader))  # doctest: +SKIP
     >>> batch["input_ids"].shape  # doctest: +SKIP
     torch.Size([8, 2048])
@@ -16,6 +22,9 @@ Example:
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -24,11 +33,12 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from mixplane.errors import ConfigError
-from mixplane.load.channel import WeightChannel
+from mixplane.load.channel import WorkerChannel
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.partition import Layout
-from mixplane.load.state import merge_states
 from mixplane.load.transfer import WorkerBatch
+
+PARENT_CHECK_SECONDS = 0.2
 
 
 class TorchMixtureDataset(IterableDataset):
@@ -38,10 +48,9 @@ class TorchMixtureDataset(IterableDataset):
     DataLoader the batch size and the adapter the same number as `block`, so workers still
     take whole batches in turn.
 
-    State: with `num_workers=0`, or through a `StatefulDataLoader`, `state_dict()` is exact.
-    With a plain `DataLoader` and workers the readers live in the workers, so this object's
-    own state does not move; use a `StatefulDataLoader` (and `loader_state` to resume with
-    another world size) there.
+    Use it through `torch_loader` when the loop has DataLoader workers and checkpoints: a
+    plain `DataLoader` over this adapter reads in its workers without telling this process
+    what the loop received, so `dataset.state_dict()` then refuses (it would be stale).
     """
 
     def __init__(self, dataset: MixtureDataset, batch_size: int | None = 1, block: int = 1):
@@ -49,31 +58,28 @@ class TorchMixtureDataset(IterableDataset):
         self.dataset = dataset
         self.batch_size = batch_size
         self.block = batch_size or block
-        self.channel = WeightChannel()
+        self.tracked = False  # set by MixtureLoader, which follows the batches received
+        if dataset.channel is None:
+            dataset.channel = WorkerChannel()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         info = get_worker_info()
-        workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
-        base = self.dataset.layout
-        layout = Layout(base.rank, base.world_size, workers, worker, self.block)
+        dataset = self.dataset
         batched = self.batch_size is not None
         if info is None:
-            stream = self.dataset.iterate(layout, batched=batched)
+            layout = Layout(dataset.layout.rank, dataset.layout.world_size, block=self.block)
+            stream = dataset.iterate(layout, batched=batched)
             return map(as_tensors, stream) if batched else stream
+        exit_with_parent()
+        if not self.tracked:
+            dataset.channel.flag_untracked_workers()
+        dataset.sync_with_trainer()
+        base = dataset.layout
+        layout = Layout(base.rank, base.world_size, info.num_workers, info.id, self.block)
         # A worker is already a process running ahead of training; a reading thread inside it
         # would only compete with it for the interpreter.
-        stream = self.dataset.iterate(layout, batched=batched, poll=self._poll, prefetch=0)
+        stream = dataset.iterate(layout, batched=batched, poll=dataset.poll_trainer, prefetch=0)
         return map(WorkerBatch, stream) if batched else stream
-
-    def _poll(self, dataset: MixtureDataset) -> None:
-        changes = self.channel.receive()
-        if not changes:
-            return
-        known = {c["step"]: c["weights"] for c in dataset.plan.weight_changes}
-        for change in changes:
-            step, weights = int(change["step"]), change["weights"]
-            if known.get(step) != weights:
-                dataset.set_weights(step, weights)
 
     def set_weights(self, step: int, weights: Mapping[str, float]) -> None:
         """Change weights from `step` on, here and in every DataLoader worker.
@@ -82,13 +88,85 @@ class TorchMixtureDataset(IterableDataset):
         that far ahead of training; a worker that already handed out that step raises.
         """
         self.dataset.set_weights(step, weights)
-        self.channel.publish([dict(c) for c in self.dataset.plan.weight_changes])
 
+    # A StatefulDataLoader asks each worker for its own state; that state cannot resume
+    # exactly under another layout, so it is refused in workers with what to do instead.
     def state_dict(self) -> dict[str, Any]:
+        _refuse_in_worker()
         return self.dataset.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        _refuse_in_worker()
         self.dataset.load_state_dict(state)
+
+
+def _refuse_in_worker() -> None:
+    if get_worker_info() is not None:
+        raise ConfigError(
+            "per-worker loader states (a StatefulDataLoader with workers) do not resume "
+            "exactly under another layout; build the loader with torch_loader(dataset, "
+            "batch_size, num_workers=...) and save dataset.state_dict()"
+        )
+
+
+class MixtureLoader(DataLoader):
+    """A DataLoader over a `TorchMixtureDataset` that follows the batches the loop receives.
+
+    `state_dict()`, `load_state_dict()` and `set_weights()` are the dataset's, so trainers
+    that checkpoint `loader.state_dict()` work unchanged.
+    """
+
+    dataset: TorchMixtureDataset
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self.num_workers == 0:
+            # The stream runs in this process and hands out exactly what the loop receives.
+            return super().__iter__()
+        mixture = self.dataset.dataset
+        generation = mixture.begin_worker_pass(self.num_workers, self.dataset.block)
+        return Received(super().__iter__(), mixture, generation)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.dataset.dataset.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.dataset.dataset.load_state_dict(state)
+
+    def set_weights(self, step: int, weights: Mapping[str, float]) -> None:
+        self.dataset.set_weights(step, weights)
+
+
+class Received:
+    """The DataLoader's iterator, telling the dataset about each batch the loop receives."""
+
+    def __init__(self, inner: Iterator[dict[str, Any]], dataset: MixtureDataset, generation: int):
+        self.inner = inner
+        self.dataset = dataset
+        self.generation = generation
+
+    def __iter__(self) -> Received:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        batch = next(self.inner)
+        index = batch.get("index") if isinstance(batch, Mapping) else None
+        if index is None:
+            raise ConfigError(
+                "batches must keep their 'index' field (a collate_fn dropped it): the loader "
+                "follows the stream's position with it"
+            )
+        index = index.reshape(-1)
+        self.dataset.received(int(index[0]), len(index), self.generation)
+        return batch
+
+    def __len__(self) -> int:
+        return len(self.inner)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Stop the DataLoader's workers now (rather than when this iterator is collected)."""
+        shutdown = getattr(self.inner, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
 
 def as_tensors(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
@@ -101,22 +179,28 @@ def torch_loader(
     dataset: MixtureDataset,
     batch_size: int,
     num_workers: int = 0,
-    stateful: bool = False,
     **options: Any,
-) -> DataLoader:
-    """A DataLoader (or torchdata `StatefulDataLoader`) yielding batches in the stream's order."""
-    adapter = TorchMixtureDataset(dataset, batch_size)
+) -> MixtureLoader:
+    """A DataLoader yielding batches in the stream's order that follows what the loop receives.
+
+    `options` go to the DataLoader (`persistent_workers`, `pin_memory`, `prefetch_factor`,
+    `multiprocessing_context`...). Save `dataset.state_dict()` (or `loader.state_dict()`)
+    with each checkpoint; it is exact with workers and resumes with any layout.
+    """
     if options.get("batch_size") is not None:
         raise ConfigError("pass batch_size to torch_loader, not to the DataLoader options")
     options.pop("batch_size", None)
+    if options.get("in_order") is False:
+        raise ConfigError(
+            "in_order=False lets batches overtake each other, so no position says which "
+            "batches the loop has had; leave in_order at True"
+        )
+    adapter = TorchMixtureDataset(dataset, batch_size)
+    adapter.tracked = True
     # Batches are already tensors; the DataLoader's default conversion would only inspect
     # every field of every batch again (about 25 µs a batch).
     options.setdefault("collate_fn", as_is)
-    if stateful:
-        from torchdata.stateful_dataloader import StatefulDataLoader
-
-        return StatefulDataLoader(adapter, batch_size=None, num_workers=num_workers, **options)
-    return DataLoader(adapter, batch_size=None, num_workers=num_workers, **options)
+    return MixtureLoader(adapter, batch_size=None, num_workers=num_workers, **options)
 
 
 def as_is(batch: Any) -> Any:
@@ -124,36 +208,33 @@ def as_is(batch: Any) -> Any:
     return batch
 
 
-def loader_state(loader_state_dict: Mapping[str, Any]) -> dict[str, Any]:
-    """The mixture's own state inside a `StatefulDataLoader.state_dict()`.
+_watching = False
 
-    Load it into a fresh `MixtureDataset` (before building its loader) to resume with a
-    different world size or worker count; for the same layout, load the loader's state.
+
+def exit_with_parent() -> None:
+    """In a DataLoader worker: end this process promptly when the training process dies.
+
+    The DataLoader's own check runs only every few seconds while a worker waits; a worker
+    reading ahead for a trainer killed by SIGKILL would otherwise live on for that long.
     """
-    found: list[dict[str, Any]] = []
-    _collect(loader_state_dict, found)
-    if not found:
-        raise ConfigError("no mixplane loader state in this DataLoader state")
-    return merge_states(found)
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    parent = os.getppid()
 
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
 
-def _collect(value: Any, found: list[dict[str, Any]]) -> None:
-    if isinstance(value, Mapping):
-        if value.get("format") == "mixplane-loader":
-            found.append(dict(value))
-            return
-        for item in value.values():
-            _collect(item, found)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _collect(item, found)
+    threading.Thread(target=watch, name="mixplane-parent-watch", daemon=True).start()
 
 
 __all__ = [
+    "MixtureLoader",
     "TorchMixtureDataset",
     "as_is",
     "as_tensors",
-    "loader_state",
-    "torch",
     "torch_loader",
 ]
