@@ -1,18 +1,45 @@
 """mixplane: the data plane between raw corpora and a training loop.
 
+The processing API is imported on first use, so a training node that only loads data
+(`import mixplane.load`) does not pay for the processing engine.
+
 Example:
     >>> from mixplane import Pipeline
     >>> pipeline = Pipeline.from_yaml("pipeline.yaml")  # doctest: +SKIP
     >>> result = pipeline.run()  # doctest: +SKIP
 """
 
-from mixplane.document import Document, Drop
-from mixplane.errors import MixplaneError
-from mixplane.process.config import PipelineConfig
-from mixplane.process.pipeline import Pipeline, run_pipeline
-from mixplane.process.stage import Stage
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from mixplane._version import __version__
+from mixplane.errors import MixplaneError
+
+if TYPE_CHECKING:
+    from mixplane.document import Document, Drop
+    from mixplane.process.config import PipelineConfig
+    from mixplane.process.pipeline import Pipeline, run_pipeline
+    from mixplane.process.stage import Stage
+
+_LAZY = {
+    "Document": "mixplane.document",
+    "Drop": "mixplane.document",
+    "PipelineConfig": "mixplane.process.config",
+    "Pipeline": "mixplane.process.pipeline",
+    "run_pipeline": "mixplane.process.pipeline",
+    "Stage": "mixplane.process.stage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mixplane' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Document",

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import xxhash
 
+from mixplane._version import __version__
 from mixplane.io.atomic import is_local, write_bytes
 from mixplane.io.urls import url_filesystem
 
@@ -75,8 +76,6 @@ def find_parent_manifests(urls: list[str], storage_options: dict[str, Any]) -> l
 
 def write_manifest(folder: str, content: dict[str, Any], storage_options=None) -> str:
     """Write `_manifest.json` into `folder` atomically; returns its URL."""
-    from mixplane import __version__
-
     manifest = {
         "tool": "mixplane",
         "version": __version__,
