@@ -68,6 +68,12 @@ def dataset(catalog) -> MixtureDataset:
     return MixtureDataset(mixture(catalog))
 
 
+@pytest.fixture(scope="module")
+def stepped(catalog) -> MixtureDataset:
+    """The same mixture with steps of one sequence, for weight changes."""
+    return MixtureDataset(mixture(catalog, global_batch_size=1))
+
+
 def take(iterator, count: int) -> list[dict]:
     return [next(iterator) for _ in range(count)]
 
@@ -164,23 +170,23 @@ def test_elastic_resume_skips_and_repeats_nothing(dataset, new_world):
     assert component_counts.tolist() == dataset.plan.blend.counts_before(total).tolist()
 
 
-def test_exact_resume_after_set_weights_at_random_steps(dataset):
+def test_exact_resume_after_set_weights_at_random_steps(stepped):
     rng = np.random.default_rng(7)
     for stop in rng.integers(1, 60, size=4).tolist():
         switch = int(rng.integers(0, 80))
         weights = {"wiki": 0.1, "code": 0.1, "web_de": 0.8}
-        straight = MixtureDataset(dataset.spec, resolved=dataset.resolved)
+        straight = MixtureDataset(stepped.spec, resolved=stepped.resolved)
         straight.set_weights(switch, weights)
         expected = take(iter(straight), 120)
 
-        first = MixtureDataset(dataset.spec, resolved=dataset.resolved)
+        first = MixtureDataset(stepped.spec, resolved=stepped.resolved)
         if switch < stop:
             first.set_weights(switch, weights)
         got = take(iter(first), stop)
         if switch >= stop:
             first.set_weights(switch, weights)
         state = first.state_dict()
-        fresh = MixtureDataset(dataset.spec, resolved=dataset.resolved)
+        fresh = MixtureDataset(stepped.spec, resolved=stepped.resolved)
         fresh.load_state_dict(state)
         got += take(iter(fresh), 120 - stop)
         assert [int(s["index"]) for s in got] == list(range(120))
@@ -188,8 +194,8 @@ def test_exact_resume_after_set_weights_at_random_steps(dataset):
         assert stacked(got, "component").tolist() == stacked(expected, "component").tolist()
 
 
-def test_set_weights_changes_the_mixture_from_that_step(dataset):
-    reader = MixtureDataset(dataset.spec, resolved=dataset.resolved)
+def test_set_weights_changes_the_mixture_from_that_step(stepped):
+    reader = MixtureDataset(stepped.spec, resolved=stepped.resolved)
     stream = iter(reader)
     before = take(stream, 30)
     reader.set_weights(40, {"wiki": 0, "code": 0, "web_de": 1})
@@ -363,14 +369,14 @@ def test_output_dtype_must_hold_the_vocabulary(dataset):
 
 
 @pytest.mark.parametrize("read_ahead", [1, 7, 64])
-def test_reading_ahead_in_the_background_changes_nothing(dataset, read_ahead):
+def test_reading_ahead_in_the_background_changes_nothing(catalog, read_ahead):
+    spec = mixture(catalog, global_batch_size=5)
+
     def run(prefetch: int) -> list[dict]:
-        reader = MixtureDataset(
-            dataset.spec, resolved=dataset.resolved, prefetch=prefetch, read_ahead=read_ahead
-        )
+        reader = MixtureDataset(spec, prefetch=prefetch, read_ahead=read_ahead)
         batches = reader.batches(5)
         out = take(batches, 20)
-        reader.set_weights(150, {"wiki": 1, "code": 1, "web_de": 2})  # drops what was read ahead
+        reader.set_weights(30, {"wiki": 1, "code": 1, "web_de": 2})  # drops what was read ahead
         return out + take(batches, 20)
 
     inline, ahead = run(0), run(3)

@@ -42,6 +42,11 @@ def spec(tmp_path_factory) -> dict:
     }
 
 
+def stepped(spec: dict) -> dict:
+    """The mixture with steps of one batch, for weight changes."""
+    return spec | {"global_batch_size": BATCH}
+
+
 def reference(spec: dict, batches: int, change: tuple[int, dict] | None = None) -> list[dict]:
     dataset = MixtureDataset(spec)
     if change is not None:
@@ -118,10 +123,11 @@ def run(loader, count: int) -> list[dict]:
 @pytest.mark.parametrize("stop", [3, 7])
 def test_readme_recipe_resumes_exactly_with_workers(spec, stop):
     """The README's recipe: checkpoint `dataset.state_dict()` while workers read ahead."""
-    expected = reference(spec, 16, change=(30, LATER))
+    spec = stepped(spec)
+    expected = reference(spec, 16, change=(8, LATER))
     dataset = MixtureDataset(spec)
     loader = torch_loader(dataset, batch_size=BATCH, num_workers=2)
-    dataset.set_weights(30, LATER)
+    dataset.set_weights(8, LATER)
     batches, checkpoint = [], None
     for batch in loader:
         batches.append(batch)
@@ -163,12 +169,13 @@ def test_loading_a_state_during_a_pass_stops_that_pass(spec):
 
 
 def test_set_weights_reaches_running_workers(spec):
-    expected = reference(spec, 40, change=(100, LATER))
+    spec = stepped(spec)
+    expected = reference(spec, 40, change=(25, LATER))
     dataset = MixtureDataset(spec)
     loader = torch_loader(dataset, BATCH, num_workers=2, persistent_workers=True)
     stream = iter(loader)
     batches = [next(stream) for _ in range(2)]
-    dataset.set_weights(100, LATER)
+    dataset.set_weights(25, LATER)
     batches += [next(stream) for _ in range(38)]
     same(batches, expected)
     late = torch.cat([b["component"] for b in batches[30:]])
@@ -176,12 +183,13 @@ def test_set_weights_reaches_running_workers(spec):
 
 
 def test_a_change_for_a_step_workers_already_handed_out_is_refused(spec):
+    spec = stepped(spec)
     dataset = MixtureDataset(spec)
     loader = torch_loader(dataset, BATCH, num_workers=2)
     stream = iter(loader)
     next(stream)
     next(stream)
-    dataset.set_weights(9, LATER)  # workers have read further ahead than step 9
+    dataset.set_weights(3, LATER)  # workers have read further ahead than step 3
     with pytest.raises(ConfigError, match="in the past"):
         for _ in range(6):
             next(stream)
@@ -242,6 +250,19 @@ def test_per_worker_states_of_a_stateful_dataloader_are_refused(spec):
     )
     with pytest.raises(ConfigError, match="per-worker loader states"):
         run(loader, 2)
+
+
+def test_steps_must_be_training_steps(spec):
+    """A mixture's steps are global batches: the loader refuses a layout that splits them
+    unevenly, and weight changes need to know what a step is."""
+    with pytest.raises(ConfigError, match="global_batch_size 4 is not a multiple of world_size 2"):
+        torch_loader(MixtureDataset(stepped(spec), rank=0, world_size=2), BATCH)
+    with pytest.raises(ConfigError, match="set global_batch_size: 3"):
+        MixtureDataset(stepped(spec)).batches(3)
+    accumulating = MixtureDataset(spec | {"global_batch_size": 4 * BATCH})
+    next(accumulating.batches(BATCH))  # gradient accumulation: a step is several batches
+    with pytest.raises(ConfigError, match="set_weights steps count optimizer steps"):
+        MixtureDataset(spec).set_weights(10, LATER)
 
 
 def test_out_of_order_delivery_is_refused(spec):

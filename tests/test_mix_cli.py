@@ -28,6 +28,7 @@ def mixture_file(tmp_path_factory) -> Path:
         "catalog: catalog.duckdb\n"
         "seq_len: 32\n"
         "eos_id: 0\n"
+        "global_batch_size: 1\n"
         f"cache_dir: {folder / 'cache'}\n"
         "components:\n"
         "  wiki: {where: \"source = 'wiki'\", weight: 0.75}\n"

@@ -92,6 +92,10 @@ def test_computed_weights_use_token_counts():
         ({"components": {"a b": {"weight": 1}}}, "may only use letters"),
         ({"components": {"a": {"weight": -1}, "b": {"weight": 1}}}, "greater than or equal to 0"),
         ({"schedule": [{"step": 5, "weights": {"wiki": -1}}]}, "must be a number >= 0"),
+        (
+            {"schedule": [{"step": 5, "weights": {"wiki": 1}}]},
+            "a schedule counts optimizer steps, so the mixture needs global_batch_size",
+        ),
         ({"overlap": "merge"}, "overlap"),
         ({"colour": "red"}, "unknown key 'colour'"),
         ({"weighting": {"method": "unimax"}}, "unimax weighting needs max_epochs"),
@@ -119,15 +123,21 @@ def test_invalid_fields_are_named(fields, message):
             "needs total_tokens",
         ),
         (
-            {"schedule": [{"step": 10, "weights": {"wiki": 1, "cod": 1, "web_de": 1}}]},
+            {
+                "global_batch_size": 8,
+                "schedule": [{"step": 10, "weights": {"wiki": 1, "cod": 1, "web_de": 1}}],
+            },
             r"unknown components \['cod'\] \(known: wiki, code, web_de\)",
         ),
         (
-            {"schedule": [{"step": 10, "weights": {"wiki": 1, "code": 1}}]},
+            {"global_batch_size": 8, "schedule": [{"step": 10, "weights": {"wiki": 1, "code": 1}}]},
             "but not their siblings",
         ),
         (
-            {"schedule": [{"step": 10, "weights": {"wiki": 0, "code": 0, "web_de": 0}}]},
+            {
+                "global_batch_size": 8,
+                "schedule": [{"step": 10, "weights": {"wiki": 0, "code": 0, "web_de": 0}}],
+            },
             "must sum to a positive number",
         ),
     ],

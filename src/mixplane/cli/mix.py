@@ -39,6 +39,8 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['steps']:,} steps = {report['sequences']:,} sequences = "
         f"{report['tokens']:,} tokens"
     )
+    if report["global_batch_size"] is None:
+        title += " (no global_batch_size in the mixture: a step is one sequence)"
     table = Table(title=title, title_justify="left")
     for column in ("component", "documents", "tokens", "requested", "realized", "epochs"):
         table.add_column(column, justify="left" if column == "component" else "right")

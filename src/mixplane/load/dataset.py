@@ -174,8 +174,22 @@ class MixtureDataset:
 
     def batches(self, batch_size: int) -> Iterator[dict[str, np.ndarray]]:
         """Iterate whole batches (arrays with a leading batch dimension)."""
+        self.check_batch_size(batch_size)
         layout = Layout(self.layout.rank, self.layout.world_size, block=batch_size)
         return self.iterate(layout, batched=True)
+
+    def check_batch_size(self, batch_size: int) -> None:
+        """Refuse a per-rank batch size that does not divide the mixture's steps evenly, so
+        that schedule steps and `set_weights` steps mean the training loop's steps."""
+        step = self.spec.global_batch_size
+        per_pass = self.layout.world_size * batch_size
+        if step is not None and step % per_pass:
+            raise ConfigError(
+                f"global_batch_size {step} is not a multiple of world_size "
+                f"{self.layout.world_size} x batch_size {batch_size} = {per_pass}, so mixture "
+                f"steps would not be training steps; set global_batch_size: {per_pass} (times "
+                "the gradient accumulation steps)"
+            )
 
     def iterate(
         self,
@@ -305,7 +319,7 @@ class MixtureDataset:
         change is recorded in `state_dict()` so a resumed run replays it, and reaches the
         DataLoader workers of a `torch_loader`.
         """
-        position = int(step) * self.spec.global_batch_size
+        position = int(step) * self.spec.sequences_per_step("set_weights steps")
         if position < self.consumed:
             raise ConfigError(
                 f"set_weights at step {step} (sequence {position}) is in the past: this rank "

@@ -121,9 +121,9 @@ class SamplePlan:
 
     def switches(self) -> list[tuple[int, np.ndarray]]:
         """`(position, leaf weights)` at each point where the weights change."""
-        batch = self.spec.global_batch_size
         entries = [(e.step, 0, e.weights) for e in self.spec.schedule]
         entries += [(c["step"], 1, c["weights"]) for c in self.weight_changes]
+        batch = self.spec.sequences_per_step("weight changes") if entries else 1
         overrides: dict[str, float] = {}
         switches = [(0, self.tree.leaf_weights(self.leaf_tokens))]
         for step, _, weights in sorted(entries, key=lambda e: (e[0], e[1])):

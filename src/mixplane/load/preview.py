@@ -30,7 +30,8 @@ def preview_mixture(
     """Requested vs realized shares, epochs and sample sequences for the first `steps`."""
     dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0)
     plan, spec = dataset.plan, dataset.spec
-    wanted = steps * spec.global_batch_size
+    # Without global_batch_size there are no training steps to speak of: count sequences.
+    wanted = steps * (spec.global_batch_size or 1)
     sequences = wanted if plan.length is None else min(wanted, plan.length)
     counts = plan.blend.counts_before(sequences)
     requested = requested_shares(plan, sequences)
@@ -54,6 +55,7 @@ def preview_mixture(
     return {
         "mixture_fingerprint": dataset.fingerprint,
         "steps": steps,
+        "global_batch_size": spec.global_batch_size,
         "sequences": int(sequences),
         "tokens": int(sequences) * spec.seq_len,
         "stream_ends_at": plan.length,

@@ -58,6 +58,7 @@ class TorchMixtureDataset(IterableDataset):
         self.dataset = dataset
         self.batch_size = batch_size
         self.block = batch_size or block
+        dataset.check_batch_size(self.block)
         self.tracked = False  # set by MixtureLoader, which follows the batches received
         if dataset.channel is None:
             dataset.channel = WorkerChannel()

@@ -138,7 +138,12 @@ class MixtureSpec(BaseModel):
     max_epochs: float | None = Field(None, gt=0, description="default for every component")
     on_exhausted: Literal["stop", "drop"] = Field("stop", description="default at max_epochs")
     total_tokens: float | None = Field(None, gt=0, description="training budget (UniMax, caps)")
-    global_batch_size: int = Field(1, ge=1, description="sequences per step (all ranks)")
+    global_batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="sequences per optimizer step over all ranks (world size x batch size x "
+        "gradient accumulation); schedule steps and set_weights count these steps",
+    )
     weight_resolution: int = Field(
         1 << 16, ge=2, le=MAX_RESOLUTION, description="weights are multiples of 1/this"
     )
@@ -162,6 +167,24 @@ class MixtureSpec(BaseModel):
         if len(set(steps)) != len(steps):
             raise ValueError(f"schedule has repeated steps: {steps}")
         return sorted(value, key=lambda entry: entry.step)
+
+    @model_validator(mode="after")
+    def _steps_need_a_batch_size(self) -> MixtureSpec:
+        if self.schedule and self.global_batch_size is None:
+            raise ValueError(
+                "a schedule counts optimizer steps, so the mixture needs global_batch_size "
+                "(sequences per step over all ranks: world size x batch size x accumulation)"
+            )
+        return self
+
+    def sequences_per_step(self, why: str = "steps") -> int:
+        """`global_batch_size`, or a clear error naming what needed it."""
+        if self.global_batch_size is None:
+            raise ConfigError(
+                f"{why} count optimizer steps: set global_batch_size in the mixture "
+                "(sequences per step over all ranks: world size x batch size x accumulation)"
+            )
+        return self.global_batch_size
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the stream (not where files are cached)."""
