@@ -4,23 +4,38 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# A second environment with only `mixplane[load]`, as a training node installs it.
+LEAN := .venv-lean
+LEAN_STAMP := $(LEAN)/.installed
+SOURCES := pyproject.toml setup.py src/mixplane/load/_pieces.c
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test test-lean lint format bench clean
 
-# torch is pinned so pip takes the CPU wheel; the [torch] extra accepts any recent torch.
-$(STAMP): pyproject.toml setup.py src/mixplane/load/_pieces.c
+# torch is pinned so pip takes the CPU wheel; the [load] extra accepts any recent torch.
+$(STAMP): $(SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "torch==2.13.0" -e ".[dev,torch]"
+	$(BIN)/pip install --quiet "torch==2.13.0" -e ".[dev]"
 	touch $(STAMP)
+
+$(LEAN_STAMP): $(SOURCES)
+	rm -rf $(LEAN)
+	$(PYTHON) -m venv $(LEAN)
+	$(LEAN)/bin/pip install --quiet --upgrade pip
+	$(LEAN)/bin/pip install --quiet "torch==2.13.0" -e ".[load]" pytest pytest-timeout
+	touch $(LEAN_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/mixplane demo
 
-test: $(STAMP)
+test: $(STAMP) test-lean
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/pytest -q
+
+# The load-only install: its tests live apart from the suite's fixtures (--confcutdir).
+test-lean: $(LEAN_STAMP)
+	$(LEAN)/bin/python -m pytest -q -p no:cacheprovider -o addopts= --confcutdir=tests/lean tests/lean
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -30,4 +45,4 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LEAN) .pytest_cache .ruff_cache

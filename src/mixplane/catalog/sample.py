@@ -80,7 +80,8 @@ class _Decoder:
         try:
             self.dataset = TokenizedDataset(uri, storage_options)
             self.tokenizer = self.dataset.tokenizer()
-        except (MixplaneError, KeyError, OSError):
+        except (MixplaneError, KeyError, OSError, ImportError):
+            # ImportError: a load-only install has no tokenizer libraries to decode with.
             self.dataset = None
 
     def text(self, stem: str, index: int) -> str | None:

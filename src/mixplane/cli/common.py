@@ -50,6 +50,22 @@ def storage_options(value: str | None) -> dict[str, Any]:
     return parsed
 
 
+# Optional packages and the extra that installs each (see pyproject.toml).
+EXTRA_OF_MODULE = {
+    **dict.fromkeys(
+        ["trafilatura", "warcio", "ftfy", "py3langid", "tokenizers", "tiktoken", "sentencepiece"],
+        "process",
+    ),
+    "aiohttp": "http",
+    "torch": "load",
+    "ray": "ray",
+    "s3fs": "s3",
+    "gcsfs": "gcs",
+    "datasets": "hf",
+    "huggingface_hub": "hf",
+}
+
+
 def run_app(application: typer.Typer) -> int:
     """Run the CLI; user mistakes become one red line and exit code 2, never a traceback."""
     try:
@@ -57,6 +73,17 @@ def run_app(application: typer.Typer) -> int:
         code = application(standalone_mode=False)
     except MixplaneError as error:
         console.print(f"[bold red]error:[/] {error}", highlight=False)
+        return 2
+    except ModuleNotFoundError as error:
+        extra = EXTRA_OF_MODULE.get((error.name or "").split(".")[0])
+        if extra is None:
+            raise
+        console.print(
+            f"[bold red]error:[/] this needs the package {error.name!r}, which this install "
+            f"does not have: pip install 'mixplane\\[{extra}]'",
+            highlight=False,
+            soft_wrap=True,
+        )
         return 2
     except (typer.Abort, KeyboardInterrupt):
         console.print("[red]aborted[/]")

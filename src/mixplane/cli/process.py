@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -16,8 +17,9 @@ from mixplane.cli.common import (
     storage_options,
 )
 from mixplane.errors import ConfigError
-from mixplane.process.config import PipelineConfig
-from mixplane.process.pipeline import Pipeline, PipelineResult
+
+if TYPE_CHECKING:  # the processing engine loads when a command needs it (mixplane[process])
+    from mixplane.process.pipeline import Pipeline, PipelineResult
 
 
 def register(app: typer.Typer) -> None:
@@ -43,6 +45,9 @@ def process(
 
     Reruns skip tasks that already completed, so an interrupted run can simply be repeated.
     """
+    from mixplane.process.config import PipelineConfig
+    from mixplane.process.pipeline import Pipeline
+
     overrides = {"output": output, "workers": workers, "executor": executor}
     overrides["storage_options"] = storage_options(storage) or None
     if input:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from mixplane.cli.common import JSON_OPTION, console, print_json, progress
-from mixplane.synth import SynthSummary, generate_corpus
+
+if TYPE_CHECKING:
+    from mixplane.synth import SynthSummary
 
 
 def register(app: typer.Typer) -> None:
@@ -35,6 +38,8 @@ def synth(
     started = time.perf_counter()
     with progress(quiet=as_json) as bar:
         handle = bar.add_task("generating", total=docs)
+        from mixplane.synth import generate_corpus
+
         summary = generate_corpus(
             out,
             docs,

@@ -1,5 +1,8 @@
 """Tokenizers and tokenization: turning documents into token shards.
 
+Names load on first use, so decoding tokens (which needs only `load_tokenizer`) does not
+import the processing engine that tokenizing a corpus uses.
+
 Example:
     >>> from mixplane.tokenize import load_tokenizer, tokenize_dataset, train_tokenizer
     >>> train_tokenizer("clean/", vocab_size=8000, out="tokenizer.json")  # doctest: +SKIP
@@ -8,11 +11,35 @@ Example:
     ... )  # doctest: +SKIP
 """
 
-from mixplane.tokenize.base import Tokenizer
-from mixplane.tokenize.config import TokenizeConfig
-from mixplane.tokenize.load import load_tokenizer
-from mixplane.tokenize.run import TokenizeResult, tokenize_dataset
-from mixplane.tokenize.train import train_tokenizer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mixplane.tokenize.base import Tokenizer
+    from mixplane.tokenize.config import TokenizeConfig
+    from mixplane.tokenize.load import load_tokenizer
+    from mixplane.tokenize.run import TokenizeResult, tokenize_dataset
+    from mixplane.tokenize.train import train_tokenizer
+
+_LAZY = {
+    "Tokenizer": "mixplane.tokenize.base",
+    "TokenizeConfig": "mixplane.tokenize.config",
+    "load_tokenizer": "mixplane.tokenize.load",
+    "TokenizeResult": "mixplane.tokenize.run",
+    "tokenize_dataset": "mixplane.tokenize.run",
+    "train_tokenizer": "mixplane.tokenize.train",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mixplane.tokenize' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TokenizeConfig",
