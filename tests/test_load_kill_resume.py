@@ -65,6 +65,18 @@ def logged(workdir: Path) -> list[tuple[int, str]]:
     return [(int(step), digest) for step, digest in lines]
 
 
+def running(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """The processes that have not ended (an ended one may wait as a zombie to be reaped)."""
+    alive = []
+    for process in processes:
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
 def finish(process: subprocess.Popen) -> None:
     output, _ = process.communicate(timeout=120)
     assert process.returncode == 0, output.decode()
@@ -90,7 +102,11 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_batches(mixture, tm
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     # The DataLoader workers notice that their trainer died and end promptly.
-    _, alive = psutil.wait_procs(workers, timeout=2)
+    alive = running(workers)
+    deadline = time.monotonic() + 2
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = running(workers)
     assert not alive, f"workers still alive 2 s after their trainer was killed: {alive}"
 
     before_kill = logged(killed)
