@@ -11,7 +11,8 @@ Example:
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.partition import Layout
 from mixplane.load.plan import SamplePlan
-from mixplane.load.resolve import ResolvedMixture, resolve_mixture
+from mixplane.load.resolve import resolve_mixture
+from mixplane.load.resolved import ResolvedMixture
 from mixplane.load.state import LoaderState
 
 __all__ = [

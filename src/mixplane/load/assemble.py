@@ -24,7 +24,7 @@ from mixplane.load.source import TokenSource
 
 if TYPE_CHECKING:
     from mixplane.load.plan import SamplePlan
-    from mixplane.load.resolve import ResolvedMixture
+    from mixplane.load.resolved import ResolvedMixture
 
 
 @dataclass(frozen=True)

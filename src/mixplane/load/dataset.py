@@ -21,7 +21,8 @@ from mixplane.load.assemble import ReadContext, plan_block
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.partition import Layout
 from mixplane.load.plan import SamplePlan
-from mixplane.load.resolve import ResolvedMixture, resolve_mixture
+from mixplane.load.resolve import resolve_mixture
+from mixplane.load.resolved import ResolvedMixture
 from mixplane.load.source import TokenSource
 from mixplane.load.state import Cursor, LoaderState
 from mixplane.load.stream import Stream

@@ -16,13 +16,13 @@ import hashlib
 import io
 import json
 import os
-from typing import Any
 
 import numpy as np
 
 from mixplane.io.atomic import write_bytes
 from mixplane.load.cache import cache_root
 from mixplane.load.ranges import DocumentRanges
+from mixplane.load.resolved import ResolvedMixture
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
@@ -44,7 +44,7 @@ def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) ->
     return os.path.join(cache_root(cache_dir), "plans", digest)
 
 
-def save_resolved(resolved, folder: str) -> None:
+def save_resolved(resolved: ResolvedMixture, folder: str) -> None:
     """Write a resolved mixture's arrays and description under `folder`."""
     arrays: dict[str, np.ndarray] = {"appended": resolved.appended}
     for i, (ranges, lengths) in enumerate(zip(resolved.ranges, resolved.lengths, strict=True)):
@@ -68,10 +68,8 @@ def save_resolved(resolved, folder: str) -> None:
     write_bytes(os.path.join(folder, "plan.json"), json.dumps(description).encode())
 
 
-def load_resolved(spec: MixtureSpec, folder: str) -> Any:
+def load_resolved(spec: MixtureSpec, folder: str) -> ResolvedMixture | None:
     """The cached resolved mixture in `folder` (arrays memory-mapped), or None."""
-    from mixplane.load.resolve import ResolvedMixture
-
     try:
         with open(os.path.join(folder, "plan.json")) as handle:
             description = json.load(handle)

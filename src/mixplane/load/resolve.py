@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,31 +23,12 @@ from mixplane.load import ranges as iv
 from mixplane.load.cache import local_copy
 from mixplane.load.plan_cache import entry_folder, load_resolved, save_resolved
 from mixplane.load.ranges import DocumentRanges, ShardKey
+from mixplane.load.resolved import ResolvedMixture
 from mixplane.load.source import TokenSource
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
 EVERYTHING = "TRUE"
-
-
-@dataclass
-class ResolvedMixture:
-    """The documents of every leaf component, over one shared list of shards."""
-
-    spec: MixtureSpec
-    tree: MixtureTree
-    shards: tuple[ShardKey, ...]
-    ranges: list[DocumentRanges]
-    lengths: list[np.ndarray]  # per leaf, per document: tokens (+1 when an EOS is appended)
-    starts: list[np.ndarray]  # per leaf, per document: its first token's offset in its shard
-    appended: np.ndarray  # per shard: 1 when an EOS is appended to its documents, else 0
-    eos_id: int | None
-    datasets: list[dict[str, Any]]  # ref, fingerprint, tokenizer of every dataset used
-    fingerprint: str  # of the spec and the exact data versions
-
-    def source(self, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
-        spec = self.spec
-        return TokenSource(self.shards, self.eos_id, dtype, spec.storage_options, spec.cache_dir)
 
 
 def catalog_path(spec: MixtureSpec) -> str:

@@ -1,0 +1,34 @@
+"""`ResolvedMixture`: a mixture's components as concrete documents (the output of
+`resolve`, and what the plan cache stores)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mixplane.load.ranges import DocumentRanges, ShardKey
+from mixplane.load.source import TokenSource
+from mixplane.mix.spec import MixtureSpec
+from mixplane.mix.tree import MixtureTree
+
+
+@dataclass
+class ResolvedMixture:
+    """The documents of every leaf component, over one shared list of shards."""
+
+    spec: MixtureSpec
+    tree: MixtureTree
+    shards: tuple[ShardKey, ...]
+    ranges: list[DocumentRanges]
+    lengths: list[np.ndarray]  # per leaf, per document: tokens (+1 when an EOS is appended)
+    starts: list[np.ndarray]  # per leaf, per document: its first token's offset in its shard
+    appended: np.ndarray  # per shard: 1 when an EOS is appended to its documents, else 0
+    eos_id: int | None
+    datasets: list[dict[str, Any]]  # ref, fingerprint, tokenizer of every dataset used
+    fingerprint: str  # of the spec and the exact data versions
+
+    def source(self, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
+        spec = self.spec
+        return TokenSource(self.shards, self.eos_id, dtype, spec.storage_options, spec.cache_dir)
