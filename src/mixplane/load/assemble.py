@@ -56,6 +56,7 @@ class PlannedBlock:
     lengths: np.ndarray
     ordinal: np.ndarray
     eos_at: np.ndarray
+    labels: bool = False  # rows hold one token more, the last label
 
     def fill(self) -> dict[str, np.ndarray]:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
@@ -68,7 +69,19 @@ class PlannedBlock:
         if "position_ids" in self.arrays:
             zero = np.zeros(len(self.target), dtype=np.int64)
             number_pieces(self.arrays["position_ids"], self.target, self.lengths, zero, 1)
-        return self.arrays
+        return with_labels(self.arrays) if self.labels else self.arrays
+
+
+def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Rows of seq_len + 1 tokens as Megatron's samples: inputs, the next token of each
+    (`labels`) and a `loss_mask` of ones; the arrays are views, nothing is copied."""
+    tokens = arrays["input_ids"]
+    out = {"input_ids": tokens[:, :-1], "labels": tokens[:, 1:]}
+    out["loss_mask"] = np.ones(out["labels"].shape, dtype=np.float32)
+    for key, value in arrays.items():
+        if key not in out:
+            out[key] = value[:, :-1] if value.ndim == 2 else value
+    return out
 
 
 def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
@@ -76,7 +89,7 @@ def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
     plan, resolved, source = context.plan, context.resolved, context.source
     block = plan.block(positions)
     spans = block.spans
-    rows, seq_len = len(positions), plan.spec.seq_len
+    rows, width = len(positions), plan.spec.seq_len + int(plan.spec.labels)
     shard = np.empty(len(spans), dtype=np.int64)
     first = np.empty(len(spans), dtype=np.int64)
     stored = np.empty(len(spans), dtype=np.int64)
@@ -89,19 +102,30 @@ def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
     stored -= resolved.appended[shard]
     lengths = spans.stop - spans.begin
     take = np.minimum(spans.stop, stored) - spans.begin
-    target = spans.row * seq_len + spans.column
+    target = spans.row * width + spans.column
     # A piece reaching past its document's stored tokens ends in the appended EOS.
     eos_at = (target + take)[take < lengths]
     if len(eos_at) and source.eos_id is None:
         raise ValueError("an appended EOS is needed but no eos_id is known")
     source.open(shard)
     arrays = {
-        "input_ids": np.empty((rows, seq_len), dtype=source.dtype),
+        "input_ids": np.empty((rows, width), dtype=source.dtype),
         "component": block.components.astype(np.int64),
         "index": positions.astype(np.int64),
     }
     if context.boundaries in ("document_ids", "both"):
-        arrays["document_ids"] = np.empty((rows, seq_len), dtype=np.int32)
+        arrays["document_ids"] = np.empty((rows, width), dtype=np.int32)
     if context.boundaries in ("position_ids", "both"):
-        arrays["position_ids"] = np.empty((rows, seq_len), dtype=np.int32)
-    return PlannedBlock(arrays, source, shard, first, take, target, lengths, spans.ordinal, eos_at)
+        arrays["position_ids"] = np.empty((rows, width), dtype=np.int32)
+    return PlannedBlock(
+        arrays,
+        source,
+        shard,
+        first,
+        take,
+        target,
+        lengths,
+        spans.ordinal,
+        eos_at,
+        plan.spec.labels,
+    )

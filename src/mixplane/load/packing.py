@@ -5,6 +5,9 @@ EOS when one is appended), and the stream is cut every `seq_len` tokens; a docum
 than what is left of a sequence continues in the next one. The tail shorter than a sequence
 is left out of that epoch (the next epoch's order differs, so different tokens fall there).
 
+With `overlap=1` (labels for next-token prediction) a sequence holds `seq_len + 1` tokens,
+the last of which is also the first of the next sequence, as in Megatron's GPT dataset.
+
 Sequence k of epoch e is found with two binary searches in the cumulative token counts of
 the epoch's order; only two arrays per epoch are held (the order and its cumulative ends).
 
@@ -66,17 +69,27 @@ def stable_key(name: str) -> int:
 
 
 class PackedComponent:
-    """`lengths[i]` tokens for document i (its EOS included when one is appended)."""
+    """`lengths[i]` tokens for document i (its EOS included when one is appended).
+
+    Sequences start every `seq_len` tokens and hold `seq_len + overlap` tokens.
+    """
 
     def __init__(
-        self, lengths: np.ndarray, seq_len: int, seed: int, key: str, cached_epochs: int = 2
+        self,
+        lengths: np.ndarray,
+        seq_len: int,
+        seed: int,
+        key: str,
+        cached_epochs: int = 2,
+        overlap: int = 0,
     ):
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
         self.seq_len = int(seq_len)
+        self.width = self.seq_len + int(overlap)
         self.seed = int(seed)
         self.key = key
         self.total_tokens = int(self.lengths.sum())
-        self.sequences_per_epoch = self.total_tokens // self.seq_len
+        self.sequences_per_epoch = max(0, self.total_tokens - int(overlap)) // self.seq_len
         if self.sequences_per_epoch == 0:
             raise ConfigError(
                 f"component {key!r} holds {self.total_tokens} tokens in {len(self.lengths)} "
@@ -136,10 +149,10 @@ class PackedComponent:
     def _epoch_spans(self, epoch: int, sequences: np.ndarray, rows: np.ndarray) -> Spans:
         # One array operation per step for the whole request: this runs for every block read.
         permutation, ends = self.order(epoch)
-        seq_len = self.seq_len
-        sequence_start = sequences * seq_len
+        width = self.width
+        sequence_start = sequences * self.seq_len
         first = ends.searchsorted(sequence_start, side="right")
-        counts = ends.searchsorted(sequence_start + (seq_len - 1), side="right") - first + 1
+        counts = ends.searchsorted(sequence_start + (width - 1), side="right") - first + 1
         owner = np.arange(len(sequences)).repeat(counts)  # the request's sequence of each piece
         ordinal = np.arange(len(owner)) - (counts.cumsum() - counts)[owner]
         where = first[owner] + ordinal  # place in the epoch's order
@@ -149,5 +162,5 @@ class PackedComponent:
         sequence_start = sequence_start[owner]
         offset = document_start - sequence_start  # where the document starts in the row
         begin = np.maximum(-offset, 0)
-        stop = np.minimum(seq_len, document_end - sequence_start) - offset
+        stop = np.minimum(width, document_end - sequence_start) - offset
         return Spans(rows[owner], document, begin, stop, np.maximum(offset, 0), ordinal)

@@ -73,7 +73,9 @@ class SamplePlan:
         self.spec = spec
         self.tree = tree
         self.components = [
-            PackedComponent(lengths[c], spec.seq_len, spec.seed, leaf.name)
+            PackedComponent(
+                lengths[c], spec.seq_len, spec.seed, leaf.name, overlap=int(spec.labels)
+            )
             for c, leaf in enumerate(tree.leaves)
         ]
         self.leaf_tokens = np.array([p.total_tokens for p in self.components], dtype=np.float64)

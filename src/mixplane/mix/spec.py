@@ -147,6 +147,12 @@ class MixtureSpec(BaseModel):
     weight_resolution: int = Field(
         1 << 16, ge=2, le=MAX_RESOLUTION, description="weights are multiples of 1/this"
     )
+    labels: bool = Field(
+        False,
+        description="Megatron-style samples: each sequence packs seq_len + 1 tokens (the "
+        "last one shared with the next sequence), and batches add `labels` (the inputs "
+        "shifted by one) and `loss_mask`",
+    )
     append_eos: bool = Field(
         True, description="add an EOS after each document, unless tokenizing already did"
     )
