@@ -125,22 +125,48 @@ def train_tokenizer_command(
 
 
 def export(
-    dataset: str = typer.Argument(..., help="Tokenized dataset folder."),
-    out: str = typer.Argument(..., help="Output prefix: writes OUT.bin and OUT.idx."),
+    source: str = typer.Argument(
+        ...,
+        help="What to export: a tokenized dataset folder, a mixture YAML (one pair per "
+        "component and the blend), or a catalog (.duckdb) with --where.",
+    ),
+    out: str = typer.Argument(
+        ..., help="Output prefix (OUT.bin and OUT.idx), or folder for a mixture."
+    ),
+    where: str | None = typer.Option(
+        None, "--where", help="With a catalog: export the documents of this predicate."
+    ),
     format: str = typer.Option("megatron", "--format", help="Export format: megatron."),
     storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Export a tokenized dataset to another trainer's format (Megatron's .bin/.idx)."""
+    """Export token data to Megatron's .bin/.idx: a dataset, a query's selection, or a
+    mixture with the --data-path blend Megatron takes."""
+    from mixplane.load.export import export_mixture, export_selection
     from mixplane.store import export_megatron
 
     if format != "megatron":
         raise ConfigError(f"unknown export format {format!r}; valid formats: megatron")
-    summary = export_megatron(dataset, out, storage_options(storage))
+    if source.endswith((".yaml", ".yml")):
+        summary = export_mixture(source, out)
+        parts = summary["components"]
+    elif source.endswith(".duckdb"):
+        if where is None:
+            raise ConfigError("exporting from a catalog needs --where PREDICATE")
+        summary = export_selection(where, source, out)
+        parts = [summary]
+    else:
+        summary = export_megatron(source, out, storage_options(storage))
+        parts = [summary]
     if as_json:
         print_json(summary)
-    else:
+        return
+    for part in parts:
         console.print(
-            f"exported {summary['documents']:,} documents, {summary['tokens']:,} tokens "
-            f"({summary['dtype']}): {summary['bin']}, {summary['idx']}"
+            f"exported {part['documents']:,} documents, {part['tokens']:,} tokens "
+            f"({part['dtype']}): {part['bin']}, {part['idx']}"
         )
+    if "data_path" in summary:
+        console.print(f"Megatron blend: --data-path {summary['data_path']}", soft_wrap=True)
+        if summary["scheduled"]:
+            console.print("the mixture's schedule is not part of the blend (step 0 weights)")

@@ -1,16 +1,17 @@
 """Export to Megatron's indexed dataset layout (`PREFIX.bin` + `PREFIX.idx`).
 
-One pair per dataset: every document of every shard, in shard order, each document one
-sequence. The `.idx` holds the 9-byte magic `MMIDIDX\\x00\\x00`, version 1 (uint64), the
-dtype code (uint8: 8 = uint16, 4 = int32), the sequence count and the document-index count
-(uint64 each), then int32 sequence lengths, int64 byte pointers into the `.bin`, and int64
-document indices (`0..n`, one more than the documents). Megatron has no uint32 code, so
-32-bit vocabularies are written as int32.
+Each document is one sequence. The `.idx` holds the 9-byte magic `MMIDIDX\\x00\\x00`,
+version 1 (uint64), the dtype code (uint8: 8 = uint16, 4 = int32), the sequence count and
+the document-index count (uint64 each), then int32 sequence lengths, int64 byte pointers
+into the `.bin`, and int64 document indices (`0..n`, one more than the documents).
+Megatron's layout has no unsigned 32-bit code, so 32-bit vocabularies are written as int32
+(ids above 2^31 - 1 are refused); 16-bit vocabularies stay uint16.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from mixplane.store.format import strip_suffix
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
 DTYPE_CODES = {np.dtype("<u2"): 8, np.dtype("<i4"): 4}
-CHUNK_TOKENS = 1 << 24
+CHUNK_DOCUMENTS = 1 << 16
 
 
 def megatron_dtype(dtype: np.dtype) -> np.dtype:
@@ -36,7 +37,8 @@ def export_megatron(
     out: str,
     storage_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write `OUT.bin` and `OUT.idx` (a `.bin`/`.idx` suffix on `out` is ignored).
+    """Write `OUT.bin` and `OUT.idx` with every document of every shard, in shard order (a
+    `.bin`/`.idx` suffix on `out` is ignored).
 
     Example:
         >>> export_megatron("tokens/", "megatron/web")  # doctest: +SKIP
@@ -44,45 +46,54 @@ def export_megatron(
     """
     if not isinstance(dataset, TokenizedDataset):
         dataset = TokenizedDataset(dataset, storage_options)
-    prefix = strip_suffix(out)
     dtype = megatron_dtype(dataset.dtype)
-    readers = [dataset.shard(i) for i in range(len(dataset.shards))]
+    return write_indexed(strip_suffix(out), _shard_documents(dataset), dtype, storage_options)
+
+
+def _shard_documents(dataset: TokenizedDataset) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    for number in range(len(dataset.shards)):
+        reader = dataset.shard(number)
+        lengths = reader.lengths()
+        for first in range(0, len(lengths), CHUNK_DOCUMENTS):
+            last = min(first + CHUNK_DOCUMENTS, len(lengths))
+            begin, end = int(reader.offsets[first]), int(reader.offsets[last])
+            yield np.asarray(reader.tokens[begin:end]), lengths[first:last]
+
+
+def write_indexed(
+    prefix: str,
+    chunks: Iterable[tuple[np.ndarray, np.ndarray]],
+    dtype: np.dtype,
+    storage_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write `PREFIX.bin` and `PREFIX.idx` from `(tokens, document lengths)` chunks, each
+    holding whole documents; returns what was written."""
+    dtype = np.dtype(dtype)
+    lengths: list[np.ndarray] = []
     with atomic_open(prefix + ".bin", storage_options) as handle:
-        for reader in readers:
-            for start in range(0, reader.n_tokens, CHUNK_TOKENS):
-                chunk = np.asarray(reader.tokens[start : start + CHUNK_TOKENS])
-                if chunk.dtype != dtype:
-                    if len(chunk) and int(chunk.max()) > np.iinfo(dtype).max:
-                        raise MixplaneError(
-                            f"shard {reader.name}: token id {int(chunk.max())} does not fit "
-                            "Megatron's int32 tokens"
-                        )
-                    chunk = chunk.astype(dtype)
-                handle.write(chunk.tobytes())
-    n_docs = sum(len(reader) for reader in readers)
+        for tokens, sizes in chunks:
+            if len(tokens) and int(tokens.max()) > np.iinfo(dtype).max:
+                raise MixplaneError(
+                    f"{prefix}: token id {int(tokens.max())} does not fit Megatron's {dtype.name}"
+                )
+            handle.write(np.asarray(tokens).astype(dtype, copy=False).tobytes())
+            lengths.append(np.asarray(sizes, dtype=np.int64))
+    sizes = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    if len(sizes) and int(sizes.max()) > np.iinfo(np.int32).max:
+        raise MixplaneError(f"{prefix}: a document is too long for Megatron's int32 lengths")
+    n = len(sizes)
+    pointers = (np.cumsum(sizes) - sizes) * dtype.itemsize
     with atomic_open(prefix + ".idx", storage_options) as handle:
         handle.write(MAGIC)
-        handle.write(struct.pack("<Q", VERSION))
-        handle.write(struct.pack("<B", DTYPE_CODES[dtype]))
-        handle.write(struct.pack("<Q", n_docs))
-        handle.write(struct.pack("<Q", n_docs + 1))
-        for reader in readers:
-            lengths = reader.lengths()
-            if len(lengths) and int(lengths.max()) > np.iinfo(np.int32).max:
-                raise MixplaneError(f"shard {reader.name}: a document is too long for Megatron")
-            handle.write(lengths.astype("<i4").tobytes())
-        position = 0
-        for reader in readers:
-            pointers = reader.offsets[:-1].astype("<i8") * dtype.itemsize + position
-            handle.write(pointers.tobytes())
-            position += reader.n_tokens * dtype.itemsize
-        for start in range(0, n_docs + 1, CHUNK_TOKENS):
-            stop = min(n_docs + 1, start + CHUNK_TOKENS)
-            handle.write(np.arange(start, stop, dtype="<i8").tobytes())
+        handle.write(struct.pack("<QBQQ", VERSION, DTYPE_CODES[dtype], n, n + 1))
+        handle.write(sizes.astype("<i4").tobytes())
+        handle.write(pointers.astype("<i8").tobytes())
+        handle.write(np.arange(n + 1, dtype="<i8").tobytes())
     return {
+        "prefix": prefix,
         "bin": prefix + ".bin",
         "idx": prefix + ".idx",
-        "documents": n_docs,
-        "tokens": dataset.n_tokens,
+        "documents": n,
+        "tokens": int(sizes.sum()),
         "dtype": dtype.name,
     }
