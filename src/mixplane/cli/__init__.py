@@ -5,6 +5,7 @@ Each command group lives in its own module and registers itself on `app`.
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import typer
@@ -19,6 +20,29 @@ from mixplane.cli.common import app, run_app
 
 for _module in (_synth, _process, _tokenize, _catalog, _mix, _demo):
     _module.register(app)
+
+
+def prose(text: str) -> str:
+    """A docstring's paragraphs as one line each, so the help wraps to the terminal.
+
+    Example:
+        >>> prose("Count the documents\nof a query.\n\n  Then stop.")
+        'Count the documents of a query.\n\nThen stop.'
+    """
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def _reflow_help(application: typer.Typer) -> None:
+    for command in application.registered_commands:
+        if command.help is None and command.callback is not None and command.callback.__doc__:
+            command.help = prose(command.callback.__doc__)
+    for group in application.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
+_reflow_help(app)
 
 
 def main() -> None:
