@@ -36,12 +36,18 @@ class MemmapBatches(IterableDataset):
         workers, worker = (info.num_workers, info.id) if info else (1, 0)
         count = len(packed) // self.batch
         for index in range(worker, count, workers):
-            yield {"input_ids": np.array(packed[index * self.batch : (index + 1) * self.batch])}
+            batch = np.array(packed[index * self.batch : (index + 1) * self.batch])
+            yield {"input_ids": torch.from_numpy(batch)}
+
+
+def as_is(batch):
+    """The same collate treatment as mixplane's: batches are already tensors."""
+    return batch
 
 
 def memmap_loader(folder: Path, args) -> DataLoader:
     dataset = MemmapBatches(str(folder / "packed" / "all.npy"), args.batch)
-    return DataLoader(dataset, batch_size=None, num_workers=args.workers)
+    return DataLoader(dataset, batch_size=None, num_workers=args.workers, collate_fn=as_is)
 
 
 def mixplane_loader(folder: Path, args, boundaries: str) -> DataLoader:
