@@ -15,3 +15,12 @@ class ConfigError(MixplaneError):
 
 class InputError(MixplaneError):
     """An input path or file cannot be used."""
+
+
+class MostlyQuarantinedError(InputError):
+    """Nearly every record of an input was quarantined for one reason (say, a wrong
+    `text_key`). The run's outputs are written all the same; `result` is what it produced."""
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result

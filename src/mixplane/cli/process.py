@@ -38,17 +38,26 @@ def process(
     ),
     workers: int | None = typer.Option(None, "--workers", "-w", help="Parallel tasks."),
     executor: str | None = typer.Option(None, "--executor", help="'local' or 'ray'."),
+    allow_mostly_quarantined: bool = typer.Option(
+        False,
+        "--allow-mostly-quarantined",
+        help="Exit 0 even when nearly every record of an input is quarantined for one reason.",
+    ),
     storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Read inputs, apply the pipeline's stages, and write Parquet parts with statistics.
 
     Reruns skip tasks that already completed, so an interrupted run can simply be repeated.
+    When nearly every record of an input is quarantined for one reason (say, the text is under
+    another key than text_key), the outputs are written and the command fails with exit code 2.
     """
+    from mixplane.errors import MostlyQuarantinedError
     from mixplane.process.config import PipelineConfig
     from mixplane.process.pipeline import Pipeline
 
     overrides = {"output": output, "workers": workers, "executor": executor}
+    overrides["allow_mostly_quarantined"] = allow_mostly_quarantined or None
     overrides["storage_options"] = storage_options(storage) or None
     if input:
         overrides["input"] = list(input)
@@ -59,7 +68,16 @@ def process(
     else:
         raise ConfigError("give a pipeline YAML, or both --input and --output")
     pipeline = Pipeline(settings)
-    result = run_with_progress(pipeline, quiet=as_json)
+    try:
+        result = run_with_progress(pipeline, quiet=as_json)
+    except MostlyQuarantinedError as error:
+        # The run finished and wrote everything: show what it did, then the one-line error.
+        report(error.result, as_json)
+        raise
+    report(result, as_json)
+
+
+def report(result: PipelineResult, as_json: bool) -> None:
     if as_json:
         print_json({"stats": result.stats, "manifest": result.manifest})
     else:

@@ -78,6 +78,11 @@ class PipelineConfig(BaseModel):
     storage_options: dict[str, Any] = Field(
         default_factory=dict, description="fsspec options, e.g. {endpoint_url: ...} for S3"
     )
+    allow_mostly_quarantined: bool = Field(
+        False,
+        description="finish without an error even when nearly every record of an input is "
+        "quarantined for one reason (by default that fails the run, outputs written all the same)",
+    )
 
     @field_validator("input", mode="before")
     @classmethod
@@ -105,7 +110,14 @@ class PipelineConfig(BaseModel):
         """Hash of everything that decides the outputs (not how many workers made them)."""
         decisive = self.model_dump(
             mode="json",
-            exclude={"output", "workers", "executor", "ray_address", "storage_options"},
+            exclude={
+                "output",
+                "workers",
+                "executor",
+                "ray_address",
+                "storage_options",
+                "allow_mostly_quarantined",
+            },
         )
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

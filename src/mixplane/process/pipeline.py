@@ -11,12 +11,14 @@ from typing import Any
 
 import orjson
 
+from mixplane.errors import MostlyQuarantinedError
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.manifest import file_fingerprint, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute
 from mixplane.process.global_stage import GlobalStage, plan_segments
 from mixplane.process.harmonize import harmonize
+from mixplane.process.outcome import mostly_quarantined
 from mixplane.process.runner import load_stages, run_task
 from mixplane.process.segments import remove_work, run_segments
 from mixplane.process.stats import merge_stats
@@ -66,6 +68,9 @@ class Pipeline:
         on_phase: Callable[[str, int | None], None] | None = None,
     ) -> PipelineResult:
         """Run every task not yet complete, then merge statistics and write the manifest.
+
+        Raises `MostlyQuarantinedError` (after writing every output) when nearly all records
+        of an input were quarantined for one reason, unless `allow_mostly_quarantined` is set.
 
         Progress hooks: `on_planned(tasks)` once, `on_phase(description, tasks)` at the start
         of each phase of a pipeline with global stages (tasks is None for a merge), and
@@ -119,7 +124,12 @@ class Pipeline:
             options,
         )
         remove_work(config)
-        return PipelineResult(stats, results, manifest, time.perf_counter() - started)
+        result = PipelineResult(stats, results, manifest, time.perf_counter() - started)
+        if not config.allow_mostly_quarantined:
+            problem = mostly_quarantined(config, tasks, results)
+            if problem:
+                raise MostlyQuarantinedError(problem, result)
+        return result
 
 
 def run_pipeline(

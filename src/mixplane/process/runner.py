@@ -19,7 +19,7 @@ from mixplane.io.writers import DocumentWriter, ParquetTableWriter
 from mixplane.manifest import read_json
 from mixplane.process.config import PipelineConfig
 from mixplane.process.stage import Stage
-from mixplane.process.stats import check_balance, count, new_task_stats
+from mixplane.process.stats import check_balance, count, count_quarantined, new_task_stats
 from mixplane.process.tasks import Task
 
 BATCH = 512
@@ -91,8 +91,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     records = reader_for(task.shard.format)(task.shard, read_options, read_stats)
     for batch, unreadable in read_batches(records, stats):
         for item in unreadable:
-            stats["quarantined"] += 1
-            count(stats["quarantined_by"], "read", item.error.split(":")[0][:60])
+            count_quarantined(stats, "read", item.error.split(":")[0][:60], item.error)
             sinks.quarantine("read", item.location, None, item.error, item.raw)
         for stage in stages:
             batch = apply_stage(stage, batch, stats, sinks)
@@ -172,10 +171,9 @@ def sort_results(name: str, docs: list[Document], results: list, stats, sinks: S
             if not isinstance(result, Exception):
                 kind = type(result).__name__
                 result = TypeError(f"stage returned {kind}, expected Document or Drop")
-            stats["quarantined"] += 1
-            count(stats["quarantined_by"], name, type(result).__name__)
             raw = to_json({"id": doc.id, "text": doc.text, "source": doc.source, **doc.metadata})
             error = f"{type(result).__name__}: {result}"
+            count_quarantined(stats, name, type(result).__name__, error)
             sinks.quarantine(name, doc.id, doc.id, error, raw.encode())
     return kept
 

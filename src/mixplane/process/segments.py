@@ -36,7 +36,13 @@ from mixplane.process.runner import (
     read_batches,
     sort_results,
 )
-from mixplane.process.stats import check_balance, count, new_task_stats
+from mixplane.process.stats import (
+    check_balance,
+    count,
+    count_quarantined,
+    merge_examples,
+    new_task_stats,
+)
 from mixplane.process.tasks import Task
 
 WORK = "_work"
@@ -154,8 +160,7 @@ def _batches(
     if segment.index == 0:
         for batch, unreadable in read_batches(records, stats):
             for item in unreadable:
-                stats["quarantined"] += 1
-                count(stats["quarantined_by"], "read", item.error.split(":")[0][:60])
+                count_quarantined(stats, "read", item.error.split(":")[0][:60], item.error)
                 sinks.quarantine("read", item.location, None, item.error, item.raw)
             yield batch
         return
@@ -192,6 +197,7 @@ def chain_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
             for stage, reasons in part[key].items():
                 for reason, n in reasons.items():
                     count(merged[key], stage, reason, n)
+        merge_examples(merged["quarantine_examples"], part)
         for name, value in part["seconds"].items():
             merged["seconds"][name] = merged["seconds"].get(name, 0.0) + value
     check_balance(merged)

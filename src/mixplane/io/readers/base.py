@@ -72,7 +72,7 @@ def to_document(
     """
     text = record.pop(options.text_key, None)
     if text is None:
-        return f"record has no text field {options.text_key!r}"
+        return f"record has no text field {options.text_key!r}: its fields are {_fields(record)}"
     if not isinstance(text, str):
         return f"text field {options.text_key!r} is {type(text).__name__}, expected a string"
     doc_id = record.pop(options.id_key, None)
@@ -83,3 +83,10 @@ def to_document(
     for key in RESERVED_COLUMNS:
         record.pop(key, None)
     return Document(id=doc_id, text=text, source=source, metadata=record)
+
+
+def _fields(record: dict[str, Any]) -> str:
+    """The record's field names, so a wrong `text_key` shows which one to use instead."""
+    names = [str(name) for name in record]
+    shown = ", ".join(names[:12]) + (f" (and {len(names) - 12} more)" if len(names) > 12 else "")
+    return shown or "none"
