@@ -205,3 +205,59 @@ def test_global_stages_take_no_sources(tmp_path: Path):
     }
     with pytest.raises(ConfigError, match="takes no 'sources'"):
         Pipeline(PipelineConfig.parse(config))
+
+
+def shout_only(sources: list[str]) -> list[dict]:
+    return [{"custom_stages:Shout": {"sources": sources}}]
+
+
+def test_a_stage_limited_to_an_unknown_source_is_refused_before_any_work(
+    small_corpus: Path, tmp_path: Path
+):
+    # No input names its source: they are the folders' names, wiki and code.
+    config = {
+        "input": [str(small_corpus / "wiki" / "*"), str(small_corpus / "code" / "*")],
+        "output": str(tmp_path / "o"),
+        "stages": shout_only(["code", "wbe"]),
+    }
+    with pytest.raises(ConfigError, match=r"Shout' is limited to source 'wbe'.*: code, wiki\."):
+        run_pipeline(config)
+    assert not (tmp_path / "o").exists()
+
+
+def test_declared_sources_are_checked_from_the_config_alone(tmp_path: Path):
+    config = {
+        "input": [{"path": str(tmp_path / "missing" / "*.jsonl"), "source": "web"}],
+        "output": str(tmp_path / "o"),
+        "stages": shout_only(["wbe"]),
+    }
+    with pytest.raises(ConfigError, match="source 'wbe', which no input has.*: web\\."):
+        Pipeline(PipelineConfig.parse(config))
+
+
+def test_sources_named_by_records_or_datasets_are_accepted(tmp_path: Path):
+    import datasets
+    import pyarrow as pa
+
+    write_jsonl(tmp_path / "raw" / "posts.jsonl", [{"text": "hi", "source": "forum"}])
+    named = {"input": str(tmp_path / "raw"), "output": str(tmp_path / "a")}
+    result = run_pipeline(named | {"stages": shout_only(["forum"])})
+    assert pq.read_table(tmp_path / "a").to_pylist()[0]["text"] == "HI!"
+    assert result.stats["kept"] == 1
+
+    table = tmp_path / "tables" / "t.parquet"
+    table.parent.mkdir()
+    pq.write_table(pa.table({"text": ["a"]}), table)
+    plain = {"input": str(table), "output": str(tmp_path / "b"), "stages": shout_only(["forum"])}
+    with pytest.raises(ConfigError, match="source 'forum'.*: tables\\."):
+        run_pipeline(plain)
+    pq.write_table(pa.table({"text": ["a"], "source": ["forum"]}), table)
+    assert run_pipeline(plain).stats["kept"] == 1
+
+    # A saved DatasetDict's records come from the dataset's folder, not the split's.
+    train = datasets.Dataset.from_dict({"text": ["a", "b"]})
+    datasets.DatasetDict({"train": train}).save_to_disk(str(tmp_path / "imdb"))
+    saved = {"input": str(tmp_path / "imdb"), "output": str(tmp_path / "c")}
+    assert run_pipeline(saved | {"stages": shout_only(["imdb"])}).stats["kept"] == 2
+    with pytest.raises(ConfigError, match="source 'train'.*: imdb\\."):
+        run_pipeline(saved | {"stages": shout_only(["train"])})

@@ -21,6 +21,7 @@ from mixplane.process.harmonize import harmonize
 from mixplane.process.outcome import mostly_quarantined
 from mixplane.process.runner import load_stages, run_task
 from mixplane.process.segments import remove_work, run_segments
+from mixplane.process.sources import check_declared_sources, check_stage_sources
 from mixplane.process.stats import merge_stats
 from mixplane.process.tasks import Task, plan_tasks, scan_inputs
 
@@ -52,6 +53,7 @@ class Pipeline:
         # Build every stage now so a bad name or option fails before any work starts.
         stages = [spec.build() for spec in config.stages]
         self.is_global = [isinstance(stage, GlobalStage) for stage in stages]
+        check_declared_sources(config)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> Pipeline:
@@ -59,6 +61,7 @@ class Pipeline:
 
     def plan(self) -> list[Task]:
         files = scan_inputs(self.config.input, self.config.storage_options)
+        check_stage_sources(self.config, files)
         return plan_tasks(files, int(self.config.task_size_mb * (1 << 20)))
 
     def run(

@@ -18,11 +18,7 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     folder (`train`, `test`...) is kept as the `split` property.
     """
     fs, path = url_filesystem(shard.url, options.storage_options)
-    folder = posixpath.dirname(path)
-    split = None
-    if fs.exists(posixpath.join(posixpath.dirname(folder), "dataset_dict.json")):
-        split = posixpath.basename(folder)
-        folder = posixpath.dirname(folder)
+    folder, split = _dataset_folder(fs, path)
     source = options.source or posixpath.basename(folder) or "dataset"
     row = 0
     with fs.open(path, "rb") as handle:
@@ -39,3 +35,25 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
                 else:
                     yield result
                 row += 1
+
+
+def dataset_source(url: str, storage_options: dict) -> str:
+    """The source of an Arrow file's records when neither the input nor a record names one:
+    the dataset folder's name."""
+    fs, path = url_filesystem(url, storage_options)
+    return posixpath.basename(_dataset_folder(fs, path)[0]) or "dataset"
+
+
+def has_source_column(url: str, storage_options: dict) -> bool:
+    """Whether the file's rows carry a `source` column of their own (its schema says so)."""
+    fs, path = url_filesystem(url, storage_options)
+    with fs.open(path, "rb") as handle:
+        return "source" in pa.ipc.open_stream(handle).schema.names
+
+
+def _dataset_folder(fs, path: str) -> tuple[str, str | None]:
+    """The dataset's folder and, for a saved `DatasetDict`, the split the file belongs to."""
+    folder = posixpath.dirname(path)
+    if fs.exists(posixpath.join(posixpath.dirname(folder), "dataset_dict.json")):
+        return posixpath.dirname(folder), posixpath.basename(folder)
+    return folder, None

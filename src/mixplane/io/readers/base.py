@@ -53,9 +53,12 @@ class Quarantined:
 
 def default_source(shard: Shard, options: ReadOptions) -> str:
     """The configured source, else the name of the folder holding the file."""
-    if options.source:
-        return options.source
-    folder = posixpath.basename(posixpath.dirname(shard.url.rstrip("/")))
+    return options.source or folder_source(shard.url)
+
+
+def folder_source(url: str) -> str:
+    """The source of a file's records when neither the input nor a record names one."""
+    folder = posixpath.basename(posixpath.dirname(url.rstrip("/")))
     return folder or "input"
 
 

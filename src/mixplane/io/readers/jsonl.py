@@ -16,6 +16,30 @@ from mixplane.io.readers.base import (
 )
 from mixplane.io.urls import compression_of, open_url, url_filesystem
 
+# How much of a file to look at for its first record's fields.
+PEEK_BYTES = 1 << 20
+
+
+def has_source_field(url: str, storage_options: dict) -> bool:
+    """Whether the file's first record carries a `source` field of its own. True also when
+    no record is found in its first MiB: then it may."""
+    with open_url(url, "rb", storage_options) as stream:
+        try:
+            head = stream.read(PEEK_BYTES)
+        except (OSError, EOFError, ValueError):
+            return True  # unreadable here, quarantined when read; assume it may
+    lines = head.split(b"\n")
+    if len(head) == PEEK_BYTES:
+        lines.pop()  # cut in the middle
+    for line in lines:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a blank or broken line; look at the next one
+        if isinstance(record, dict):
+            return "source" in record
+    return len(head) == PEEK_BYTES
+
 
 def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     """Yield a Document per line whose first byte lies in `[start, end)`; blank lines are skipped.

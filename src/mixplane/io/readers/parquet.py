@@ -25,6 +25,13 @@ def row_group_sizes(url: str, storage_options: dict) -> list[int]:
         return [meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
 
 
+def has_source_column(url: str, storage_options: dict) -> bool:
+    """Whether the file's rows carry a `source` column of their own (its footer says so)."""
+    fs, path = url_filesystem(url, storage_options)
+    with fs.open(path, "rb") as handle:
+        return "source" in pq.read_schema(handle).names
+
+
 def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     """Yield a Document per row of row groups `[start, end)`, named `NAME#ROW`."""
     source = default_source(shard, options)
