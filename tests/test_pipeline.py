@@ -162,7 +162,8 @@ def test_faulty_inputs_are_quarantined_with_locations(tmp_path: Path):
     locations = sorted(r["location"] for r in rows)
     assert f"{raw}/bad.jsonl:2" in locations and f"{raw}/bad.jsonl:3" in locations
     assert any(loc.startswith(f"{raw}/cut.jsonl.zst:") for loc in locations)
-    assert stats["quarantined_by"]["read"]["invalid JSON"] == 2
+    assert stats["quarantined_by"]["read"]["invalid JSON"] == 1
+    assert stats["quarantined_by"]["read"]["invalid UTF-8"] == 1
 
 
 @pytest.mark.parametrize(
@@ -261,3 +262,29 @@ def test_sources_named_by_records_or_datasets_are_accepted(tmp_path: Path):
     assert run_pipeline(saved | {"stages": shout_only(["imdb"])}).stats["kept"] == 2
     with pytest.raises(ConfigError, match="source 'train'.*: imdb\\."):
         run_pipeline(saved | {"stages": shout_only(["train"])})
+
+
+def test_quarantine_keeps_ids_and_lines_balance_with_blank_ones(tmp_path: Path):
+    lines, blank, unreadable = [], 0, []
+    for i in range(400):
+        if i % 7 == 0 or i % 11 == 0:
+            lines.append(b"\n" if i % 7 == 0 else b"  \r\n")
+            blank += 1
+        elif i % 13 == 0:
+            lines.append(json.dumps({"id": f"q{i}", "title": "no text"}).encode() + b"\n")
+            unreadable.append(f"q{i}")
+        else:
+            lines.append(json.dumps({"id": f"d{i}", "text": f"text {i}"}).encode() + b"\n")
+    raw = tmp_path / "raw" / "web"
+    raw.mkdir(parents=True)
+    (raw / "a.jsonl").write_bytes(b"".join(lines))
+    out = tmp_path / "out"
+    # Byte-range tasks: every blank line is counted by exactly one of them.
+    result = run_pipeline({"input": str(raw), "output": str(out), "task_size_mb": 0.002})
+    stats = result.stats
+    assert stats["tasks"] > 3 and stats["skipped_blank"] == blank
+    parts = stats["kept"] + stats["excluded"] + stats["quarantined"] + stats["skipped_blank"]
+    assert parts == len(lines)
+    assert json.loads((out / "_stats.json").read_text())["skipped_blank"] == blank
+    rows = pq.read_table(out / "_quarantine").to_pylist()
+    assert sorted(row["id"] for row in rows) == sorted(unreadable)

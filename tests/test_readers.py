@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import zstandard
 from conftest import make_records, write_jsonl
 from hypothesis import given, settings
@@ -66,10 +67,43 @@ def test_jsonl_quarantines_bad_lines_with_location(tmp_path: Path):
     assert [d.text for d in docs] == ["good", "last"]
     assert [q.location for q in bad] == [f"{path}:{n}" for n in (2, 3, 4, 5, 6)]
     assert "invalid JSON" in bad[0].error and bad[0].raw == b"{broken\n"
-    assert "UTF-8" in bad[1].error and b"\xe9" in bad[1].raw
+    assert bad[1].error.startswith("invalid UTF-8 at byte 13 of the line")
+    assert bad[1].stat_reason() == "invalid UTF-8" and b"\xe9" in bad[1].raw
     assert "expected an object" in bad[2].error
     assert "no text field 'text'" in bad[3].error
     assert "expected a string" in bad[4].error
+    # Parsed records keep their id (or the one their document would have had).
+    assert [q.doc_id for q in bad] == [None, None, None, "f@49", "f@70"]
+
+
+def test_quarantined_json_keeps_its_id(tmp_path: Path):
+    path = write_jsonl(tmp_path / "a.jsonl", [{"id": "x7", "title": "t"}, {"id": 8, "text": [1]}])
+    bad = read_all(str(path), "jsonl")
+    assert [(q.doc_id, q.raw) for q in bad] == [
+        ("x7", b'{"id": "x7", "title": "t"}\n'),
+        ("8", b'{"id": 8, "text": [1]}\n'),
+    ]
+
+
+def test_blank_lines_are_counted(tmp_path: Path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'\n{"text": "a"}\n  \n\r\n{"text": "b"}\n\n')
+    stats = ReadStats()
+    docs = list(reader_for("jsonl")(Shard(str(path), "a", "jsonl"), ReadOptions(), stats))
+    assert [d.text for d in docs] == ["a", "b"] and stats.blank == 4
+    assert stats.bytes == path.stat().st_size
+
+
+def test_parquet_rows_are_quarantined_as_json(tmp_path: Path):
+    table = pa.table(
+        {"id": ["p1", "p2"], "body": ["x", "y"], "score": [1.5, None], "blob": [b"\x00a", None]}
+    )
+    pq.write_table(table, tmp_path / "p.parquet")
+    bad = read_all(str(tmp_path / "p.parquet"), "parquet", name="p.parquet")
+    assert [q.doc_id for q in bad] == ["p1", "p2"]
+    assert json.loads(bad[0].raw) == {"id": "p1", "body": "x", "score": 1.5, "blob": "\x00a"}
+    assert json.loads(bad[1].raw) == {"id": "p2", "body": "y", "score": None, "blob": None}
+    assert bad[0].error.startswith("record has no text field 'text': its fields are id, body")
 
 
 def test_truncated_zstd_keeps_the_readable_prefix(tmp_path: Path):
@@ -81,6 +115,22 @@ def test_truncated_zstd_keeps_the_readable_prefix(tmp_path: Path):
     assert 0 < len(docs) < len(records)
     assert [d.id for d in docs] == [r["id"] for r in records[: len(docs)]]
     assert isinstance(results[-1], Quarantined) and "unreadable stream" in results[-1].error
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd"])
+def test_truncated_stream_keeps_the_partial_record(tmp_path: Path, compression: str):
+    records = make_records(3000)
+    suffix = {"gzip": "gz", "zstd": "zst"}[compression]
+    path = write_jsonl(tmp_path / f"t.jsonl.{suffix}", records, compression)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    results = read_all(str(path), "jsonl")
+    docs, cut = results[:-1], results[-1]
+    assert all(isinstance(d, Document) for d in docs)
+    assert [d.id for d in docs] == [r["id"] for r in records[: len(docs)]]
+    line = (json.dumps(records[len(docs)]) + "\n").encode()
+    # The bytes decoded before the cut: the start of the next record, whose line it names.
+    assert 0 < len(cut.raw) < len(line) and line.startswith(cut.raw)
+    assert cut.location.startswith(f"{path}:{len(docs) + 1} (byte ")
 
 
 @settings(max_examples=25, deadline=None)
@@ -121,6 +171,7 @@ def test_text_and_html_files_are_one_document_each(tmp_path: Path):
     assert note.text == "plain note"
     (bad,) = read_all(str(tmp_path / "bad.txt"), "text")
     assert isinstance(bad, Quarantined) and bad.raw == b"\xff\xfe broken"
+    assert bad.error.startswith("invalid UTF-8 at byte 0") and bad.stat_reason() == "invalid UTF-8"
     assert read_all(str(tmp_path / "empty.txt"), "text") == []
 
 

@@ -91,8 +91,8 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     records = reader_for(task.shard.format)(task.shard, read_options, read_stats)
     for batch, unreadable in read_batches(records, stats):
         for item in unreadable:
-            count_quarantined(stats, "read", item.error.split(":")[0][:60], item.error)
-            sinks.quarantine("read", item.location, None, item.error, item.raw)
+            count_quarantined(stats, "read", item.stat_reason(), item.error)
+            sinks.quarantine("read", item.location, item.doc_id, item.error, item.raw)
         for stage in stages:
             batch = apply_stage(stage, batch, stats, sinks)
         for doc in batch:
@@ -100,6 +100,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
             stats["text_bytes_out"] += len(doc.text.encode("utf-8"))
         stats["kept"] += len(batch)
     stats["bytes_in"] = read_stats.bytes
+    stats["skipped_blank"] = read_stats.blank
     check_balance(stats)
     result = {
         "task": task.index,

@@ -123,6 +123,7 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
             stats["text_bytes_out"] += len(doc.text.encode("utf-8"))
         stats["kept"] += len(batch)
     stats["bytes_in"] = read_stats.bytes
+    stats["skipped_blank"] = read_stats.blank
     collected = collector.close() if collector is not None else None
     check_balance(stats)
     outputs = sinks.close()
@@ -160,8 +161,8 @@ def _batches(
     if segment.index == 0:
         for batch, unreadable in read_batches(records, stats):
             for item in unreadable:
-                count_quarantined(stats, "read", item.error.split(":")[0][:60], item.error)
-                sinks.quarantine("read", item.location, None, item.error, item.raw)
+                count_quarantined(stats, "read", item.stat_reason(), item.error)
+                sinks.quarantine("read", item.location, item.doc_id, item.error, item.raw)
             yield batch
         return
     batch: list[Document] = []
@@ -186,8 +187,8 @@ def chain_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
         (1, 4)
     """
     merged = new_task_stats()
-    for key in ("documents_in", "bytes_in"):
-        merged[key] = parts[0][key]
+    for key in ("documents_in", "bytes_in", "skipped_blank"):
+        merged[key] = parts[0].get(key, 0)
     for key in ("kept", "text_bytes_out"):
         merged[key] = parts[-1][key]
     for part in parts:

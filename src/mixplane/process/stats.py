@@ -1,6 +1,8 @@
 """Per-task statistics and their merge into `_stats.json`.
 
-The invariant every run keeps: documents in = kept + excluded + quarantined.
+The invariant every run keeps: documents in = kept + excluded + quarantined. Blank lines of
+JSON Lines hold no record; they are counted apart (`skipped_blank`), so the lines of the
+inputs add up to documents in + skipped_blank.
 """
 
 from __future__ import annotations
@@ -8,6 +10,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+SUMMED = (
+    "documents_in",
+    "kept",
+    "excluded",
+    "quarantined",
+    "skipped_blank",
+    "bytes_in",
+    "text_bytes_out",
+)
 # Enough of an error to show what went wrong (say, which fields a record had instead).
 EXAMPLE_CHARS = 300
 
@@ -18,6 +29,7 @@ def new_task_stats() -> dict[str, Any]:
         "kept": 0,
         "excluded": 0,
         "quarantined": 0,
+        "skipped_blank": 0,
         "bytes_in": 0,
         "text_bytes_out": 0,
         "excluded_by": {},
@@ -59,15 +71,8 @@ def merge_stats(task_stats: list[dict[str, Any]]) -> dict[str, Any]:
     seconds: Counter = Counter()
     for stats in task_stats:
         check_balance(stats)
-        for key in (
-            "documents_in",
-            "kept",
-            "excluded",
-            "quarantined",
-            "bytes_in",
-            "text_bytes_out",
-        ):
-            totals[key] += stats[key]
+        for key in SUMMED:
+            totals[key] += stats.get(key, 0)  # markers of older runs lack newer counters
         for stage, reasons in stats["excluded_by"].items():
             excluded[stage].update(reasons)
         for stage, reasons in stats["quarantined_by"].items():
@@ -75,7 +80,7 @@ def merge_stats(task_stats: list[dict[str, Any]]) -> dict[str, Any]:
         merge_examples(examples, stats)
         seconds.update(stats["seconds"])
     merged = dict(totals) | {"tasks": len(task_stats)}
-    for key in ("documents_in", "kept", "excluded", "quarantined", "bytes_in", "text_bytes_out"):
+    for key in SUMMED:
         merged.setdefault(key, 0)
     merged["excluded_by"] = {stage: dict(sorted(r.items())) for stage, r in excluded.items()}
     merged["quarantined_by"] = {stage: dict(sorted(r.items())) for stage, r in quarantined.items()}

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard, to_document
+from mixplane.io.readers.base import ReadOptions, ReadStats, Shard, row_to_document
 from mixplane.io.urls import url_filesystem
 
 
@@ -28,12 +28,8 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
             for record in batch.to_pylist():
                 if split is not None:
                     record.setdefault("split", split)
-                result = to_document(record, options, source, f"{shard.name}#{row}")
-                if isinstance(result, str):
-                    raw = repr(record).encode("utf-8", "replace")
-                    yield Quarantined(location=f"{shard.url}#row {row}", error=result, raw=raw)
-                else:
-                    yield result
+                where = f"{shard.url}#row {row}"
+                yield row_to_document(record, options, source, f"{shard.name}#{row}", where)
                 row += 1
 
 

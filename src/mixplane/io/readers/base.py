@@ -6,6 +6,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from mixplane.document import RESERVED_COLUMNS, Document
 
 
@@ -37,18 +39,28 @@ class ReadOptions:
 
 @dataclass(slots=True)
 class ReadStats:
-    """Counters a reader fills while it reads."""
+    """Counters a reader fills while it reads: bytes, and blank lines (no record in them)."""
 
     bytes: int = 0
+    blank: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Quarantined:
-    """A record that could not be turned into a document."""
+    """A record that could not be turned into a document.
+
+    `doc_id` is the record's id when it could be parsed; `reason` is the short, stable form
+    of `error` that statistics count (by default: the error up to its first colon).
+    """
 
     location: str
     error: str
     raw: bytes
+    doc_id: str | None = None
+    reason: str = ""
+
+    def stat_reason(self) -> str:
+        return self.reason or self.error.split(":")[0][:60]
 
 
 def default_source(shard: Shard, options: ReadOptions) -> str:
@@ -68,24 +80,50 @@ def to_document(
     source: str,
     fallback_id: str,
 ) -> Document | str:
-    """Build a Document from a raw record, or return an error message.
+    """Build a Document from a raw record, or return an error message (leaving the record
+    as it was, so it can be quarantined whole).
 
     The text and id fields are taken by name; every other field becomes metadata, except
     that a record's own `source` field wins over the default source.
     """
-    text = record.pop(options.text_key, None)
+    text = record.get(options.text_key)
     if text is None:
         return f"record has no text field {options.text_key!r}: its fields are {_fields(record)}"
     if not isinstance(text, str):
         return f"text field {options.text_key!r} is {type(text).__name__}, expected a string"
-    doc_id = record.pop(options.id_key, None)
-    doc_id = fallback_id if doc_id is None or doc_id == "" else str(doc_id)
+    del record[options.text_key]
+    doc_id = record_id(record, options, fallback_id)
+    record.pop(options.id_key, None)
     record_source = record.pop("source", None)
     if record_source is not None and not options.source:
         source = str(record_source)
     for key in RESERVED_COLUMNS:
         record.pop(key, None)
     return Document(id=doc_id, text=text, source=source, metadata=record)
+
+
+def record_id(record: dict[str, Any], options: ReadOptions, fallback_id: str) -> str:
+    """The record's id field, else the location-based id its document gets."""
+    doc_id = record.get(options.id_key)
+    return fallback_id if doc_id is None or doc_id == "" else str(doc_id)
+
+
+def row_to_document(
+    record: dict[str, Any], options: ReadOptions, source: str, fallback_id: str, location: str
+) -> Document | Quarantined:
+    """A table row (Parquet, Arrow) as a Document, or quarantined with the row as JSON."""
+    result = to_document(record, options, source, fallback_id)
+    if isinstance(result, str):
+        raw = orjson.dumps(record, default=_json_value)
+        return Quarantined(location, result, raw, record_id(record, options, fallback_id))
+    return result
+
+
+def _json_value(value: Any) -> Any:
+    """What orjson cannot write itself: bytes as text (undecodable bytes escaped), else str."""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    return str(value)
 
 
 def _fields(record: dict[str, Any]) -> str:

@@ -12,8 +12,10 @@ from mixplane.io.readers.base import (
     ReadStats,
     Shard,
     default_source,
+    record_id,
     to_document,
 )
+from mixplane.io.readers.lines import Cut, line_size, split_lines
 from mixplane.io.urls import compression_of, open_url, url_filesystem
 
 # How much of a file to look at for its first record's fields.
@@ -42,7 +44,8 @@ def has_source_field(url: str, storage_options: dict) -> bool:
 
 
 def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
-    """Yield a Document per line whose first byte lies in `[start, end)`; blank lines are skipped.
+    """Yield a Document per line whose first byte lies in `[start, end)`; blank lines are
+    counted in `stats.blank`.
 
     Records are named `NAME@OFFSET` (byte offset of the line in the uncompressed stream),
     which does not depend on how the file was split into tasks.
@@ -51,62 +54,73 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     if shard.start or shard.end is not None:
         if compression_of(shard.url):
             raise ValueError("byte ranges need an uncompressed file")
-        yield from _read_range(shard, options, stats, source)
+        fs, path = url_filesystem(shard.url, options.storage_options)
+        end = shard.end if shard.end is not None else fs.size(path)
+        with fs.open(path, "rb", block_size=1 << 22) as stream:
+            yield from _records(stream, shard, options, stats, source, end)
         return
-    line_no = 0
-    offset = 0
     with open_url(shard.url, "rb", options.storage_options) as stream:
-        try:
-            for line in stream:
-                line_no += 1
-                if not line.isspace():
-                    yield _parse(line, shard, options, source, offset, line_no)
-                offset += len(line)
-        except (OSError, EOFError, ValueError) as error:
-            # A truncated or corrupt compressed stream: keep what was read, quarantine the rest.
-            yield Quarantined(
-                location=f"{shard.url}:{line_no + 1} (byte {offset})",
-                error=f"unreadable stream: {error}",
-                raw=b"",
-            )
-    stats.bytes += offset
+        yield from _records(stream, shard, options, stats, source, None)
 
 
-def _read_range(shard: Shard, options: ReadOptions, stats: ReadStats, source: str):
-    fs, path = url_filesystem(shard.url, options.storage_options)
-    end = shard.end if shard.end is not None else fs.size(path)
-    with fs.open(path, "rb", block_size=1 << 22) as stream:
-        offset = shard.start
-        line_no = 0 if offset == 0 else None
-        if offset:
-            # The line straddling `start` belongs to the previous range.
-            stream.seek(offset - 1)
-            offset += len(stream.readline()) - 1
-        while offset < end:
-            line = stream.readline()
-            if not line:
-                break
-            if line_no is not None:
-                line_no += 1
-            if not line.isspace():
-                yield _parse(line, shard, options, source, offset, line_no)
-            stats.bytes += len(line)
-            offset += len(line)
+def _records(stream, shard: Shard, options: ReadOptions, stats: ReadStats, source: str, end):
+    """The records of the lines starting in `[shard.start, end)` (`end` None: to the end)."""
+    offset = shard.start
+    if offset:
+        # The line straddling `start` belongs to the previous range; read from the byte
+        # before it, so a line starting exactly at `start` is seen whole.
+        stream.seek(offset - 1)
+    lines = split_lines(stream)
+    if offset:
+        offset += line_size(next(lines, b"")) - 1
+    first = offset
+    line_no = 0 if offset == 0 else None  # line numbers are known when reading from the top
+    for line in lines:
+        if end is not None and offset >= end:
+            break
+        size = line_size(line)
+        if line_no is not None:
+            line_no += 1
+        where = f"{shard.url}:{line_no}" if line_no is not None else f"{shard.url}@{offset}"
+        if isinstance(line, Cut):
+            # A truncated or corrupt compressed stream: what came before it was read; the
+            # line it broke in is kept as far as it got.
+            error = f"unreadable stream: {line.error}"
+            yield Quarantined(f"{where} (byte {offset})", error, line.partial)
+        elif line.isspace():
+            stats.blank += 1
+        else:
+            result = _parse(line, shard, options, source, offset, where)
+            del line  # a long line's bytes are not needed once its document exists
+            yield result
+        offset += size
+    stats.bytes += offset - first
 
 
-def _parse(line: bytes, shard: Shard, options, source: str, offset: int, line_no: int | None):
-    where = f"{shard.url}:{line_no}" if line_no is not None else f"{shard.url}@{offset}"
-    stripped = line.strip()
+def _parse(line: bytes | bytearray, shard: Shard, options, source: str, offset: int, where: str):
     try:
-        record = orjson.loads(stripped)
+        record = orjson.loads(line)  # whitespace around the value, newline included, is fine
     except orjson.JSONDecodeError as error:
-        return Quarantined(location=where, error=f"invalid JSON: {error}", raw=line)
+        bad_byte = _invalid_utf8(line)
+        if bad_byte is not None:
+            return Quarantined(where, bad_byte, bytes(line), reason="invalid UTF-8")
+        return Quarantined(where, f"invalid JSON: {error}", bytes(line))
     if not isinstance(record, dict):
         kind = type(record).__name__
-        return Quarantined(
-            location=where, error=f"JSON value is {kind}, expected an object", raw=line
-        )
-    result = to_document(record, options, source, f"{shard.name}@{offset}")
+        return Quarantined(where, f"JSON value is {kind}, expected an object", bytes(line))
+    fallback_id = f"{shard.name}@{offset}"
+    result = to_document(record, options, source, fallback_id)
     if isinstance(result, str):
-        return Quarantined(location=where, error=result, raw=line)
+        doc_id = record_id(record, options, fallback_id)
+        return Quarantined(where, result, bytes(line), doc_id)
     return result
+
+
+def _invalid_utf8(line: bytes | bytearray) -> str | None:
+    """Where the line stops being UTF-8, said plainly (orjson only says "surrogates not
+    allowed"); None if it is valid UTF-8."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"invalid UTF-8 at byte {error.start} of the line: {error.reason}"
+    return None

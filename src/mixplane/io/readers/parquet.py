@@ -7,12 +7,11 @@ from collections.abc import Iterator
 import pyarrow.parquet as pq
 
 from mixplane.io.readers.base import (
-    Quarantined,
     ReadOptions,
     ReadStats,
     Shard,
     default_source,
-    to_document,
+    row_to_document,
 )
 from mixplane.io.urls import url_filesystem
 
@@ -44,13 +43,6 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
         for group in range(shard.start, end):
             stats.bytes += meta.row_group(group).total_byte_size
             for record in parquet.read_row_group(group).to_pylist():
-                yield _convert(record, shard, options, source, row)
+                where = f"{shard.url}#row {row}"
+                yield row_to_document(record, options, source, f"{shard.name}#{row}", where)
                 row += 1
-
-
-def _convert(record: dict, shard: Shard, options: ReadOptions, source: str, row: int):
-    result = to_document(record, options, source, f"{shard.name}#{row}")
-    if isinstance(result, str):
-        raw = repr(record).encode("utf-8", "replace")
-        return Quarantined(location=f"{shard.url}#row {row}", error=result, raw=raw)
-    return result

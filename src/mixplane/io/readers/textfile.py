@@ -27,7 +27,8 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        yield Quarantined(shard.url, f"invalid UTF-8: {error}", data)
+        message = f"invalid UTF-8 at byte {error.start}: {error.reason}"
+        yield Quarantined(shard.url, message, data, shard.name, reason="invalid UTF-8")
         return
     text = text.removeprefix("\ufeff")
     metadata = {"content_type": "text/html" if shard.format == "html" else "text/plain"}

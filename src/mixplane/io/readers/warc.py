@@ -36,16 +36,17 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
                     or ""
                 )
                 where = f"{shard.url}@{offset}"
+                doc_id = record.rec_headers.get_header("WARC-Record-ID") or f"{shard.name}@{offset}"
                 if record.raw_stream.limit > 0:
                     # The archive ended before this record's declared Content-Length.
-                    yield Quarantined(where, "truncated WARC record", payload)
+                    yield Quarantined(where, "truncated WARC record", payload, doc_id.strip("<>"))
                     continue
                 try:
                     text = payload.decode(_charset(content_type))
                 except (UnicodeDecodeError, LookupError) as error:
-                    yield Quarantined(where, f"cannot decode payload: {error}", payload)
+                    message = f"cannot decode payload: {error}"
+                    yield Quarantined(where, message, payload, doc_id.strip("<>"))
                     continue
-                doc_id = record.rec_headers.get_header("WARC-Record-ID") or f"{shard.name}@{offset}"
                 metadata = {
                     "url": record.rec_headers.get_header("WARC-Target-URI"),
                     "warc_date": record.rec_headers.get_header("WARC-Date"),
