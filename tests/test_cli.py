@@ -72,3 +72,14 @@ def test_help_explains_options():
     done = mixplane("process", "--help")
     assert done.returncode == 0
     assert "--workers" in done.stdout and "Parallel tasks" in done.stdout
+
+
+def test_rerun_summary_counts_reused_tasks(small_corpus: Path, tmp_path: Path):
+    args = ("process", "-i", str(small_corpus / "wiki"), "-o", str(tmp_path / "o"))
+    assert mixplane(*args).returncode == 0
+    (tmp_path / "o" / "_tasks" / "task-00001.json").unlink()
+    again = mixplane(*args)
+    assert again.returncode == 0, again.stderr
+    assert "1 of 2 tasks reused completed work" in again.stderr
+    rerun = json.loads(mixplane(*args, "--json").stdout)
+    assert rerun["stats"]["skipped_tasks"] == 2

@@ -239,7 +239,18 @@ def test_a_crash_in_a_segment_redoes_only_unfinished_tasks(
     assert events.count("merge") == 1
     assert len([e for e in events if e.startswith("collect")]) == collects
     assert len([e for e in events if e.startswith("decide")]) == decides
-    assert result.skipped_tasks == (0 if where == "before" else 2)
+    # Tasks that reused completed work: those that finished the first segment before the
+    # crash, and (after the merge) also those that finished the final one.
+    reused = (
+        {"segment 1/2": 2, "segment 2/2": 0}
+        if where == "before"
+        else {
+            "segment 1/2": 6,
+            "segment 2/2": 2,
+        }
+    )
+    assert result.stats["skipped_by_segment"] == reused
+    assert result.skipped_tasks == result.stats["skipped_tasks"] == reused["segment 1/2"]
     assert outputs(tmp_path / "out") == outputs(tmp_path / "ref")
 
 

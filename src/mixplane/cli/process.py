@@ -111,5 +111,8 @@ def print_summary(result: PipelineResult) -> None:
                 table.add_row(kind, stage, reason, f"{n:,}", style="yellow")
     console.print(table)
     if stats.get("skipped_tasks"):
-        console.print(f"{stats['skipped_tasks']} of {stats['tasks']} tasks were already complete")
+        reused = f"{stats['skipped_tasks']} of {stats['tasks']} tasks reused completed work"
+        segments = stats.get("skipped_by_segment") or {}
+        detail = ", ".join(f"{phase}: {n}" for phase, n in segments.items())
+        console.print(f"{reused} ({detail})" if detail else reused)
     console.print(f"manifest: {result.manifest}")

@@ -37,6 +37,7 @@ class PipelineResult:
 
     @property
     def skipped_tasks(self) -> int:
+        """Tasks that reused work a former run completed, in any segment."""
         return sum(1 for task in self.tasks if task.get("skipped"))
 
 
@@ -87,15 +88,20 @@ class Pipeline:
         if config.workers == 1 and config.executor == "local":
             load_stages(config)
         settings = ExecutorSettings(config.workers, config.executor, config.ray_address)
-        merges = None
+        merges, skipped_by_segment = None, None
         if any(self.is_global):
             segments = plan_segments(self.is_global)
-            results, merges = run_segments(config, segments, tasks, settings, on_done, on_phase)
+            results, merges, skipped_by_segment = run_segments(
+                config, segments, tasks, settings, on_done, on_phase
+            )
         else:
             results = execute(run_task, tasks, config, settings, on_done)
         results = harmonize(config, results)
         stats = merge_stats([result["stats"] for result in results])
+        # Tasks that reused work a former run completed (in any segment).
         stats["skipped_tasks"] = sum(1 for result in results if result.get("skipped"))
+        if skipped_by_segment:
+            stats["skipped_by_segment"] = skipped_by_segment
         if merges:
             stats["merges"] = merges
         options = config.storage_options

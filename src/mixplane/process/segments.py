@@ -231,10 +231,12 @@ def run_segments(
     settings: ExecutorSettings,
     on_done: Callable[[dict[str, Any]], None] | None = None,
     on_phase: Callable[[str, int | None], None] | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run every segment and merge; return the final segment's task results and, per
-    global stage, its merge summary.
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int]]:
+    """Run every segment and merge; return the final segment's task results, per global
+    stage its merge summary, and per segment how many tasks were already complete.
 
+    A task whose work was reused in any segment comes back with `skipped` set: a rerun
+    after a crash in the first segment reuses the tasks that finished it.
     `on_phase(description, tasks)` announces each phase (tasks is None for a merge);
     `on_done` is called as each task of each segment completes.
     """
@@ -244,23 +246,29 @@ def run_segments(
         for done in finished:
             if on_done:
                 on_done(done | {"skipped": True})
-        return [done | {"skipped": True} for done in finished], {}
+        return [done | {"skipped": True} for done in finished], {}, {}
     stages = load_stages(config)
     merges: dict[str, Any] = {}
+    skipped: dict[str, int] = {}
+    reused: set[int] = set()
     earlier = tuple(s.index for s in segments[:-1])
     announce = on_phase or (lambda description, count: None)
     with ray_session(settings):
         for number, segment in enumerate(segments, 1):
             job = SegmentJob(config, segment, earlier if segment is final else ())
-            announce(f"segment {number}/{len(segments)}", len(tasks))
+            phase = f"segment {number}/{len(segments)}"
+            announce(phase, len(tasks))
             results = execute(run_segment_task, tasks, job, settings, on_done)
+            done = {result["task"] for result in results if result.get("skipped")}
+            skipped[phase] = len(done)
+            reused |= done
             if segment.collects is not None:
                 stage = stages[segment.collects]
                 announce(f"merging {stage.stage_name()}", None)
                 merges[stage.stage_name()] = _merge(
                     config, segment.collects, stage, tasks, settings
                 )
-    return results, merges
+    return [result | {"skipped": result["task"] in reused} for result in results], merges, skipped
 
 
 def _merge(
