@@ -288,3 +288,33 @@ def test_quarantine_keeps_ids_and_lines_balance_with_blank_ones(tmp_path: Path):
     assert json.loads((out / "_stats.json").read_text())["skipped_blank"] == blank
     rows = pq.read_table(out / "_quarantine").to_pylist()
     assert sorted(row["id"] for row in rows) == sorted(unreadable)
+
+
+@pytest.mark.parametrize("task_size_mb", [256, 0.01])
+def test_a_record_over_max_record_bytes_is_quarantined_and_the_rest_processed(
+    tmp_path: Path, task_size_mb: float
+):
+    records = make_records(300)
+    records.insert(150, {"id": "huge", "text": "word " * 40_000})  # 200 kB on one line
+    raw = write_jsonl(tmp_path / "raw" / "web" / "a.jsonl", records)
+    huge = len(json.dumps(records[150])) + 1
+    config = {
+        "input": str(raw),
+        "output": str(tmp_path / "o"),
+        "max_record_bytes": 10_000,
+        "task_size_mb": task_size_mb,  # small: the huge line spans many tasks
+    }
+    result = run_pipeline(config)
+    stats = result.stats
+    assert (stats["documents_in"], stats["kept"], stats["quarantined"]) == (301, 300, 1)
+    assert stats["quarantined_by"] == {"read": {"record exceeds max_record_bytes": 1}}
+    (row,) = pq.read_table(tmp_path / "o" / "_quarantine").to_pylist()
+    assert row["error"].startswith(f"record of {huge} bytes exceeds max_record_bytes=10000")
+    assert row["location"].startswith(str(raw)) and row["raw"].startswith(b'{"id": "huge"')
+    kept = pq.read_table(tmp_path / "o").to_pylist()
+    assert [r["id"] for r in kept] == [r["id"] for r in records if r["id"] != "huge"]
+
+
+def test_max_record_bytes_must_be_positive(tmp_path: Path):
+    with pytest.raises(ConfigError, match="max_record_bytes"):
+        PipelineConfig.parse({"input": "x.jsonl", "output": "o", "max_record_bytes": 0})

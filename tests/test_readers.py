@@ -250,3 +250,60 @@ def test_zstd_reader_streams_large_files(tmp_path: Path):
     assert zstandard.ZstdDecompressor().decompress(path.read_bytes(), max_output_size=1 << 30)
     count = sum(1 for r in read_all(str(path), "jsonl") if isinstance(r, Document))
     assert count == 5000
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n")),
+    limit=st.one_of(st.none(), st.integers(1, 40)),
+    chunk=st.integers(1, 17),
+    prefix=st.integers(1, 9),
+)
+def test_split_lines_keeps_lines_under_the_limit_and_sizes_the_others(data, limit, chunk, prefix):
+    import mixplane.io.readers.lines as lines
+
+    saved = lines.CHUNK, lines.PREFIX
+    lines.CHUNK, lines.PREFIX = chunk, prefix
+    try:
+        got = list(lines.split_lines(io.BytesIO(data), limit))
+    finally:
+        lines.CHUNK, lines.PREFIX = saved
+    want = data.split(b"\n")
+    want = [line + b"\n" for line in want[:-1]] + ([want[-1]] if want[-1] else [])
+    assert len(got) == len(want)
+    for line, expected in zip(got, want, strict=True):
+        if limit is not None and len(expected) > limit:
+            assert line == lines.LongLine(len(expected), expected[:prefix])
+        else:
+            assert bytes(line) == expected
+
+
+def test_records_over_max_record_bytes_are_quarantined_with_their_first_bytes(tmp_path: Path):
+    from mixplane.io.readers.lines import PREFIX
+
+    big = {"id": "big", "text": "x" * (3 * PREFIX)}
+    path = write_jsonl(tmp_path / "a.jsonl", [{"text": "one"}, big, {"text": "two"}])
+    one, cut, two = read_all(str(path), "jsonl", max_record_bytes=1000)
+    line = (json.dumps(big) + "\n").encode()
+    assert (one.text, two.text) == ("one", "two")
+    assert cut.error.startswith(f"record of {len(line)} bytes exceeds max_record_bytes=1000")
+    assert cut.stat_reason() == "record exceeds max_record_bytes"
+    assert cut.raw == line[:PREFIX] and cut.location == f"{path}:2"
+
+    (tmp_path / "page.html").write_bytes(b"<p>" + b"y" * 2000 + b"</p>")
+    (page,) = read_all(str(tmp_path / "page.html"), "html", max_record_bytes=1000)
+    assert page.error.startswith("record of 2007 bytes exceeds max_record_bytes=1000")
+    assert page.raw == b"<p>" + b"y" * 2000 + b"</p>"  # shorter than the kept prefix
+
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["z" * 2000, "ok"]}), tmp_path / "t.parquet")
+    row, fine = read_all(str(tmp_path / "t.parquet"), "parquet", max_record_bytes=1000)
+    assert row.error.startswith("record of 2000 bytes exceeds") and row.doc_id == "a"
+    assert row.raw == b"z" * 2000 and fine.text == "ok"
+
+    warc = tmp_path / "crawl.warc.gz"
+    write_warc(
+        warc, [("https://a.example/big", b"<p>big</p>" * 300), ("https://a.example/s", b"s")]
+    )
+    page, small = read_all(str(warc), "warc", max_record_bytes=1000)
+    assert page.stat_reason() == "record exceeds max_record_bytes" and page.doc_id
+    assert small.text == "s"

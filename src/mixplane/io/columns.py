@@ -26,6 +26,30 @@ def column_array(values: list[Any]) -> pa.Array:
         )
 
 
+# Texts above this many characters are encoded to UTF-8 here (see `string_array`).
+_LARGE_TEXT = 1 << 20
+
+
+def string_array(values: list[Any]) -> pa.Array:
+    """A string array. A large non-ASCII text is encoded here rather than by Arrow: Arrow
+    asks Python for the UTF-8 form, which Python then keeps inside the str for as long as
+    the str lives, a second copy of the text through the write.
+
+    Example:
+        >>> string_array(["a", None, "ü" * 3]).to_pylist()
+        ['a', None, 'üüü']
+    """
+    return pa.array(
+        [
+            value.encode()
+            if isinstance(value, str) and len(value) > _LARGE_TEXT and not value.isascii()
+            else value
+            for value in values
+        ],
+        type=pa.string(),
+    )
+
+
 def rows_to_table(fixed: dict[str, list[Any]], metadata: list[dict[str, Any]]) -> pa.Table:
     """A table with the `fixed` columns first, then one column per metadata key.
 
@@ -36,7 +60,7 @@ def rows_to_table(fixed: dict[str, list[Any]], metadata: list[dict[str, Any]]) -
         for key in row:
             if key not in keys and key not in fixed:
                 keys[key] = None
-    arrays = {name: pa.array(values, type=pa.string()) for name, values in fixed.items()}
+    arrays = {name: string_array(values) for name, values in fixed.items()}
     for key in keys:
         arrays[key] = column_array([row.get(key) for row in metadata])
     return pa.table(arrays)

@@ -5,6 +5,7 @@ Memory stays flat: rows are buffered up to a size limit and then written as one 
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from typing import Any
@@ -23,6 +24,24 @@ from mixplane.io.urls import compressed
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1, "write_statistics": True}
 FLUSH_ROWS = 16_384
 FLUSH_BYTES = 32 << 20
+# Columns holding whole documents: their min/max statistics never let a reader skip
+# anything, and computing them copies the largest values (a few hundred MB for one 50 MB
+# record), so they are left out.
+LARGE_COLUMNS = ("text", "raw")
+
+
+def parquet_options(schema: pa.Schema, no_statistics: tuple[str, ...] = ()) -> dict[str, Any]:
+    """PARQUET_OPTIONS for writing `schema`, without statistics for the columns named."""
+    if not set(no_statistics) & set(schema.names):
+        return PARQUET_OPTIONS
+    # Statistics are switched on per leaf column by its Parquet path (`tags.list.element`):
+    # the paths come from the Parquet schema of an empty file.
+    buffer = io.BytesIO()
+    pq.write_table(schema.empty_table(), buffer)
+    leaves = pq.ParquetFile(buffer).schema
+    paths = [leaves.column(i).path for i in range(len(leaves))]
+    keep = [path for path in paths if path.split(".")[0] not in no_statistics]
+    return PARQUET_OPTIONS | {"write_statistics": keep}
 
 
 class ParquetTableWriter:
@@ -33,9 +52,15 @@ class ParquetTableWriter:
     segments under the unified schema. Output bytes depend only on the tables written.
     """
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        url: str,
+        storage_options: dict[str, Any] | None = None,
+        no_statistics: tuple[str, ...] = (),
+    ):
         self.url = url
         self.storage_options = storage_options
+        self.no_statistics = no_statistics
         self._folder = tempfile.mkdtemp(prefix="mixplane-parquet-")
         self._segments: list[str] = []
         self._writer: pq.ParquetWriter | None = None
@@ -57,7 +82,8 @@ class ParquetTableWriter:
             path = os.path.join(self._folder, f"segment-{len(self._segments):04d}.parquet")
             self._segments.append(path)
             self._schema = table.schema
-            self._writer = pq.ParquetWriter(path, table.schema, **PARQUET_OPTIONS)
+            options = parquet_options(table.schema, self.no_statistics)
+            self._writer = pq.ParquetWriter(path, table.schema, **options)
         self._writer.write_table(table)
         self.rows += table.num_rows
 
@@ -85,7 +111,8 @@ class ParquetTableWriter:
             return
         schemas = [pq.read_schema(path) for path in self._segments]
         schema = pa.unify_schemas(schemas, promote_options="permissive")
-        with pq.ParquetWriter(handle, schema, **PARQUET_OPTIONS) as writer:
+        options = parquet_options(schema, self.no_statistics)
+        with pq.ParquetWriter(handle, schema, **options) as writer:
             for path in self._segments:
                 segment = pq.ParquetFile(path)
                 for group in range(segment.num_row_groups):
@@ -117,7 +144,7 @@ class DocumentWriter:
         self._bytes = 0
         self.written: tuple[int, str] | None = None  # (size, hash) of the file, once closed
         if self.format == "parquet":
-            self._parquet = ParquetTableWriter(url, storage_options)
+            self._parquet = ParquetTableWriter(url, storage_options, LARGE_COLUMNS)
         else:
             self._jsonl_temp = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in close())
                 prefix="mixplane-", suffix=".jsonl", delete=False

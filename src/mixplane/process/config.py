@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError
+from mixplane.io.readers.base import MAX_RECORD_BYTES
 from mixplane.process.stage import SourceScoped, Stage, build_stage
 
 
@@ -71,6 +72,11 @@ class PipelineConfig(BaseModel):
     output_format: Literal["parquet", "jsonl"] = "parquet"
     task_size_mb: float = Field(
         256.0, gt=0, description="split large files into tasks of this size"
+    )
+    max_record_bytes: int = Field(
+        MAX_RECORD_BYTES,
+        gt=0,
+        description="records above this size are quarantined unread (32 MiB by default)",
     )
     workers: int = Field(1, ge=1, description="parallel tasks")
     executor: Literal["local", "ray"] = "local"

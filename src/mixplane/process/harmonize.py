@@ -29,7 +29,7 @@ import xxhash
 from mixplane.io.atomic import atomic_open, join_url, write_bytes
 from mixplane.io.columns import conform
 from mixplane.io.urls import url_filesystem
-from mixplane.io.writers import PARQUET_OPTIONS
+from mixplane.io.writers import LARGE_COLUMNS, parquet_options
 from mixplane.process.config import PipelineConfig
 from mixplane.process.runner import marker_url, part_name
 from mixplane.process.segments import work_root
@@ -113,7 +113,7 @@ def _rewrite(url: str, staged: str, schema: pa.Schema, options) -> tuple[int, st
     fs, path = url_filesystem(url, options)
     with fs.open(path, "rb") as source, atomic_open(staged, options) as handle:
         part = pq.ParquetFile(source)
-        with pq.ParquetWriter(handle, schema, **PARQUET_OPTIONS) as writer:
+        with pq.ParquetWriter(handle, schema, **parquet_options(schema, LARGE_COLUMNS)) as writer:
             if part.num_row_groups == 0:
                 writer.write_table(schema.empty_table())
             for group in range(part.num_row_groups):

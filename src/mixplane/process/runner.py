@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 
 from mixplane.document import Document, Drop
 from mixplane.io.atomic import join_url, write_bytes
+from mixplane.io.columns import string_array
 from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, reader_for
 from mixplane.io.urls import url_filesystem
-from mixplane.io.writers import DocumentWriter, ParquetTableWriter
+from mixplane.io.writers import LARGE_COLUMNS, DocumentWriter, ParquetTableWriter
 from mixplane.manifest import read_json
 from mixplane.process.config import PipelineConfig
 from mixplane.process.stage import Stage
@@ -23,6 +24,9 @@ from mixplane.process.stats import check_balance, count, count_quarantined, new_
 from mixplane.process.tasks import Task
 
 BATCH = 512
+# A batch also ends at this many characters of text, so a run of large records (each under
+# max_record_bytes) is not held 512 at a time.
+BATCH_CHARS = 32 << 20
 EXCLUDED_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -83,8 +87,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     if done is not None:
         return done | {"skipped": True}
     stages = load_stages(config)
-    spec = config.input[task.input_index]
-    read_options = ReadOptions(spec.text_key, spec.id_key, spec.source, config.storage_options)
+    read_options = input_read_options(config, task.input_index)
     read_stats = ReadStats()
     stats = new_task_stats()
     sinks = Sinks(config, task.index)
@@ -97,7 +100,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
             batch = apply_stage(stage, batch, stats, sinks)
         for doc in batch:
             sinks.documents.write(doc)
-            stats["text_bytes_out"] += len(doc.text.encode("utf-8"))
+            stats["text_bytes_out"] += utf8_size(doc.text)
         stats["kept"] += len(batch)
     stats["bytes_in"] = read_stats.bytes
     stats["skipped_blank"] = read_stats.blank
@@ -114,6 +117,22 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     return result | {"skipped": False}
 
 
+def input_read_options(config: PipelineConfig, index: int) -> ReadOptions:
+    """How the records of input `index` become documents."""
+    spec = config.input[index]
+    return ReadOptions(
+        spec.text_key, spec.id_key, spec.source, config.storage_options, config.max_record_bytes
+    )
+
+
+def utf8_size(text: str) -> int:
+    """The UTF-8 size of `text`, without a whole encoded copy of a large one."""
+    if text.isascii():
+        return len(text)
+    step = 1 << 20
+    return sum(len(text[i : i + step].encode("utf-8")) for i in range(0, len(text), step))
+
+
 def read_batches(
     records: Iterator, stats: dict[str, Any]
 ) -> Iterator[tuple[list[Document], list[Quarantined]]]:
@@ -122,16 +141,18 @@ def read_batches(
     unreadable: list[Quarantined] = []
     seconds = stats["seconds"]
     started = time.perf_counter()
+    chars = 0
     for record in records:
         stats["documents_in"] += 1
         if isinstance(record, Quarantined):
             unreadable.append(record)
         else:
             docs.append(record)
-        if len(docs) >= BATCH:
+            chars += len(record.text)
+        if len(docs) >= BATCH or chars >= BATCH_CHARS:
             seconds["read"] = seconds.get("read", 0.0) + time.perf_counter() - started
             yield docs, unreadable
-            docs, unreadable = [], []
+            docs, unreadable, chars = [], [], 0
             started = time.perf_counter()
     seconds["read"] = seconds.get("read", 0.0) + time.perf_counter() - started
     yield docs, unreadable
@@ -260,21 +281,24 @@ class _RowSink:
     """Rows of a fixed schema, flushed to a Parquet file that exists only if rows came."""
 
     FLUSH = 4096
+    FLUSH_CHARS = 32 << 20  # excluded rows hold whole texts
 
     def __init__(self, url: str):
         self.url = url
         self.rows: list[list[Any]] = []
+        self.chars = 0
         self.count = 0
         self.schema: pa.Schema | None = None
         self.writer: ParquetTableWriter | None = None
 
     def add(self, row: list[Any], schema: pa.Schema, options) -> None:
         self.rows.append(row)
+        self.chars += sum(len(value) for value in row if isinstance(value, str | bytes))
         self.count += 1
         self.schema = schema
         if self.writer is None:
-            self.writer = ParquetTableWriter(self.url, options)
-        if len(self.rows) >= self.FLUSH:
+            self.writer = ParquetTableWriter(self.url, options, LARGE_COLUMNS)
+        if len(self.rows) >= self.FLUSH or self.chars >= self.FLUSH_CHARS:
             self._flush()
 
     def add_table(self, table: pa.Table, schema: pa.Schema, options) -> None:
@@ -282,7 +306,7 @@ class _RowSink:
         if table.num_rows == 0:
             return
         if self.writer is None:
-            self.writer = ParquetTableWriter(self.url, options)
+            self.writer = ParquetTableWriter(self.url, options, LARGE_COLUMNS)
         self.schema = schema
         if self.rows:
             self._flush()
@@ -291,9 +315,12 @@ class _RowSink:
 
     def _flush(self) -> None:
         columns = list(zip(*self.rows, strict=True))
-        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self.schema, strict=True)]
+        arrays = [
+            string_array(col) if f.type == pa.string() else pa.array(col, type=f.type)
+            for col, f in zip(columns, self.schema, strict=True)
+        ]
         self.writer.write(pa.Table.from_arrays(arrays, schema=self.schema))
-        self.rows = []
+        self.rows, self.chars = [], 0
 
     def close(self) -> bool:
         if self.writer is None:

@@ -29,12 +29,15 @@ from mixplane.process.executors import ExecutorSettings, execute, ray_session
 from mixplane.process.global_stage import GlobalStage, MergeRun, Segment, WorkArea
 from mixplane.process.runner import (
     BATCH,
+    BATCH_CHARS,
     Sinks,
     apply_stage,
+    input_read_options,
     load_stages,
     marker_url,
     read_batches,
     sort_results,
+    utf8_size,
 )
 from mixplane.process.stats import (
     check_balance,
@@ -120,7 +123,7 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
             seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
         for doc in batch:
             sinks.documents.write(doc)
-            stats["text_bytes_out"] += len(doc.text.encode("utf-8"))
+            stats["text_bytes_out"] += utf8_size(doc.text)
         stats["kept"] += len(batch)
     stats["bytes_in"] = read_stats.bytes
     stats["skipped_blank"] = read_stats.blank
@@ -149,14 +152,15 @@ def _batches(
     """The documents a segment starts from: the task's input (the first segment also counts
     and quarantines unreadable records), or an earlier segment's saved documents."""
     config, segment = job.config, job.segment
-    spec = config.input[task.input_index]
     if segment.source >= 0:
         url = join_url(segment_folder(config, segment.source), f"part-{task.index:05d}.parquet")
         shard = Shard(url, os.path.basename(url), "parquet")
-        options = ReadOptions("text", "id", None, config.storage_options)
+        # Documents an earlier segment kept were admitted already (a stage may have made one
+        # longer): no size limit, since a record quarantined here would be lost.
+        options = ReadOptions("text", "id", None, config.storage_options, 1 << 62)
     else:
         shard = task.shard
-        options = ReadOptions(spec.text_key, spec.id_key, spec.source, config.storage_options)
+        options = input_read_options(config, task.input_index)
     records = reader_for(shard.format)(shard, options, read_stats)
     if segment.index == 0:
         for batch, unreadable in read_batches(records, stats):
@@ -166,13 +170,15 @@ def _batches(
             yield batch
         return
     batch: list[Document] = []
+    chars = 0
     for record in records:
         if isinstance(record, Quarantined):
             continue  # recorded by the first segment
         batch.append(record)
-        if len(batch) >= BATCH:
+        chars += len(record.text)
+        if len(batch) >= BATCH or chars >= BATCH_CHARS:
             yield batch
-            batch = []
+            batch, chars = [], 0
     yield batch
 
 

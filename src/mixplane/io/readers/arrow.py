@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from mixplane.io.readers.base import ReadOptions, ReadStats, Shard, row_to_document
+from mixplane.io.readers.base import ReadOptions, ReadStats, Shard
+from mixplane.io.readers.rows import table_documents
 from mixplane.io.urls import url_filesystem
 
 
@@ -25,12 +26,10 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
         reader = pa.ipc.open_stream(handle)
         for batch in reader:
             stats.bytes += batch.nbytes
-            for record in batch.to_pylist():
-                if split is not None:
-                    record.setdefault("split", split)
-                where = f"{shard.url}#row {row}"
-                yield row_to_document(record, options, source, f"{shard.name}#{row}", where)
-                row += 1
+            extra = {"split": split} if split is not None else None
+            table = pa.Table.from_batches([batch])
+            yield from table_documents(table, shard, options, source, row, extra)
+            row += batch.num_rows
 
 
 def dataset_source(url: str, storage_options: dict) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
 from mixplane.document import RESERVED_COLUMNS, Document
+from mixplane.io.readers.lines import CHUNK, PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,14 @@ class Shard:
     end: int | None = None
 
 
+# Records above this size are quarantined unread. The largest genuine documents of common
+# training sources (whole books, long papers' LaTeX) stay below 10 MB; a record of tens of
+# MB is nearly always a dump (base64, logs, a corpus on one line). Processing a record
+# takes several copies of it (bytes, str, Arrow, Parquet page) and heavy stages tens of
+# them, per worker, so the limit is what keeps a worker's memory bounded.
+MAX_RECORD_BYTES = 32 << 20
+
+
 @dataclass(frozen=True, slots=True)
 class ReadOptions:
     """How records become documents."""
@@ -35,6 +44,7 @@ class ReadOptions:
     id_key: str = "id"
     source: str | None = None
     storage_options: dict[str, Any] = field(default_factory=dict)
+    max_record_bytes: int = MAX_RECORD_BYTES
 
 
 @dataclass(slots=True)
@@ -61,6 +71,29 @@ class Quarantined:
 
     def stat_reason(self) -> str:
         return self.reason or self.error.split(":")[0][:60]
+
+
+def read_bounded(stream: IO[bytes], limit: int) -> tuple[bytearray, int]:
+    """Read a whole stream as one record: `(data, size)`. Past `limit` bytes only the first
+    PREFIX bytes are kept and the rest is counted, so memory stays within the limit."""
+    data, size = bytearray(), 0
+    while chunk := stream.read(CHUNK):
+        size += len(chunk)
+        if size <= limit or len(data) < PREFIX:
+            data += chunk
+        if size > limit and len(data) > PREFIX:
+            del data[PREFIX:]
+    return data, size
+
+
+def oversized(location: str, size: int, limit: int, prefix: bytes, doc_id=None) -> Quarantined:
+    """A record over `max_record_bytes`, quarantined with its first bytes only (its location
+    says where the whole of it is)."""
+    error = (
+        f"record of {size} bytes exceeds max_record_bytes={limit} "
+        f"(raw holds its first {len(prefix)} bytes)"
+    )
+    return Quarantined(location, error, prefix, doc_id, reason="record exceeds max_record_bytes")
 
 
 def default_source(shard: Shard, options: ReadOptions) -> str:

@@ -12,10 +12,11 @@ from mixplane.io.readers.base import (
     ReadStats,
     Shard,
     default_source,
+    oversized,
     record_id,
     to_document,
 )
-from mixplane.io.readers.lines import Cut, line_size, split_lines
+from mixplane.io.readers.lines import Cut, LongLine, line_size, split_lines
 from mixplane.io.urls import compression_of, open_url, url_filesystem
 
 # How much of a file to look at for its first record's fields.
@@ -70,7 +71,8 @@ def _records(stream, shard: Shard, options: ReadOptions, stats: ReadStats, sourc
         # The line straddling `start` belongs to the previous range; read from the byte
         # before it, so a line starting exactly at `start` is seen whole.
         stream.seek(offset - 1)
-    lines = split_lines(stream)
+    limit = options.max_record_bytes
+    lines = split_lines(stream, limit)
     if offset:
         offset += line_size(next(lines, b"")) - 1
     first = offset
@@ -87,6 +89,8 @@ def _records(stream, shard: Shard, options: ReadOptions, stats: ReadStats, sourc
             # line it broke in is kept as far as it got.
             error = f"unreadable stream: {line.error}"
             yield Quarantined(f"{where} (byte {offset})", error, line.partial)
+        elif isinstance(line, LongLine):
+            yield oversized(where, line.size, limit, line.prefix)
         elif line.isspace():
             stats.blank += 1
         else:

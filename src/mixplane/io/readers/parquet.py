@@ -6,13 +6,8 @@ from collections.abc import Iterator
 
 import pyarrow.parquet as pq
 
-from mixplane.io.readers.base import (
-    ReadOptions,
-    ReadStats,
-    Shard,
-    default_source,
-    row_to_document,
-)
+from mixplane.io.readers.base import ReadOptions, ReadStats, Shard, default_source
+from mixplane.io.readers.rows import table_documents
 from mixplane.io.urls import url_filesystem
 
 
@@ -42,7 +37,6 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
         row = sum(meta.row_group(i).num_rows for i in range(shard.start))
         for group in range(shard.start, end):
             stats.bytes += meta.row_group(group).total_byte_size
-            for record in parquet.read_row_group(group).to_pylist():
-                where = f"{shard.url}#row {row}"
-                yield row_to_document(record, options, source, f"{shard.name}#{row}", where)
-                row += 1
+            table = parquet.read_row_group(group)
+            yield from table_documents(table, shard, options, source, row)
+            row += table.num_rows

@@ -8,7 +8,15 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from mixplane.document import Document
-from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard, default_source
+from mixplane.io.readers.base import (
+    Quarantined,
+    ReadOptions,
+    ReadStats,
+    Shard,
+    default_source,
+    oversized,
+    read_bounded,
+)
 from mixplane.io.urls import url_filesystem
 
 
@@ -19,6 +27,7 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     `content_type`. Other record types (request, metadata, warcinfo) carry no document.
     """
     source = default_source(shard, options)
+    limit = options.max_record_bytes
     fs, path = url_filesystem(shard.url, options.storage_options)
     with fs.open(path, "rb") as handle:
         iterator = ArchiveIterator(handle)
@@ -26,9 +35,9 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
             for record in iterator:
                 if record.rec_type not in ("response", "resource"):
                     continue
-                payload = record.content_stream().read()
+                payload, size = read_bounded(record.content_stream(), limit)
                 offset = iterator.get_record_offset()  # only valid once the payload is read
-                stats.bytes += len(payload)
+                stats.bytes += size
                 headers = record.http_headers
                 content_type = (
                     (headers.get_header("Content-Type") if headers else None)
@@ -37,22 +46,27 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
                 )
                 where = f"{shard.url}@{offset}"
                 doc_id = record.rec_headers.get_header("WARC-Record-ID") or f"{shard.name}@{offset}"
+                doc_id = doc_id.strip("<>")
+                if size > limit:
+                    yield oversized(where, size, limit, bytes(payload), doc_id)
+                    continue
                 if record.raw_stream.limit > 0:
                     # The archive ended before this record's declared Content-Length.
-                    yield Quarantined(where, "truncated WARC record", payload, doc_id.strip("<>"))
+                    yield Quarantined(where, "truncated WARC record", bytes(payload), doc_id)
                     continue
                 try:
                     text = payload.decode(_charset(content_type))
                 except (UnicodeDecodeError, LookupError) as error:
                     message = f"cannot decode payload: {error}"
-                    yield Quarantined(where, message, payload, doc_id.strip("<>"))
+                    yield Quarantined(where, message, bytes(payload), doc_id)
                     continue
+                del payload  # the text is all that is needed now
                 metadata = {
                     "url": record.rec_headers.get_header("WARC-Target-URI"),
                     "warc_date": record.rec_headers.get_header("WARC-Date"),
                     "content_type": content_type.split(";")[0].strip() or None,
                 }
-                yield Document(doc_id.strip("<>"), text, source, metadata)
+                yield Document(doc_id, text, source, metadata)
             size = fs.size(path)
             if iterator.offset < size:
                 # warcio stops quietly when an archive is cut inside a record's headers.
