@@ -114,6 +114,10 @@ def test_user_mistakes_are_one_line_errors(tokens: Path, tmp_path: Path, cli):
         ("1=1; DROP TABLE versions", "';'"),
         ("read_csv('/etc/passwd') IS NOT NULL", "function 'read_csv' is not allowed"),
         ("langauge = 'de'", "did you mean 'language'"),
+        ("language = 'de') OR (true", "closes a parenthesis the predicate did not open"),
+        ("language = 'de' -- AND 1=0", "comment at position 16"),
+        ("(language = 'de'", "is never closed"),
+        ("source = '日本語' AND x", "unknown column 'x'"),
     ):
         code, _, err = cli("query", predicate, "-c", catalog)
         assert code == 2

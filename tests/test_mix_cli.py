@@ -78,3 +78,13 @@ def test_preview_table_and_one_line_errors(mixture_file: Path, tmp_path: Path):
     assert done.returncode == 2
     assert "unknown components ['code']" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_where_that_escapes_its_parentheses_is_refused(mixture_file: Path):
+    original = mixture_file.read_text()
+    escaped = original.replace("where: \"source = 'code'\"", "where: \"source = 'code') OR (true\"")
+    assert escaped != original
+    mixture_file.write_text(escaped)
+    done = mixplane("mix", "preview", str(mixture_file), "--steps", "10")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "closes a parenthesis the predicate did not open" in " ".join(done.stderr.split())

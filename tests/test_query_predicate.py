@@ -35,7 +35,9 @@ ALLOWED = {
     "language IS DISTINCT FROM 'en' AND is_code IS TRUE": {"language", "is_code"},
     "LANGUAGE = 'de'": {"language"},
     "id = 'has;semicolon' AND id = 'read_csv(''/etc/passwd'')'": {"id"},
-    "language = 'en' -- a trailing comment": {"language"},
+    "id = '-- not a comment' AND id <> '/* nor this */' AND id = ')(' AND \"id\" = '('": {"id"},
+    "source = '日本語' AND language = 'ｄｅ' AND id LIKE '_本%'": {"source", "language", "id"},
+    "(((language = 'de')))": {"language"},
     "is_code": {"is_code"},
 }
 
@@ -48,8 +50,8 @@ MALICIOUS = {
     "id IN (SELECT id FROM documents)": "subqueries",
     "EXISTS (SELECT 1)": "subqueries",
     "(SELECT count(*) FROM duckdb_settings()) > 0": "subqueries",
-    "1=1) UNION ALL (SELECT * FROM read_csv('/etc/passwd')": "not a query",
-    "1=1) OR (1=1) ORDER BY (1": "not a query",
+    "1=1) UNION ALL (SELECT * FROM read_csv('/etc/passwd')": "')' at position 3 closes",
+    "1=1) OR (1=1) ORDER BY (1": "')' at position 3 closes",
     "PRAGMA database_list": "cannot parse",
     "getvariable('secret') IS NULL": "function 'getvariable'",
     "current_setting('allowed_directories') IS NULL": "function 'current_setting'",
@@ -63,7 +65,14 @@ MALICIOUS = {
     "id COLLATE nocase = 'x'": "COLLATE",
     "main.lower(id) = 'a'": "function 'lower'",
     "CAST(quality AS MAP(INTEGER, INTEGER)) IS NULL": "CAST to MAP",
-    "language = 'en' /* unterminated": "cannot parse",
+    "language = 'en' /* unterminated": "comment at position 16",
+    "language = 'de') OR (true": "')' at position 15 closes a parenthesis",
+    "language = 'de' -- AND 1=0": "comment at position 16",
+    "language = 'de' /* c */ AND is_code": "comment at position 16",
+    "(language = 'de'": "'(' at position 0 is never closed",
+    "language = 'de' OR (is_code": "'(' at position 19 is never closed",
+    "source = '日本語') OR (true": "')' at position 14 closes a parenthesis",
+    "is_code) OR (NOT is_code": "')' at position 7",
     "": "empty predicate",
     "   ": "empty predicate",
 }
@@ -98,6 +107,28 @@ def test_unknown_column_lists_the_available_ones_and_suggests():
 def test_positions_point_into_the_predicate():
     with pytest.raises(PredicateError, match=r"position 19"):
         check_predicate("language = 'de' OR read_csv('x') IS NULL", COLUMNS)
+
+
+def test_positions_count_characters_not_bytes():
+    with pytest.raises(PredicateError, match=r"position 18\b"):
+        check_predicate("source = '日本語' OR read_csv('x') IS NULL", COLUMNS)
+    with pytest.raises(PredicateError, match=r"position 14"):
+        check_predicate("source = '日本語'; SELECT 1", COLUMNS)
+    with pytest.raises(PredicateError, match=r"cannot parse predicate"):
+        check_predicate("source = 'ｆｕｌｌ' AND", COLUMNS)
+
+
+def test_an_escape_is_refused_by_the_parser_alone(monkeypatch: pytest.MonkeyPatch):
+    """Without the token check, parsing the predicate under NOT still finds an expression
+    that closes the parentheses around it."""
+    monkeypatch.setattr("mixplane.catalog.predicate._check_tokens", lambda text: None)
+    for escape in ("language = 'de') OR (true", "is_code) AND (NOT is_code"):
+        with pytest.raises(PredicateError, match="not one whole boolean expression"):
+            check_predicate(escape, COLUMNS)
+    for query in ("1=1) UNION ALL (SELECT * FROM read_csv('x')", "1=1) OR (1=1) ORDER BY (1"):
+        with pytest.raises(PredicateError, match="not a query"):
+            check_predicate(query, COLUMNS)
+    assert check_predicate("(language = 'de') OR (true)", COLUMNS).columns == ("language",)
 
 
 def test_deeply_nested_predicates_are_refused():

@@ -28,6 +28,8 @@ Row = dict[str, Any]
 Predicate = tuple[str, Callable[[Row], bool | None]]
 
 WORDS = ["alpha", "Beta", "gamma", "DELTA", "alps", "bet", "Gamut", "a_b", "50%"]
+# Non-ASCII text: several bytes per character in UTF-8, which the parser counts in.
+WORDS += ["日本語", "日本", "ＦＵＬＬ", "Ärger", "émigré", "o'clock"]
 LANGUAGES = ["en", "de", "fr", "zh"]
 TAGS = ["x", "y", "z"]
 
@@ -145,8 +147,15 @@ def comparisons(draw) -> Predicate:
 @st.composite
 def string_tests(draw) -> Predicate:
     kind = draw(
-        st.sampled_from(["eq", "in", "not_in", "like", "ilike", "not_like", "lower", "starts"])
+        st.sampled_from(
+            ["eq", "in", "not_in", "like", "ilike", "not_like", "lower", "starts", "label"]
+        )
     )
+    if kind == "label":
+        characters = st.characters(blacklist_categories=("Cs", "Cc"))
+        value = draw(st.sampled_from(WORDS) | st.text(characters, max_size=6))
+        quoted = value.replace("'", "''")
+        return f"label = '{quoted}'", lambda r: both(operator.eq)(r["label"], value)
     if kind == "eq":
         op = draw(st.sampled_from(["=", "<>", "<", ">="]))
         value = draw(st.sampled_from(LANGUAGES + ["da"]))
@@ -165,7 +174,11 @@ def string_tests(draw) -> Predicate:
 
         return sql, member
     if kind in ("like", "ilike", "not_like"):
-        pattern = draw(st.sampled_from(["a%", "%a", "%l%", "_e%", "a_b", "50%", "%T%", "b__"]))
+        pattern = draw(
+            st.sampled_from(
+                ["a%", "%a", "%l%", "_e%", "a_b", "50%", "%T%", "b__", "日%", "_本%", "%ｌ%", "É%"]
+            )
+        )
         matches = like(pattern, ignore_case=kind == "ilike")
         keyword = {"like": "LIKE", "ilike": "ILIKE", "not_like": "NOT LIKE"}[kind]
         negate = kind == "not_like"
@@ -174,12 +187,12 @@ def string_tests(draw) -> Predicate:
             lambda r: None if r["label"] is None else matches(r["label"]) != negate,
         )
     if kind == "lower":
-        value = draw(st.sampled_from(["beta", "delta", "alpha", "gamut"]))
+        value = draw(st.sampled_from(["beta", "delta", "alpha", "gamut", "ärger", "ｆｕｌｌ"]))
         return (
             f"lower(label) = '{value}'",
             lambda r: None if r["label"] is None else r["label"].lower() == value,
         )
-    prefix = draw(st.sampled_from(["a", "al", "G", "x"]))
+    prefix = draw(st.sampled_from(["a", "al", "G", "x", "日", "é"]))
     return (
         f"starts_with(label, '{prefix}')",
         lambda r: None if r["label"] is None else r["label"].startswith(prefix),

@@ -6,6 +6,9 @@ logic, IN, LIKE/ILIKE, BETWEEN, IS [NOT] NULL, arithmetic, CAST and a short list
 functions. Everything else (subqueries, table functions such as `read_csv`, several
 statements, pragmas, window functions, parameters) is refused with a one-line message.
 
+A predicate is one whole expression: no comments, and parentheses that balance inside it, so
+it can never close the frame it is run in; positions in messages count characters.
+
 Example:
     >>> check_predicate("language = 'de' AND score > 0.2", ["language", "score"])
     ValidPredicate(text="language = 'de' AND score > 0.2", columns=('language', 'score'))
@@ -113,21 +116,58 @@ def check_predicate(
         )
     if len(text) > MAX_LENGTH:
         raise PredicateError(f"predicate is {len(text):,} characters; the limit is {MAX_LENGTH:,}")
-    _refuse_several_statements(text)
-    tree = _parse(text, connection)
-    available = {name.lower(): name for name in columns}
-    used: dict[str, str] = {}
-    _walk(tree, available, used, depth=0)
-    return ValidPredicate(text, tuple(used.values()))
+    _check_tokens(text)
+    tree, negated = _parse(text, connection)
+    walk = _Walk(text, {name.lower(): name for name in columns})
+    walk.visit(tree, depth=0)
+    if not _is_negation_of(negated, tree):
+        raise PredicateError("predicate refused: it is not one whole boolean expression")
+    return ValidPredicate(text, tuple(walk.used.values()))
 
 
-def _refuse_several_statements(text: str) -> None:
-    for position, kind in duckdb.tokenize(text):
-        if kind == duckdb.token_type.operator and text[position] == ";":
+def _check_tokens(text: str) -> None:
+    """One expression, whole: no statement separator, no comment, and parentheses that
+    balance without ever closing one the predicate did not open (which would close the
+    frame around it)."""
+    encoded = text.encode()
+    spans = duckdb.tokenize(text)
+    ends = [start for start, _ in spans[1:]] + [len(encoded)]
+    opened: list[int] = []
+    for (start, kind), end in zip(spans, ends, strict=True):
+        position = _char_offset(encoded, start)
+        if kind == duckdb.token_type.comment:
             raise PredicateError(
-                f"predicate refused: ';' at position {position} starts another statement; "
-                "a predicate is one boolean expression"
+                f"predicate refused: comment at position {position}; a predicate is one "
+                "boolean expression without comments"
             )
+        if kind != duckdb.token_type.operator:
+            continue
+        for index, char in enumerate(encoded[start:end].decode()):
+            if char == ";":
+                raise PredicateError(
+                    f"predicate refused: ';' at position {position + index} starts another "
+                    "statement; a predicate is one boolean expression"
+                )
+            if char == "(":
+                opened.append(position + index)
+            elif char == ")":
+                if not opened:
+                    raise PredicateError(
+                        f"predicate refused: ')' at position {position + index} closes a "
+                        "parenthesis the predicate did not open; a predicate is one boolean "
+                        "expression"
+                    )
+                opened.pop()
+    if opened:
+        raise PredicateError(
+            f"predicate refused: '(' at position {opened[-1]} is never closed; a predicate "
+            "is one boolean expression"
+        )
+
+
+def _char_offset(encoded: bytes, byte_offset: int) -> int:
+    """DuckDB reports positions in UTF-8 bytes; users count characters."""
+    return len(encoded[:byte_offset].decode(errors="ignore"))
 
 
 @functools.lru_cache(maxsize=1)
@@ -140,28 +180,54 @@ def _parser(pid: int) -> duckdb.DuckDBPyConnection:
 _parser_lock = threading.Lock()
 
 
-def _parse(text: str, connection: duckdb.DuckDBPyConnection | None) -> dict[str, Any]:
+def _parse(
+    text: str, connection: duckdb.DuckDBPyConnection | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The predicate's tree, and the parse of the same text under NOT: a predicate that is
+    one whole expression becomes the operand of that NOT, whatever the tokenizer made of it."""
     sql = f"{_PROBE}{FRAME_OPEN}{text}{FRAME_CLOSE}"
+    negated = f"{_PROBE}WHERE NOT (\n{text}{FRAME_CLOSE}"
+    query = "SELECT json_serialize_sql(?), json_serialize_sql(?)"
     if connection is not None:
-        serialized = connection.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
+        serialized, serialized_negated = connection.execute(query, [sql, negated]).fetchone()
     else:
         with _parser_lock:
             parser = _parser(os.getpid())
-            serialized = parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
+            serialized, serialized_negated = parser.execute(query, [sql, negated]).fetchone()
     result = orjson.loads(serialized)
     if result.get("error"):
         message = " ".join(str(result.get("error_message", "syntax error")).split())
         position = result.get("position")
         if position is not None and str(position).isdigit():
             offset = int(position) - len(_PROBE) - len(FRAME_OPEN)
-            if 0 <= offset <= len(text):
-                message += f" (position {offset})"
+            if 0 <= offset <= len(text.encode()):
+                message += f" (position {_char_offset(text.encode(), offset)})"
         raise PredicateError(f"cannot parse predicate: {message}")
     statements = result.get("statements", [])
     node = statements[0].get("node", {}) if len(statements) == 1 else {}
     if not _is_plain_filter(node):
         raise PredicateError("predicate refused: it must be one boolean expression, not a query")
-    return node["where_clause"]
+    return node["where_clause"], orjson.loads(serialized_negated)
+
+
+def _is_negation_of(result: dict[str, Any], tree: dict[str, Any]) -> bool:
+    statements = result.get("statements") or [{}]
+    where = statements[0].get("node", {}).get("where_clause") or {}
+    children = where.get("children") or []
+    return (
+        len(statements) == 1
+        and where.get("type") == "OPERATOR_NOT"
+        and len(children) == 1
+        and _without_locations(children[0]) == _without_locations(tree)
+    )
+
+
+def _without_locations(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_locations(v) for k, v in node.items() if k != "query_location"}
+    if isinstance(node, list):
+        return [_without_locations(item) for item in node]
+    return node
 
 
 def _is_plain_filter(node: dict[str, Any]) -> bool:
@@ -184,65 +250,81 @@ def _is_plain_filter(node: dict[str, Any]) -> bool:
     )
 
 
-def _walk(node: Any, available: dict[str, str], used: dict[str, str], depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise PredicateError(f"predicate refused: nested deeper than {MAX_DEPTH} levels")
-    kind = node.get("class")
-    children: list[Any]
-    if kind == "CONSTANT":
-        return
-    if kind == "COLUMN_REF":
-        _use_column(node["column_names"], available, used)
-        return
-    if kind == "CONJUNCTION":
-        children = node["children"]
-    elif kind == "COMPARISON" and node.get("type") in COMPARISONS:
-        children = [node["left"], node["right"]]
-    elif kind == "OPERATOR" and node.get("type") in PLAIN_OPERATORS:
-        children = node["children"]
-    elif kind == "BETWEEN":
-        children = [node["input"], node["lower"], node["upper"]]
-    elif kind == "CAST":
-        _check_type(node["type_expr"])
-        children = [node["child"]]
-    elif kind == "FUNCTION":
-        children = _function_arguments(node)
-    else:
-        described = _KIND_NAMES.get(kind, f"{str(kind).lower()} expressions")
-        raise PredicateError(f"predicate refused: {described} are not allowed{_at(node)}")
-    for child in children:
-        _walk(child, available, used, depth + 1)
+class _Walk:
+    """A walk over the parsed predicate that allows only the listed kinds of node and
+    records the columns it reads."""
 
+    def __init__(self, text: str, available: dict[str, str]) -> None:
+        self.encoded = text.encode()
+        self.available = available
+        self.used: dict[str, str] = {}
 
-def _use_column(names: list[str], available: dict[str, str], used: dict[str, str]) -> None:
-    head = names[0]
-    column = available.get(head.lower())
-    if column is None:
-        listing = ", ".join(sorted(available.values(), key=str.lower))
-        close = difflib.get_close_matches(head.lower(), list(available), n=1)
-        hint = f" (did you mean {available[close[0]]!r}?)" if close else ""
-        raise PredicateError(f"unknown column {head!r}{hint}; available columns: {listing}")
-    used.setdefault(column.lower(), column)
+    def visit(self, node: Any, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise PredicateError(f"predicate refused: nested deeper than {MAX_DEPTH} levels")
+        kind = node.get("class")
+        children: list[Any]
+        if kind == "CONSTANT":
+            return
+        if kind == "COLUMN_REF":
+            self.use_column(node["column_names"][0])
+            return
+        if kind == "CONJUNCTION":
+            children = node["children"]
+        elif kind == "COMPARISON" and node.get("type") in COMPARISONS:
+            children = [node["left"], node["right"]]
+        elif kind == "OPERATOR" and node.get("type") in PLAIN_OPERATORS:
+            children = node["children"]
+        elif kind == "BETWEEN":
+            children = [node["input"], node["lower"], node["upper"]]
+        elif kind == "CAST":
+            _check_type(node["type_expr"])
+            children = [node["child"]]
+        elif kind == "FUNCTION":
+            children = self.function_arguments(node)
+        else:
+            described = _KIND_NAMES.get(kind, f"{str(kind).lower()} expressions")
+            raise PredicateError(f"predicate refused: {described} are not allowed{self.at(node)}")
+        for child in children:
+            self.visit(child, depth + 1)
 
+    def use_column(self, head: str) -> None:
+        column = self.available.get(head.lower())
+        if column is None:
+            listing = ", ".join(sorted(self.available.values(), key=str.lower))
+            close = difflib.get_close_matches(head.lower(), list(self.available), n=1)
+            hint = f" (did you mean {self.available[close[0]]!r}?)" if close else ""
+            raise PredicateError(f"unknown column {head!r}{hint}; available columns: {listing}")
+        self.used.setdefault(column.lower(), column)
 
-def _function_arguments(node: dict[str, Any]) -> list[Any]:
-    name = node.get("function_name", "")
-    allowed = OPERATORS if node.get("is_operator") else PURE_FUNCTIONS
-    if (
-        name.lower() not in allowed
-        or node.get("schema")
-        or node.get("catalog")
-        or node.get("filter")
-        or node.get("distinct")
-        or node.get("export_state")
-        or (node.get("order_bys") or {}).get("orders")
-    ):
-        raise PredicateError(
-            f"predicate refused: function {name!r} is not allowed{_at(node)}; "
-            f"allowed: {SHOWN_FUNCTIONS} (and their aliases)"
-        )
-    arguments = node.get("arguments") or node.get("children") or []
-    return [arg.get("expression", arg) for arg in arguments]
+    def function_arguments(self, node: dict[str, Any]) -> list[Any]:
+        name = node.get("function_name", "")
+        allowed = OPERATORS if node.get("is_operator") else PURE_FUNCTIONS
+        if (
+            name.lower() not in allowed
+            or node.get("schema")
+            or node.get("catalog")
+            or node.get("filter")
+            or node.get("distinct")
+            or node.get("export_state")
+            or (node.get("order_bys") or {}).get("orders")
+        ):
+            raise PredicateError(
+                f"predicate refused: function {name!r} is not allowed{self.at(node)}; "
+                f"allowed: {SHOWN_FUNCTIONS} (and their aliases)"
+            )
+        arguments = node.get("arguments") or node.get("children") or []
+        return [arg.get("expression", arg) for arg in arguments]
+
+    def at(self, node: dict[str, Any]) -> str:
+        """Where the node starts in the predicate, in characters."""
+        location = node.get("query_location")
+        if not isinstance(location, int) or location < 0:
+            return ""
+        offset = location - len(_PROBE) - len(FRAME_OPEN)
+        if not 0 <= offset < len(self.encoded):
+            return ""
+        return f" (position {_char_offset(self.encoded, offset)})"
 
 
 def _check_type(type_expr: dict[str, Any]) -> None:
@@ -252,11 +334,3 @@ def _check_type(type_expr: dict[str, Any]) -> None:
     for child in type_expr.get("children") or []:
         if child.get("class") != "CONSTANT":
             raise PredicateError(f"predicate refused: CAST to {name} takes constant sizes only")
-
-
-def _at(node: dict[str, Any]) -> str:
-    location = node.get("query_location")
-    if not isinstance(location, int) or location < 0:
-        return ""
-    offset = location - len(_PROBE) - len(FRAME_OPEN)
-    return f" (position {offset})" if 0 <= offset < MAX_LENGTH else ""
