@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +23,9 @@ import orjson
 
 from mixplane.catalog.dataset import FolderScan, Shard
 from mixplane.errors import MixplaneError
+from mixplane.refs import NAME, NAME_RULE, parse_ref
 
 REGISTRY_FORMAT = 1
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS catalog_info (key VARCHAR PRIMARY KEY, value VARCHAR)",
     """CREATE TABLE IF NOT EXISTS versions (
@@ -78,21 +77,6 @@ class DatasetVersion:
         }
 
 
-def parse_ref(ref: str) -> tuple[str, int | None]:
-    """`name` or `name@N` -> (name, N or None for the latest).
-
-    Example:
-        >>> parse_ref("web@2"), parse_ref("web")
-        (('web', 2), ('web', None))
-    """
-    name, _, version = ref.partition("@")
-    if not version:
-        return name, None
-    if not version.isdigit() or int(version) < 1:
-        raise MixplaneError(f"bad dataset reference {ref!r}; use NAME or NAME@N with N >= 1")
-    return name, int(version)
-
-
 class Registry:
     """Access to a catalog file. Writes hold DuckDB's file lock only while registering."""
 
@@ -129,10 +113,8 @@ class Registry:
         Same fingerprint and location as the latest version: nothing is written and that
         version comes back with `created=False`.
         """
-        if not _NAME.match(name):
-            raise MixplaneError(
-                f"bad dataset name {name!r}: use letters, digits, '_', '-', '.' (max 128)"
-            )
+        if not NAME.match(name):
+            raise MixplaneError(f"bad dataset name {name!r}: {NAME_RULE} (max 128 characters)")
         connection = self.connection
         connection.execute("BEGIN TRANSACTION")
         try:
@@ -240,7 +222,14 @@ class Registry:
         ).fetchall()
         names = ", ".join(row[0] for row in known) or "none yet"
         if version is not None and any(row[0] == name for row in known):
-            return f"dataset {name} has no version {version}; see `mixplane catalog list`"
+            numbers = self.connection.execute(
+                "SELECT version FROM versions WHERE name = ? ORDER BY version", [name]
+            ).fetchall()
+            listed = ", ".join(f"{name}@{row[0]}" for row in numbers)
+            return (
+                f"dataset {name} has no version {version}; its versions: {listed} "
+                "(see `mixplane catalog list`)"
+            )
         return f"no dataset named {name!r} in {self.path}; registered: {names}"
 
     def _check_format(self) -> None:

@@ -28,7 +28,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mixplane.configs import read_yaml_mapping, validate_config
-from mixplane.errors import ConfigError
+from mixplane.errors import ConfigError, MixplaneError
+from mixplane.refs import parse_ref
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 MAX_RESOLUTION = 1 << 22
@@ -73,7 +74,9 @@ class ComponentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     where: str | None = Field(None, description="SQL predicate over document properties")
-    datasets: list[str] | None = Field(None, description="restrict to these catalog datasets")
+    datasets: list[str] | None = Field(
+        None, description="restrict to these catalog datasets: NAME (latest) or NAME@N (pinned)"
+    )
     weight: float | None = Field(None, ge=0, description="share of tokens among its siblings")
     weighting: Weighting | None = Field(None, description="how the children's weights are set")
     components: dict[str, ComponentSpec] | None = None
@@ -95,6 +98,11 @@ class ComponentSpec(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("where is empty; leave it out to select everything")
         return value
+
+    @field_validator("datasets")
+    @classmethod
+    def _datasets(cls, value: list[str] | None) -> list[str] | None:
+        return check_datasets(value)
 
 
 class ScheduleEntry(BaseModel):
@@ -124,7 +132,9 @@ class MixtureSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     catalog: str | None = Field(None, description="catalog path or URL (.duckdb)")
-    datasets: list[str] | None = Field(None, description="restrict every component to these")
+    datasets: list[str] | None = Field(
+        None, description="restrict every component to these: NAME (latest) or NAME@N (pinned)"
+    )
     seq_len: int = Field(gt=0, description="tokens per packed sequence")
     seed: int = Field(0, ge=0, description="shuffle seed; the same seed gives the same stream")
     components: dict[str, ComponentSpec] = Field(min_length=1)
@@ -165,6 +175,11 @@ class MixtureSpec(BaseModel):
     def _names(cls, value: dict[str, ComponentSpec]) -> dict[str, ComponentSpec]:
         check_names(value)
         return value
+
+    @field_validator("datasets")
+    @classmethod
+    def _datasets(cls, value: list[str] | None) -> list[str] | None:
+        return check_datasets(value)
 
     @field_validator("schedule")
     @classmethod
@@ -226,6 +241,36 @@ def check_names(components: dict[str, Any]) -> None:
             raise ValueError(
                 f"component name {name!r} may only use letters, digits, '_', '-' and '.'"
             )
+
+
+def check_datasets(refs: list[str] | None) -> list[str] | None:
+    """A `datasets:` list: references `NAME` or `NAME@N`, each dataset named once.
+
+    Example:
+        >>> check_datasets(["web@1", "wiki"])
+        ['web@1', 'wiki']
+        >>> check_datasets(["web@1", "web@2"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: dataset 'web' is listed twice (web@1, web@2); ...
+    """
+    if refs is None:
+        return None
+    if not refs:
+        raise ValueError("datasets is empty; leave it out to draw from every dataset")
+    seen: dict[str, str] = {}
+    for ref in refs:
+        try:
+            name, _ = parse_ref(ref)
+        except MixplaneError as error:
+            raise ValueError(str(error)) from None
+        if name in seen:
+            raise ValueError(
+                f"dataset {name!r} is listed twice ({seen[name]}, {ref}); a component reads "
+                "one version of each dataset"
+            )
+        seen[name] = ref
+    return refs
 
 
 def load_mixture(mixture: MixtureSpec | dict[str, Any] | str | Path) -> MixtureSpec:

@@ -29,13 +29,15 @@ import numpy as np
 from mixplane.errors import ConfigError
 from mixplane.mix.spec import ComponentSpec, MixtureSpec, Weighting
 from mixplane.mix.weights import cap_by_epochs, normalize, temperature_weights, unimax_weights
+from mixplane.refs import format_ref, parse_ref
 
 EXPLICIT = Weighting()
 
 
 @dataclass(frozen=True)
 class Leaf:
-    """A component that is packed and blended: its full name, predicate and epoch policy."""
+    """A component that is packed and blended: its full name, predicate, datasets (the
+    references it reads after inheritance, None for every dataset) and epoch policy."""
 
     name: str
     where: str | None
@@ -74,7 +76,7 @@ class MixtureTree:
         where, datasets, max_epochs, on_exhausted = inherited
         if spec is not None:
             where = _and(where, spec.where)
-            datasets = _intersect(datasets, spec.datasets, path)
+            datasets = _restrict(datasets, spec.datasets, path)
             max_epochs = spec.max_epochs if spec.max_epochs is not None else max_epochs
             on_exhausted = spec.on_exhausted or on_exhausted
         if not children:
@@ -192,12 +194,31 @@ def _and(outer: str | None, inner: str | None) -> str | None:
     return f"({outer}) AND ({inner})"
 
 
-def _intersect(outer, inner, path) -> tuple[str, ...] | None:
+def _restrict(outer, inner, path) -> tuple[str, ...] | None:
+    """A component's datasets within the ones it inherits (from its parents or the mixture).
+
+    Datasets are matched by name: a version pinned on either side applies, and two different
+    pins of one dataset are an error, as is a dataset the inherited list leaves out.
+    """
     if inner is None:
         return outer
     if outer is None:
         return tuple(inner)
-    both = tuple(name for name in inner if name in outer)
-    if not both:
-        raise ConfigError(f"{path}: datasets {list(inner)} are outside its parent's {list(outer)}")
-    return both
+    inherited = dict(parse_ref(ref) for ref in outer)
+    outside = [ref for ref in inner if parse_ref(ref)[0] not in inherited]
+    if outside:
+        raise ConfigError(
+            f"{path}: datasets {outside} are outside the ones it inherits {list(outer)} "
+            "(from its parent group or the mixture's `datasets`)"
+        )
+    refs = []
+    for ref in inner:
+        name, version = parse_ref(ref)
+        pinned = inherited[name]
+        if version is not None and pinned is not None and version != pinned:
+            raise ConfigError(
+                f"{path}: {ref} conflicts with {format_ref(name, pinned)}, which it inherits "
+                "(from its parent group or the mixture's `datasets`); pin one version"
+            )
+        refs.append(format_ref(name, pinned if version is None else version))
+    return tuple(refs)
