@@ -163,10 +163,11 @@ def test_yaml_errors_name_the_file(tmp_path: Path):
 
 def test_every_mixture_field_is_in_the_reference():
     """docs/mixture.md lists every field of the mixture models, so the reference keeps up."""
+    from mixplane.mix.policy.spec import PolicySpec
     from mixplane.mix.spec import ComponentSpec, MixtureSpec, ScheduleEntry, Weighting
 
     reference = (Path(__file__).parent.parent / "docs" / "mixture.md").read_text()
     rows = {line.split("|")[1].strip() for line in reference.splitlines() if line.startswith("| `")}
-    for model in (MixtureSpec, ComponentSpec, Weighting, ScheduleEntry):
+    for model in (MixtureSpec, ComponentSpec, Weighting, ScheduleEntry, PolicySpec):
         missing = [name for name in model.model_fields if f"`{name}`" not in rows]
         assert missing == [], f"{model.__name__} fields missing from docs/mixture.md"

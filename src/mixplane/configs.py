@@ -58,7 +58,8 @@ def describe_errors(error: ValidationError, model: type[BaseModel]) -> str:
         elif item["type"] == "missing":
             problems.append(f"missing key {where!r}")
         else:
-            problems.append(f"{where}: {item['msg']}")
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {message}")
     return "; ".join(problems)
 
 

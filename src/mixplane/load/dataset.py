@@ -26,6 +26,7 @@ from mixplane.load.resolved import ResolvedMixture
 from mixplane.load.source import TokenSource
 from mixplane.load.state import Cursor, LoaderState
 from mixplane.load.stream import Stream
+from mixplane.mix.adaptive import AdaptiveMixer
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
 Boundaries = Literal["document_ids", "position_ids", "both", "none"]
@@ -88,6 +89,12 @@ class MixtureDataset:
         self._start: dict[str, Any] | None = None  # where the workers of this pass start
         self.generation = 0  # counts loaded states; passes begun before one are stale
         self._stream: Stream | None = None
+        # An adaptive mixture's decisions, fed by a `Feedback` in the training loop, which
+        # registers how to bring its not yet counted losses in before a state is saved.
+        self.adaptive = (
+            AdaptiveMixer(self.spec, plan.tree, plan.leaf_tokens) if self.spec.policy else None
+        )
+        self.before_state: Callable[[], None] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for another process (a spawned DataLoader worker) starts without the running
@@ -263,11 +270,18 @@ class MixtureDataset:
             self.apply_weight_changes(message["weight_changes"])
 
     def apply_weight_changes(self, changes: Sequence[Mapping[str, Any]]) -> None:
+        """Make these weight changes (from a weight log, or published to a worker); those
+        already made are skipped."""
         known = {c["step"]: c["weights"] for c in self.plan.weight_changes}
         for change in changes:
             step, weights = int(change["step"]), change["weights"]
             if known.get(step) != weights:
-                self.set_weights(step, weights)
+                self.set_weights(step, weights, change.get("details"))
+
+    def weight_log(self) -> list[dict[str, Any]]:
+        """Every weight change so far, with what decided it: `{"step", "weights",
+        "details"}` (see `mixplane.load.weight_log` to write and read them)."""
+        return [dict(change) for change in self.plan.weight_changes]
 
     def _publish(self) -> None:
         if self.channel is not None and self.channel.is_owner:
@@ -285,10 +299,13 @@ class MixtureDataset:
                 "the loader with torch_loader(dataset, batch_size, num_workers=...) and save "
                 "dataset.state_dict() (or loader.state_dict())"
             )
+        if self.before_state is not None:
+            self.before_state()
         return LoaderState(
             fingerprint=self.fingerprint,
             consumed=self.consumed,
-            weight_changes=[dict(c) for c in self.plan.weight_changes],
+            weight_changes=self.weight_log(),
+            policy=self.adaptive.state_dict() if self.adaptive is not None else None,
         ).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -307,18 +324,24 @@ class MixtureDataset:
         if self._stream is not None:
             self._stream.close()
             self._stream = None
+        if self.adaptive is not None:
+            if loaded.policy is None:
+                raise ConfigError("the loader state has no policy state for this adaptive mixture")
+            self.adaptive.load_state_dict(loaded.policy)
         self.plan.replace_weight_changes(loaded.weight_changes)
         self.cursor = Cursor(loaded.consumed, 0, (self.layout.world_size, 1, 1))
         self.generation += 1
         if self.channel is not None:
             self.channel.clear_untracked()
 
-    def set_weights(self, step: int, weights: Mapping[str, float]) -> None:
+    def set_weights(
+        self, step: int, weights: Mapping[str, float], details: Mapping[str, Any] | None = None
+    ) -> None:
         """From global step `step` on, use these weights (names as in the spec or schedule).
 
         A step is `global_batch_size` sequences. The step must not have been read yet; the
-        change is recorded in `state_dict()` so a resumed run replays it, and reaches the
-        DataLoader workers of a `torch_loader`.
+        change is recorded (with `details`, any JSON values) in `state_dict()` so a resumed
+        run replays it, and reaches the DataLoader workers of a `torch_loader`.
         """
         position = int(step) * self.spec.sequences_per_step("set_weights steps")
         if position < self.consumed:
@@ -326,7 +349,7 @@ class MixtureDataset:
                 f"set_weights at step {step} (sequence {position}) is in the past: this rank "
                 f"has read up to sequence {self.consumed}; change weights from a later step"
             )
-        self.plan.set_weights(step, weights)
+        self.plan.set_weights(step, weights, details)
         if self._stream is not None:
             self._stream.restart()
         self._publish()

@@ -99,26 +99,34 @@ class SamplePlan:
         """Positions in the stream (None: endless)."""
         return self.blend.length
 
-    def _record(self, step: int, weights: Mapping[str, float]) -> None:
+    def _record(
+        self, step: int, weights: Mapping[str, float], details: Mapping[str, Any] | None
+    ) -> None:
         step = int(step)
         if step < 0:
             raise ConfigError(f"set_weights: step must be >= 0, got {step}")
         weights = {str(k): float(v) for k, v in weights.items()}
         self.tree.check_overrides(weights, where=f"set_weights at step {step}")
+        change: dict[str, Any] = {"step": step, "weights": weights}
+        if details:
+            change["details"] = dict(details)
         self.weight_changes = [c for c in self.weight_changes if c["step"] != step]
-        self.weight_changes.append({"step": step, "weights": weights})
+        self.weight_changes.append(change)
         self.weight_changes.sort(key=lambda c: c["step"])
 
-    def set_weights(self, step: int, weights: Mapping[str, float]) -> None:
-        """From `step` on, these sibling weights hold (recorded; the blend is rebuilt)."""
-        self._record(step, weights)
+    def set_weights(
+        self, step: int, weights: Mapping[str, float], details: Mapping[str, Any] | None = None
+    ) -> None:
+        """From `step` on, these sibling weights hold (recorded with `details`, such as what
+        an adaptive policy decided them from; the blend is rebuilt)."""
+        self._record(step, weights, details)
         self.blend = self._make_blend()
 
     def replace_weight_changes(self, changes: Sequence[Mapping[str, Any]]) -> None:
         """Use exactly these weight changes (as saved in a loader state)."""
         self.weight_changes = []
         for change in changes:
-            self._record(change["step"], change["weights"])
+            self._record(change["step"], change["weights"], change.get("details"))
         self.blend = self._make_blend()
 
     def switches(self) -> list[tuple[int, np.ndarray]]:

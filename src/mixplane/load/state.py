@@ -1,10 +1,12 @@
 """Where a rank's stream stands: the live `Cursor` and the saved `LoaderState`.
 
 The stream is a function of the mixture, the data and the weight changes, so resuming needs
-only how far the stream was consumed and the weight changes made so far. `consumed` counts
-the global positions that all ranks together have received (ranks advance in step): every
-position below it was delivered to some rank's training loop, none above it. Resuming with
-any world size or DataLoader worker count re-splits the stream from there.
+only how far the stream was consumed and the weight changes made so far (and, for an
+adaptive mixture, the state of its policy, which decides the changes still to come).
+`consumed` counts the global positions that all ranks together have received (ranks
+advance in step): every position below it was delivered to some rank's training loop, none
+above it. Resuming with any world size or DataLoader worker count re-splits the stream from
+there.
 
 Example:
     >>> state = LoaderState(fingerprint="abc", consumed=96, weight_changes=[])
@@ -55,6 +57,7 @@ class LoaderState:
     fingerprint: str
     consumed: int = 0
     weight_changes: list[dict[str, Any]] = field(default_factory=list)
+    policy: dict[str, Any] | None = None  # an adaptive mixture's policy state
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": STATE_FORMAT, "version": STATE_VERSION, **asdict(self)}
@@ -76,9 +79,13 @@ class LoaderState:
             consumed = int(data["consumed"])
             changes = [
                 {"step": int(c["step"]), "weights": dict(c["weights"])}
+                | ({"details": dict(c["details"])} if c.get("details") else {})
                 for c in data["weight_changes"]
             ]
-            state = cls(str(data["fingerprint"]), consumed, changes)
+            policy = data.get("policy")
+            if policy is not None and not isinstance(policy, dict):
+                raise TypeError("policy must be a mapping")
+            state = cls(str(data["fingerprint"]), consumed, changes, policy)
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigError(f"loader state is incomplete or malformed: {error}") from None
         if consumed < 0:

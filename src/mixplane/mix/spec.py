@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError, MixplaneError
+from mixplane.mix.policy.spec import PolicySpec
 from mixplane.refs import parse_ref
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -140,6 +141,9 @@ class MixtureSpec(BaseModel):
     components: dict[str, ComponentSpec] = Field(min_length=1)
     weighting: Weighting | None = Field(None, description="how top-level weights are set")
     schedule: list[ScheduleEntry] = Field(default_factory=list)
+    policy: PolicySpec | None = Field(
+        None, description="adapt the weights to the training loss while training"
+    )
     overlap: Literal["error", "first", "allow"] = Field(
         "error",
         description="a document matched by several components: error, goes to the first "
@@ -191,10 +195,17 @@ class MixtureSpec(BaseModel):
 
     @model_validator(mode="after")
     def _steps_need_a_batch_size(self) -> MixtureSpec:
-        if self.schedule and self.global_batch_size is None:
+        for part in ("schedule", "policy"):
+            if getattr(self, part) and self.global_batch_size is None:
+                raise ValueError(
+                    f"a {part} counts optimizer steps, so the mixture needs global_batch_size "
+                    "(sequences per step over all ranks: world size x batch size x "
+                    "accumulation)"
+                )
+        if self.schedule and self.policy is not None:
             raise ValueError(
-                "a schedule counts optimizer steps, so the mixture needs global_batch_size "
-                "(sequences per step over all ranks: world size x batch size x accumulation)"
+                "a mixture has a schedule or a policy, not both: the policy decides the "
+                "weights (its warmup_steps keep the declared ones at first)"
             )
         return self
 

@@ -1,0 +1,46 @@
+"""Adaptive mixing policies: per-component losses in, weights out (pure, JSON state).
+
+Built-in policies by name (`static`, `ado`, `doremi`, `odm`); any other name is an import
+path to a `Policy` subclass (`my_pkg.module:MyPolicy`).
+
+Example:
+    >>> policy_class("static").__name__
+    'Static'
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mixplane.errors import ConfigError
+from mixplane.mix.policy.base import Observation, Policy, PolicyOptions
+from mixplane.mix.policy.static import Static
+
+BUILTIN_POLICIES: dict[str, type[Policy]] = {"static": Static}
+
+
+def policy_class(name: str) -> type[Policy]:
+    """The policy class for a built-in name or an import path (`package.module:Class`)."""
+    if name in BUILTIN_POLICIES:
+        return BUILTIN_POLICIES[name]
+    if ":" not in name and "." not in name:
+        known = ", ".join(sorted(BUILTIN_POLICIES))
+        raise ConfigError(
+            f"unknown policy {name!r}: built-in policies are {known}; a policy of your own is "
+            "named by import path, e.g. my_pkg.policies:MyPolicy"
+        )
+    separator = ":" if ":" in name else "."
+    module_name, _, attribute = name.rpartition(separator)
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ConfigError(f"cannot import policy {name!r}: {error}") from None
+    if not (isinstance(found, type) and issubclass(found, Policy)):
+        raise ConfigError(
+            f"policy {name!r} is not a subclass of mixplane.mix.policy.Policy (see its "
+            "docstring for how to write one)"
+        )
+    return found
+
+
+__all__ = ["BUILTIN_POLICIES", "Observation", "Policy", "PolicyOptions", "policy_class"]

@@ -1,0 +1,68 @@
+"""`policy:` in a mixture: which policy adapts the weights, how often, and from when.
+
+The keys every policy takes are fields here; any other key is an option of the named
+policy, checked against that policy's `Options` when the mixture is read.
+
+Example:
+    >>> spec = PolicySpec.model_validate({"name": "static", "update_every": 50})
+    >>> spec.update_every, spec.delay, spec.policy_options()
+    (50, 8, Options())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mixplane.errors import MixplaneError
+from mixplane.mix.policy import policy_class
+from mixplane.mix.policy.base import PolicyOptions
+
+
+class PolicySpec(BaseModel):
+    """The adaptive part of a mixture; see docs/adaptive.md."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(description="static, ado, doremi, odm, or an import path module:Class")
+    update_every: int = Field(100, ge=1, description="steps between weight updates")
+    warmup_steps: int = Field(
+        0, ge=0, description="steps on the declared weights before the first update"
+    )
+    min_weight: float = Field(
+        0.0, ge=0, lt=1, description="floor of every component's weight after an update"
+    )
+    delay: int = Field(
+        8,
+        ge=1,
+        description="weights decided at step s apply from step s + delay (DataLoader "
+        "workers have read ahead; the loader checks the delay covers it)",
+    )
+    group: str | None = Field(
+        None,
+        description="adapt the children of this component only (default: every leaf)",
+    )
+
+    @model_validator(mode="after")
+    def _options(self) -> PolicySpec:
+        try:
+            self.policy_options()
+        except MixplaneError as error:
+            raise ValueError(str(error)) from None
+        except ValidationError as error:
+            known = [*PolicySpec.model_fields, *policy_class(self.name).Options.model_fields]
+            problems = []
+            for item in error.errors():
+                key = ".".join(str(part) for part in item["loc"]) or "options"
+                if item["type"] == "extra_forbidden":
+                    problems.append(f"unknown key {key!r} (valid: {', '.join(known)})")
+                else:
+                    problems.append(f"{key}: {item['msg']}")
+            raise ValueError(f"policy {self.name!r}: {'; '.join(problems)}") from None
+        return self
+
+    def policy_options(self) -> PolicyOptions:
+        """The named policy's own options, validated by its `Options` model."""
+        extra: dict[str, Any] = dict(self.model_extra or {})
+        return policy_class(self.name).Options(**extra)

@@ -1,0 +1,255 @@
+"""Adaptive mixtures in a training loop: feedback, ranks, workers, resume and replay."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mixplane.errors import ConfigError
+from mixplane.load import MixtureDataset
+from mixplane.load.feedback import Feedback
+from mixplane.load.synthetic import write_catalog
+from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.weight_log import read_weight_log
+
+TESTS = Path(__file__).parent
+RANK_SCRIPT = TESTS / "scripts" / "adaptive_rank.py"
+POLICY = {"name": "adaptive_policies:LossSquared", "update_every": 5, "delay": 6}
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("adaptive")
+    catalog = write_catalog(
+        str(folder),
+        {
+            "wiki": {"documents": 400, "seed": 1, "source": "wiki", "mean_tokens": 60},
+            "code": {"documents": 300, "seed": 2, "source": "code", "mean_tokens": 80},
+            "web": {"documents": 500, "seed": 3, "source": "web", "mean_tokens": 50},
+        },
+    )
+    return {
+        "catalog": catalog,
+        "cache_dir": str(Path(folder) / "cache"),
+        "seq_len": 32,
+        "seed": 3,
+        "eos_id": 0,
+        "global_batch_size": 4,
+        "components": {
+            "wiki": {"where": "source = 'wiki'", "weight": 0.5},
+            "code": {"where": "source = 'code'", "weight": 0.3},
+            "web": {"where": "source = 'web'", "weight": 0.2},
+        },
+        "policy": POLICY,
+    }
+
+
+def loss_of(batch: dict) -> torch.Tensor:
+    """The scripted loss: the component's index plus a token-dependent part, exact in
+    float64 (so sums are the same however ranks split them)."""
+    ids = batch["input_ids"].double()
+    return batch["component"].double()[:, None] + torch.remainder(ids, 8) / 8
+
+
+def run_ranks(config: dict, folder: Path, name: str) -> list[dict]:
+    """Run every rank of `config` as its own process (gloo when several); their outputs."""
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(config))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = os.environ | {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "PYTHONPATH": str(TESTS),
+    }
+    outputs = [folder / f"{name}-{rank}.out.json" for rank in range(config["world"])]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(RANK_SCRIPT), str(path), str(rank), str(out)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank, out in enumerate(outputs)
+    ]
+    for process in processes:
+        _, err = process.communicate(timeout=240)
+        assert process.returncode == 0, err[-3000:]
+    return [json.loads(out.read_text()) for out in outputs]
+
+
+def replay(spec: dict, log: list[dict], positions: int) -> dict[int, list[int]]:
+    """The stream of the mixture without its policy, with the weight log applied."""
+    dataset = MixtureDataset({k: v for k, v in spec.items() if k != "policy"})
+    dataset.apply_weight_changes(log)
+    stream = dataset.batches(4)
+    tokens: dict[int, list[int]] = {}
+    while len(tokens) < positions:
+        batch = next(stream)
+        for index, ids in zip(batch["index"].tolist(), batch["input_ids"].tolist(), strict=True):
+            tokens[index] = ids
+    return tokens
+
+
+def by_position(batches: list[dict]) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for batch in batches:
+        for index, ids in zip(batch["index"], batch["input_ids"], strict=True):
+            assert index not in found, f"position {index} delivered twice"
+            found[index] = ids
+    return found
+
+
+def test_two_ranks_with_two_workers_switch_together_and_replay_exactly(spec, tmp_path):
+    config = {"spec": spec, "world": 2, "workers": 2, "batch": 2, "steps": 40}
+    config["log"] = str(tmp_path / "weights.jsonl")
+    first, second = run_ranks(config, tmp_path, "ranks")
+    assert first["log"] == second["log"]
+    log = first["log"]
+    # Updates after steps 4, 9, ..., 39 apply 6 steps later; the last ones fall beyond.
+    assert [c["step"] for c in log] == [s + 6 for s in range(4, 40, 5)]
+    assert [c["details"]["decided_at"] for c in log] == list(range(4, 40, 5))
+    assert read_weight_log(config["log"]) == log
+    # The hardest component (web: loss 2 + ...) gains weight, and the stream shows it.
+    last = log[-1]["weights"]
+    assert last["web"] > last["code"] > last["wiki"]
+    delivered = by_position(first["batches"] + second["batches"])
+    assert sorted(delivered) == list(range(40 * 4))
+    assert delivered == replay(spec, log, 40 * 4)
+    late = [
+        c for b in first["batches"] + second["batches"] if b["step"] >= 20 for c in b["component"]
+    ]
+    assert np.bincount(late, minlength=3)[2] > len(late) * 0.4
+
+
+def test_a_run_killed_and_resumed_gives_the_uninterrupted_batches(spec, tmp_path):
+    """SIGKILL after the step-17 checkpoint (mid-way between updates), then resume from it:
+    the same batches and weight log as a run that was never interrupted; also with two
+    ranks instead of one."""
+    base = {"spec": spec, "world": 1, "workers": 2, "batch": 4, "steps": 36}
+    (whole,) = run_ranks(base, tmp_path, "whole")
+    state = tmp_path / "state.json"
+    killed = base | {"steps": 10_000, "save_at": 17, "state": str(state)}
+    (tmp_path / "killed.json").write_text(json.dumps(killed))
+    process = subprocess.Popen(
+        [sys.executable, str(RANK_SCRIPT), str(tmp_path / "killed.json"), "0", "/dev/null"],
+        env=os.environ | {"PYTHONPATH": str(TESTS)},
+    )
+    deadline = time.monotonic() + 120
+    while not state.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.3)  # let it run on past the checkpoint, deciding more weights
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert state.exists()
+    saved = json.loads(state.read_text())
+    assert saved["consumed"] == 17 * 4 and saved["policy"]["steps"] == 2
+
+    (resumed,) = run_ranks(base | {"resume": str(state)}, tmp_path, "resumed")
+    after = [b for b in whole["batches"] if b["step"] >= 17]
+    assert resumed["batches"] == after
+    assert resumed["log"] == whole["log"]
+
+    wider = base | {"resume": str(state), "world": 2, "batch": 2}
+    ranks = run_ranks(wider, tmp_path, "wider")
+    assert all(r["log"] == whole["log"] for r in ranks)
+    assert by_position(ranks[0]["batches"] + ranks[1]["batches"]) == by_position(after)
+
+
+def test_in_process_loop_with_accumulation_and_a_group(spec, tmp_path):
+    """Two micro-batches a step, no workers; the policy adapts the children of one group
+    and leaves the rest at their declared weights."""
+    nested = spec | {
+        "global_batch_size": 8,
+        "components": {
+            "wiki": {"where": "source = 'wiki'", "weight": 0.5},
+            "rest": {
+                "weight": 0.5,
+                "components": {
+                    "code": {"where": "source = 'code'", "weight": 0.5},
+                    "web": {"where": "source = 'web'", "weight": 0.5},
+                },
+            },
+        },
+        "policy": POLICY | {"group": "rest", "delay": 1, "min_weight": 0.3},
+    }
+    dataset = MixtureDataset(nested)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader)
+    stream = iter(loader)
+    for step in range(12):
+        for micro in range(2):
+            batch = next(stream)
+            feedback.observe(step, loss_of(batch), batch)
+            if micro == 0 and step == 3:
+                with pytest.raises(ConfigError, match="middle of a step"):
+                    dataset.state_dict()
+    log = dataset.weight_log()
+    assert [c["step"] for c in log] == [5, 10]
+    weights = log[-1]["weights"]
+    assert set(weights) == {"rest/code", "rest/web"}
+    # Losses 1.x (code) and 2.x (web), squared, then the floor 0.3 of each.
+    assert weights["rest/web"] > weights["rest/code"] >= 0.3
+    assert sum(weights.values()) == pytest.approx(1.0)
+    assert log[-1]["details"]["components"] == ["rest/code", "rest/web"]
+    assert dataset.state_dict()["policy"]["next_step"] == 12
+
+
+def test_mistakes_are_clear_errors(spec):
+    with pytest.raises(ConfigError, match="has no policy"):
+        Feedback(MixtureDataset({k: v for k, v in spec.items() if k != "policy"}))
+    short = spec | {"policy": POLICY | {"delay": 2}}
+    with pytest.raises(ConfigError, match="set delay: 5 or more"):
+        Feedback(torch_loader(MixtureDataset(short), 4, num_workers=2))
+
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader)
+    stream = iter(loader)
+    batch = next(stream)
+    with pytest.raises(ConfigError, match=r"observe\(step=3\) got a batch of step 0"):
+        feedback.observe(3, loss_of(batch), batch)
+    with pytest.raises(ConfigError, match=r"\[batch, tokens\]"):
+        feedback.observe(0, loss_of(batch).mean(1), batch)
+    feedback.observe(0, loss_of(batch), batch)
+    next(stream)
+    stale = next(stream)
+    with pytest.raises(ConfigError, match="observe each batch right after taking it"):
+        feedback.observe(1, loss_of(batch), batch)
+    with pytest.raises(ConfigError, match="step 1 was next"):
+        feedback.observe(2, loss_of(stale), stale)
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ({"name": "nope"}, "unknown policy 'nope'"),
+        ({"name": "adaptive_policies:Missing"}, "cannot import policy"),
+        ({"name": "adaptive_policies:LossSquared", "powr": 1}, "unknown key 'powr'"),
+        ({"name": "static", "update_every": 0}, "update_every"),
+        ({"name": "static", "group": "wiki"}, "not a component with children"),
+        ({"name": "static", "min_weight": 0.5}, "min_weight 0.5 x 3 components"),
+    ],
+)
+def test_policy_options_are_checked(spec, policy: dict, message: str):
+    with pytest.raises(ConfigError, match=message):
+        MixtureDataset(spec | {"policy": policy})
+
+
+def test_a_policy_needs_steps_and_no_schedule(spec):
+    with pytest.raises(ConfigError, match="needs global_batch_size"):
+        MixtureDataset({k: v for k, v in spec.items() if k != "global_batch_size"})
+    schedule = [{"step": 3, "weights": {"wiki": 1, "code": 1, "web": 1}}]
+    with pytest.raises(ConfigError, match="a schedule or a policy, not both"):
+        MixtureDataset(spec | {"schedule": schedule})
