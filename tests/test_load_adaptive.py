@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -253,3 +254,34 @@ def test_a_policy_needs_steps_and_no_schedule(spec):
     schedule = [{"step": 3, "weights": {"wiki": 1, "code": 1, "web": 1}}]
     with pytest.raises(ConfigError, match="a schedule or a policy, not both"):
         MixtureDataset(spec | {"schedule": schedule})
+
+
+class Finished(Exception):
+    pass
+
+
+def test_the_readme_snippet_as_written(spec, tmp_path, monkeypatch):
+    readme = (TESTS.parent / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    snippet = next(block for block in blocks if "Feedback(loader" in block)
+    monkeypatch.chdir(tmp_path)
+    dataset = MixtureDataset(spec)
+    steps = []
+
+    def train_step(batch: dict) -> torch.Tensor:
+        if len(steps) == 16:
+            raise Finished
+        steps.append(batch["index"].tolist())
+        return loss_of(batch)
+
+    namespace = {
+        "loader": torch_loader(dataset, 4, num_workers=2, prefetch_factor=1),
+        "first_step": 0,
+        "train_step": train_step,
+    }
+    with pytest.raises(Finished):
+        exec(snippet, namespace)
+    log = read_weight_log(tmp_path / "weights.jsonl")
+    assert [c["details"]["decided_at"] for c in log] == [4, 9, 14]
+    assert log == dataset.weight_log()
+    assert steps == [list(range(4 * s, 4 * s + 4)) for s in range(16)]

@@ -63,6 +63,7 @@ EXTRA_OF_MODULE = {
     "gcsfs": "gcs",
     "datasets": "hf",
     "huggingface_hub": "hf",
+    "matplotlib": "plot",
 }
 
 

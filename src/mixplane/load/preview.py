@@ -26,9 +26,16 @@ def preview_mixture(
     steps: int,
     show: int = 3,
     catalog: Any = None,
+    weight_log: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Requested vs realized shares, epochs and sample sequences for the first `steps`."""
+    """Requested vs realized shares, epochs and sample sequences for the first `steps`.
+
+    `weight_log` (a run's weight changes, see `mixplane.load.weight_log`) shows what that
+    run's stream was made of.
+    """
     dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0)
+    if weight_log:
+        dataset.apply_weight_changes(weight_log)
     plan, spec = dataset.plan, dataset.spec
     # Without global_batch_size there are no training steps to speak of: count sequences.
     wanted = steps * (spec.global_batch_size or 1)

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,11 +35,14 @@ def write_token_dataset(
     shard_bytes: int = 64 << 20,
     batch: int = 50_000,
     storage_options: dict[str, Any] | None = None,
+    tokens: Callable[[np.random.Generator, int], np.ndarray] | None = None,
 ) -> str:
     """Write `documents` documents of random tokens; returns the manifest's URL.
 
     Lengths are uniform in 1..2*mean_tokens (from 2 with an EOS); token ids in
-    1..vocab_size-1. `eos_id`, when given, ends every document as if tokenized with EOS.
+    1..vocab_size-1, uniform, or as `tokens(rng, count)` makes them (a generator of
+    structured text, such as a Markov chain). `eos_id`, when given, ends every document as
+    if tokenized with EOS.
     Properties: `source`, `language` (en, de, fr, es by document number, in turn) and
     `quality` (uniform in [0, 1)).
     """
@@ -50,9 +54,11 @@ def write_token_dataset(
         count = min(batch, documents - done)
         shortest = 1 if eos_id is None else 2  # at least one token besides the EOS
         lengths = rng.integers(shortest, 2 * mean_tokens + 1, count).astype(np.int64)
-        tokens = rng.integers(1, vocab_size, int(lengths.sum())).astype(dtype)
+        total = int(lengths.sum())
+        made = rng.integers(1, vocab_size, total) if tokens is None else tokens(rng, total)
+        made = np.asarray(made).astype(dtype)
         if eos_id is not None:
-            tokens[np.cumsum(lengths) - 1] = eos_id
+            made[np.cumsum(lengths) - 1] = eos_id
         numbers = np.arange(done, done + count)
         meta = pa.table(
             {
@@ -62,7 +68,7 @@ def write_token_dataset(
                 "quality": pa.array(rng.random(count)),
             }
         )
-        writer.add(tokens, lengths, meta)
+        writer.add(made, lengths, meta)
         done += count
     records = [record.to_json() for record in writer.close()]
     outputs = [
