@@ -285,3 +285,44 @@ def test_the_readme_snippet_as_written(spec, tmp_path, monkeypatch):
     assert [c["details"]["decided_at"] for c in log] == [4, 9, 14]
     assert log == dataset.weight_log()
     assert steps == [list(range(4 * s, 4 * s + 4)) for s in range(16)]
+
+
+def test_cli_shows_a_runs_weights_and_its_realized_mixture(spec, tmp_path):
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader, log=tmp_path / "weights.jsonl")
+    for step, batch in enumerate(loader):
+        feedback.observe(step, loss_of(batch), batch)
+        if step == 30:
+            break
+    (tmp_path / "mixture.yaml").write_text(json.dumps(spec))  # JSON is YAML
+
+    def mixplane(*args: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-m", "mixplane", *args],
+            capture_output=True,
+            text=True,
+            env=os.environ | {"PYTHONPATH": str(TESTS)},
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    log = str(tmp_path / "weights.jsonl")
+    shown = mixplane("mix", "weights", log, "--json", "--plot", str(tmp_path / "w.png"))
+    assert shown["components"] == ["wiki", "code", "web"]
+    assert shown["steps"] == [c["step"] for c in dataset.weight_log()] == [10, 15, 20, 25, 30, 35]
+    first = dataset.weight_log()[0]["details"]
+    assert shown["loss"]["web"][0] == first["loss"][2] / first["tokens"][2]
+    assert (tmp_path / "w.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    mixture = str(tmp_path / "mixture.yaml")
+    declared = mixplane("mix", "preview", mixture, "--steps", "40", "--show", "0", "--json")
+    realized = mixplane(
+        "mix", "preview", mixture, "--steps", "40", "--show", "0", "--json", "--weight-log", log
+    )
+    stream = MixtureDataset({k: v for k, v in spec.items() if k != "policy"})
+    stream.apply_weight_changes(read_weight_log(log))
+    counts = np.bincount(stream.read_positions(np.arange(160))["component"], minlength=3)
+    assert [c["sequences"] for c in realized["components"]] == counts.tolist()
+    assert [c["sequences"] for c in declared["components"]] != counts.tolist()
