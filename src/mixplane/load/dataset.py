@@ -351,7 +351,7 @@ class MixtureDataset:
             )
         self.plan.set_weights(step, weights, details)
         if self._stream is not None:
-            self._stream.restart()
+            self._stream.weights_changed(position)
         self._publish()
 
 

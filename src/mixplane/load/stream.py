@@ -4,7 +4,7 @@ A `Stream` is an iterator whose state is an explicit `Cursor` (owned by its data
 checkpoint is a dict. Blocks of positions are planned in the consuming thread (array
 arithmetic, a few microseconds per sequence) and filled by a background thread in compiled
 code that releases the GIL, `prefetch` blocks ahead; a weight change drops what was read
-ahead and reads it again under the new weights.
+ahead from the position it applies to, and reads that again under the new weights.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mixplane.errors import ConfigError
 from mixplane.load.assemble import PlannedBlock, ReadContext, plan_block
 from mixplane.load.partition import Layout
 from mixplane.load.state import Cursor
@@ -98,6 +99,33 @@ class Stream:
         self._planned: Iterator[tuple[np.ndarray, PlannedBlock]] | None = self._blocks(
             self.cursor.read
         )
+
+    def weights_changed(self, position: int) -> None:
+        """The weights change from global `position` on: keep what was read ahead before it,
+        read the rest again. Raises if a sequence at or after it was already handed out."""
+        base, layout = self.cursor.base, self.layout
+        if self.cursor.read > 0:
+            last = int(layout.positions(base, np.array([self.cursor.read - 1]))[0])
+            if last >= position:
+                raise ConfigError(
+                    f"the weights change from sequence {position}, but this reader already "
+                    f"handed out sequence {last} under the old ones; change weights from a "
+                    "later step (a policy's delay must cover how far DataLoader workers "
+                    "read ahead)"
+                )
+        rest = self._local[self._next :]
+        if len(rest) and int(layout.positions(base, rest[-1:])[0]) >= position:
+            self.restart()
+            return
+        for index, (local, _, _) in enumerate(self._pending):
+            if int(layout.positions(base, local[-1:])[0]) >= position:
+                for _, _, future in list(self._pending)[index:]:
+                    if future is not None:
+                        future.cancel()
+                self._pending = deque(list(self._pending)[:index])
+                self._planned = self._blocks(int(local[0]))
+                return
+        # Everything read ahead comes before the change; blocks planned from now on see it.
 
     def _drop_pending(self) -> None:
         for _, _, future in self._pending:
