@@ -6,6 +6,17 @@ the keys of one band whose first word falls into one slice of the 64-bit range, 
 and links each document to the first (smallest) node of its group of equal keys. Memory per
 unit is bounded by the slice, not by the corpus. Groups holding only index documents are
 skipped: those were settled when the index was written.
+
+When pairs are verified, a document can fail against its group's smallest node and still be
+similar to other members: in a dense cluster of near-duplicates, copies are less similar to
+one another than to their original, and which member is smallest is an accident of input
+order. So a second pass reads the same units again and pairs every document that failed
+against a smallest node with its neighbours in each of its groups, up to `RECHECK_WINDOW` on
+each side in node order. In a group of up to `RECHECK_WINDOW + 1` members that is every pair
+with such a document; the cap keeps a large group of moderately similar texts (templated pages) from
+costing a verification per pair of members: the second pass adds at most
+`2 * RECHECK_WINDOW` pairs per failed key, so a unit's pairs stay proportional to its slice.
+Pairs that passed against the smallest node need no second look: they share its cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ from mixplane.stages.dedup.minhash import agreement
 from mixplane.stages.dedup.runs import Run, key_range, load_arrays
 
 KEY_SPACE = 1 << 64
+#: Neighbours on each side a document that failed verification is paired with again.
+RECHECK_WINDOW = 8
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,9 @@ class MergePlan:
     parts: int = 1
     cutoff: float | None = None
     storage_options: dict[str, Any] = field(default_factory=dict)
+    #: Sorted nodes that failed verification against a group's smallest node: the second
+    #: pass (`find_rechecks`) pairs them with their neighbours.
+    rechecked: np.ndarray | None = None
 
     @property
     def offsets(self) -> np.ndarray:
@@ -57,6 +73,20 @@ def parts_for(keys: int, keys_per_unit: int) -> int:
 def find_candidates(unit: tuple[int, int], plan: MergePlan) -> np.ndarray:
     """Candidate pairs `(2, E)` of node ids from one band and key slice; every pair has a
     node of this run."""
+    keys, nodes = unit_keys(unit, plan)
+    return group_pairs(keys, nodes, plan.new_documents)
+
+
+def find_rechecks(unit: tuple[int, int], plan: MergePlan) -> np.ndarray:
+    """The second pass's pairs from one band and key slice: each of `plan.rechecked` with
+    its neighbours in its groups (see the module docstring)."""
+    keys, nodes = unit_keys(unit, plan)
+    rechecked = np.empty(0, dtype=np.int64) if plan.rechecked is None else plan.rechecked
+    return neighbour_pairs(keys, nodes, plan.new_documents, rechecked, RECHECK_WINDOW)
+
+
+def unit_keys(unit: tuple[int, int], plan: MergePlan) -> tuple[np.ndarray, np.ndarray]:
+    """Keys `(width, k)` and nodes `(k,)` of one band and key slice, from every run."""
     band, part = unit
     low = part * (KEY_SPACE // plan.parts)
     high = KEY_SPACE if part == plan.parts - 1 else (part + 1) * (KEY_SPACE // plan.parts)
@@ -69,10 +99,8 @@ def find_candidates(unit: tuple[int, int], plan: MergePlan) -> np.ndarray:
         all_keys.append(keys)
         all_nodes.append(rows.astype(np.int64) + offsets[number])
     if not all_nodes:
-        return np.empty((2, 0), dtype=np.int64)
-    keys = np.concatenate(all_keys, axis=1)
-    nodes = np.concatenate(all_nodes)
-    return group_pairs(keys, nodes, plan.new_documents)
+        return np.empty((1, 0), dtype=np.uint64), np.empty(0, dtype=np.int64)
+    return np.concatenate(all_keys, axis=1), np.concatenate(all_nodes)
 
 
 def group_pairs(keys: np.ndarray, nodes: np.ndarray, new_documents: int) -> np.ndarray:
@@ -83,16 +111,59 @@ def group_pairs(keys: np.ndarray, nodes: np.ndarray, new_documents: int) -> np.n
         >>> group_pairs(keys, np.array([5, 1, 2, 9]), new_documents=6).tolist()
         [[2, 2], [5, 9]]
     """
-    order = np.lexsort((nodes, *(keys[w] for w in reversed(range(len(keys))))))
-    keys, nodes = keys[:, order], nodes[order]
-    same = np.ones(len(nodes), dtype=bool)
-    same[0] = False
-    for word in keys:
-        same[1:] &= word[1:] == word[:-1]
-    group_start = np.maximum.accumulate(np.where(same, 0, np.arange(len(nodes))))
+    nodes, same, group_start, _ = _groups(keys, nodes)
     centers = nodes[group_start]
     linked = same & (centers < new_documents)
     return np.stack((centers[linked], nodes[linked]))
+
+
+def neighbour_pairs(
+    keys: np.ndarray, nodes: np.ndarray, new_documents: int, rechecked: np.ndarray, window: int
+) -> np.ndarray:
+    """Pair each node of `rechecked` (sorted) with up to `window` members of its group on
+    each side in node order, except the group's smallest node (already verified against);
+    pairs `(smaller, larger)`, keeping those with a new document.
+
+    Example:
+        >>> keys = np.array([[7, 7, 7, 7, 7, 3]], dtype=np.uint64)
+        >>> neighbour_pairs(keys, np.array([0, 1, 2, 3, 4, 5]), 6, np.array([2, 5]), 1).tolist()
+        [[1, 2], [2, 3]]
+    """
+    if not len(nodes):
+        return np.empty((2, 0), dtype=np.int64)
+    nodes, _, group_start, group_end = _groups(keys, nodes)
+    found = np.searchsorted(rechecked, nodes)
+    chosen = found < len(rechecked)
+    chosen[chosen] = rechecked[found[chosen]] == nodes[chosen]
+    chosen &= np.arange(len(nodes)) != group_start  # a smallest node failed no one
+    position = np.flatnonzero(chosen)
+    first, stop = group_start[position] + 1, group_end[position]
+    found_pairs = []
+    for step in range(1, window + 1):
+        for other, inside in ((position - step, position - step >= first),
+                              (position + step, position + step < stop)):  # fmt: skip
+            left = nodes[np.minimum(position, other)[inside]]
+            right = nodes[np.maximum(position, other)[inside]]
+            keep = left < new_documents
+            found_pairs.append(np.stack((left[keep], right[keep])))
+    return np.concatenate([np.empty((2, 0), dtype=np.int64), *found_pairs], axis=1)
+
+
+def _groups(keys: np.ndarray, nodes: np.ndarray) -> tuple:
+    """Nodes sorted by key then node; whether each follows an equal key; where its group
+    starts and ends (positions in the sorted order)."""
+    order = np.lexsort((nodes, *(keys[w] for w in reversed(range(len(keys))))))
+    keys, nodes = keys[:, order], nodes[order]
+    same = np.ones(len(nodes), dtype=bool)
+    same[:1] = False
+    for word in keys:
+        same[1:] &= word[1:] == word[:-1]
+    position = np.arange(len(nodes))
+    group_start = np.maximum.accumulate(np.where(same, 0, position))
+    last = np.ones(len(nodes), dtype=bool)
+    last[:-1] = ~same[1:]
+    group_end = np.minimum.accumulate(np.where(last, position + 1, len(nodes))[::-1])[::-1]
+    return nodes, same, group_start, group_end
 
 
 def unique_pairs(pairs: list[np.ndarray]) -> np.ndarray:
@@ -111,13 +182,32 @@ def unique_pairs(pairs: list[np.ndarray]) -> np.ndarray:
     return np.unique(joined, axis=1)
 
 
-def verify_pairs(pairs: np.ndarray, plan: MergePlan) -> np.ndarray:
-    """Keep the pairs whose signatures agree on at least `plan.cutoff` of their values."""
-    if plan.cutoff is None or not pairs.shape[1]:
+def subtract_pairs(pairs: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """The pairs of `pairs` not in `known` (both `(2, E)`), in their order.
+
+    Example:
+        >>> subtract_pairs(np.array([[0, 1, 2], [5, 6, 7]]), np.array([[1], [6]])).tolist()
+        [[0, 2], [5, 7]]
+    """
+    if not pairs.shape[1] or not known.shape[1]:
         return pairs
+    if max(pairs.max(), known.max()) < (1 << 31):
+        return pairs[:, ~np.isin((pairs[0] << 32) | pairs[1], (known[0] << 32) | known[1])]
+    rows = np.dtype([("a", np.int64), ("b", np.int64)])
+
+    def view(array: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(array.T, dtype=np.int64).view(rows).ravel()
+
+    return pairs[:, ~np.isin(view(pairs), view(known))]
+
+
+def agreeing(pairs: np.ndarray, plan: MergePlan) -> np.ndarray:
+    """Whether each pair's signatures agree on at least `plan.cutoff` of their values."""
+    if plan.cutoff is None or not pairs.shape[1]:
+        return np.ones(pairs.shape[1], dtype=bool)
     left = signatures_of(pairs[0], plan)
     right = signatures_of(pairs[1], plan)
-    return pairs[:, agreement(left, right) >= plan.cutoff]
+    return agreement(left, right) >= plan.cutoff
 
 
 def signatures_of(nodes: np.ndarray, plan: MergePlan) -> np.ndarray:

@@ -2,8 +2,10 @@
 
 `make_families` writes documents in families of near-duplicates whose pairwise word 5-gram
 Jaccard similarity is computed exactly (unrelated documents share no 5-gram); `score` turns
-a clustering into pair precision and recall. Similarity uses the same words as
-`dedup_minhash` (`text.shingle_text`).
+a clustering into pair precision and recall. `make_dense` writes dense clusters and chains,
+where similarity to one member says little about similarity to another, and
+`similar_pairs` finds what a brute-force all-pairs comparison at a threshold would join.
+Similarity uses the same words as `dedup_minhash` (`text.shingle_text`).
 
 Example:
     >>> docs, truth = make_families(3, seed=1)
@@ -90,6 +92,74 @@ def iter_families(
             for i, j in itertools.combinations(range(len(texts)), 2)
         }
         yield [{"id": ids[i], "text": t, "family": ids[0]} for i, t in enumerate(texts)], pairs
+
+
+def make_dense(
+    clusters: int,
+    size: int,
+    chains: int = 0,
+    chain_length: int = 8,
+    filler: int = 0,
+    seed: int = 1,
+    similarity: tuple[float, float] = (0.55, 0.95),
+) -> list[list[tuple[str, str]]]:
+    """Groups of `(id, text)`: dense clusters (an original and `size - 1` copies, each with
+    its own scattered word replacements aiming at a similarity to the original drawn from
+    `similarity`, so copies are less similar to one another than to the original), chains
+    (each text an edit of the previous one, about 0.72-0.85 similar: texts two apart mostly
+    are not), then `filler` unrelated texts, one per group. Texts of different groups share
+    no word 5-gram.
+
+    Example:
+        >>> groups = make_dense(1, 3, chains=1, chain_length=2, filler=1)
+        >>> [len(group) for group in groups]
+        [3, 2, 1]
+    """
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    lexicon = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(50000)]
+    groups: list[list[tuple[str, str]]] = []
+    for number in range(clusters):
+        original = rng.choices(lexicon, k=rng.randint(300, 500))
+        texts = [original]
+        for _ in range(size - 1):
+            texts.append(_edited(original, rng.uniform(*similarity), rng, lexicon))
+        groups.append([(f"dense{number:05d}-{i:04d}", " ".join(t)) for i, t in enumerate(texts)])
+    for number in range(chains):
+        texts = [rng.choices(lexicon, k=rng.randint(300, 500))]
+        for _ in range(chain_length - 1):
+            texts.append(_edited(texts[-1], rng.uniform(0.72, 0.85), rng, lexicon))
+        groups.append([(f"chain{number:05d}-{i:04d}", " ".join(t)) for i, t in enumerate(texts)])
+    for number in range(filler):
+        groups.append([(f"filler{number:07d}", " ".join(rng.choices(lexicon, k=300)))])
+    return groups
+
+
+def _edited(words: list[str], target: float, rng: random.Random, lexicon: list[str]) -> list:
+    # Replacing k scattered words destroys about 5k of S shingles: J = (S-5k)/(S+5k).
+    edits = round(len(words) * (1 - target) / (5 * (1 + target)))
+    copy = list(words)
+    for position in rng.sample(range(len(copy)), min(edits, len(copy))):
+        copy[position] = rng.choice(lexicon)
+    return copy
+
+
+def similar_pairs(groups: list[list[tuple[str, str]]], threshold: float) -> list[Pair]:
+    """Every pair within a group whose exact Jaccard similarity reaches `threshold`: what
+    a brute-force comparison of all pairs joins.
+
+    Example:
+        >>> similar_pairs([[("a", "x y z w v u"), ("b", "x y z w v t"), ("c", "q")]], 0.3)
+        [('a', 'b')]
+    """
+    found = []
+    for group in groups:
+        sets = [shingle_set(text) for _, text in group]
+        for i, j in itertools.combinations(range(len(group)), 2):
+            union = len(sets[i] | sets[j])
+            if union and len(sets[i] & sets[j]) / union >= threshold:
+                found.append(_pair(group[i][0], group[j][0]))
+    return found
 
 
 def _pair(a: str, b: str) -> Pair:

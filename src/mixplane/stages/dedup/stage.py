@@ -9,6 +9,7 @@ documents are then filtered in the same order they were collected.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,10 +23,12 @@ from mixplane.process.global_stage import GlobalStage, MergeRun, WorkArea
 from mixplane.process.stage import Result
 from mixplane.stages.dedup.candidates import (
     MergePlan,
+    agreeing,
     find_candidates,
+    find_rechecks,
     parts_for,
+    subtract_pairs,
     unique_pairs,
-    verify_pairs,
 )
 from mixplane.stages.dedup.clusters import Members, choose_survivors, components
 from mixplane.stages.dedup.decisions import read_decisions, write_decisions
@@ -95,9 +98,22 @@ class DedupStage(GlobalStage):
         mapper = run.map if parallel else _in_process
         pairs = unique_pairs(mapper(find_candidates, plan.units(), plan))
         candidates = pairs.shape[1]
+        rechecked = 0
         if plan.cutoff is not None and candidates:
-            chunks = [pairs[:, i : i + VERIFY_CHUNK] for i in range(0, candidates, VERIFY_CHUNK)]
-            pairs = np.concatenate(mapper(verify_pairs, chunks, plan), axis=1)
+            passed = _verify(pairs, plan, mapper)
+            # Documents that failed against a group's smallest node get a second look at
+            # their other neighbours in the group (see `candidates`).
+            failed = np.unique(pairs[1, ~passed])
+            if len(failed):
+                second = replace(plan, rechecked=failed)
+                extra = unique_pairs(mapper(find_rechecks, plan.units(), second))
+                extra = subtract_pairs(extra, pairs)
+                rechecked = extra.shape[1]
+                pairs = np.concatenate(
+                    (pairs[:, passed], extra[:, _verify(extra, plan, mapper)]), 1
+                )
+            else:
+                pairs = pairs[:, passed]
         nodes, roots = components(pairs)
         members = self._members(nodes, roots, plan)
         clusters = choose_survivors(members)
@@ -115,6 +131,7 @@ class DedupStage(GlobalStage):
             "documents": documents,
             "index_documents": sum(r.documents for r in index_runs),
             "candidate_pairs": int(candidates),
+            "rechecked_pairs": int(rechecked),
             "verified_pairs": int(pairs.shape[1]),
             "clusters": int(len(np.unique(roots[fresh]))),
             "duplicates": int((survivors != np.flatnonzero(fresh)).sum()),
@@ -138,6 +155,12 @@ class DedupStage(GlobalStage):
 
 
 _NONE = np.empty(0, dtype=np.int64)
+
+
+def _verify(pairs: np.ndarray, plan: MergePlan, mapper) -> np.ndarray:
+    """Whether each pair passes verification, checked in chunks."""
+    chunks = [pairs[:, i : i + VERIFY_CHUNK] for i in range(0, pairs.shape[1], VERIFY_CHUNK)]
+    return np.concatenate([np.empty(0, dtype=bool), *mapper(agreeing, chunks, plan)])
 
 
 def _in_process(function, items: list, context) -> list:
