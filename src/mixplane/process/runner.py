@@ -71,19 +71,40 @@ def load_stages(config: PipelineConfig) -> list[Stage]:
     return _stage_cache[key]
 
 
-def completed_marker(task: Task, config: PipelineConfig) -> dict[str, Any] | None:
-    """The task's marker if it was completed under the same config."""
-    marker = marker_url(config.output, task.index)
-    fs, path = url_filesystem(marker, config.storage_options)
+def completed(url: str, config: PipelineConfig) -> dict[str, Any] | None:
+    """The completion marker at `url` if it was written under the same config."""
+    fs, path = url_filesystem(url, config.storage_options)
     if not fs.exists(path):
         return None
-    done = read_json(marker, config.storage_options)
+    done = read_json(url, config.storage_options)
     return done if done.get("config_hash") == config.outputs_hash() else None
+
+
+def write_marker(
+    url: str,
+    task: Task,
+    config: PipelineConfig,
+    stats: dict[str, Any],
+    outputs: list[dict[str, Any]],
+    **extra: Any,
+) -> dict[str, Any]:
+    """Write a task's completion marker (after all its files) and return what it holds."""
+    result = {
+        "task": task.index,
+        "shard": {"url": task.shard.url, "start": task.shard.start, "end": task.shard.end},
+        "config_hash": config.outputs_hash(),
+        "stats": stats,
+        "outputs": outputs,
+        **extra,
+    }
+    write_bytes(url, orjson.dumps(result, option=orjson.OPT_INDENT_2), config.storage_options)
+    return result
 
 
 def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     """Run one task unless it is already complete; return its marker (stats and outputs)."""
-    done = completed_marker(task, config)
+    marker = marker_url(config.output, task.index)
+    done = completed(marker, config)
     if done is not None:
         return done | {"skipped": True}
     stages = load_stages(config)
@@ -92,10 +113,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     stats = new_task_stats()
     sinks = Sinks(config, task.index)
     records = reader_for(task.shard.format)(task.shard, read_options, read_stats)
-    for batch, unreadable in read_batches(records, stats):
-        for item in unreadable:
-            count_quarantined(stats, "read", item.stat_reason(), item.error)
-            sinks.quarantine("read", item.location, item.doc_id, item.error, item.raw)
+    for batch in read_batches(records, stats, sinks):
         for stage in stages:
             batch = apply_stage(stage, batch, stats, sinks)
         for doc in batch:
@@ -105,15 +123,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     stats["bytes_in"] = read_stats.bytes
     stats["skipped_blank"] = read_stats.blank
     check_balance(stats)
-    result = {
-        "task": task.index,
-        "shard": {"url": task.shard.url, "start": task.shard.start, "end": task.shard.end},
-        "config_hash": config.outputs_hash(),
-        "stats": stats,
-        "outputs": sinks.close(),
-    }
-    marker = marker_url(config.output, task.index)
-    write_bytes(marker, orjson.dumps(result, option=orjson.OPT_INDENT_2), config.storage_options)
+    result = write_marker(marker, task, config, stats, sinks.close())
     return result | {"skipped": False}
 
 
@@ -134,9 +144,10 @@ def utf8_size(text: str) -> int:
 
 
 def read_batches(
-    records: Iterator, stats: dict[str, Any]
-) -> Iterator[tuple[list[Document], list[Quarantined]]]:
-    """Group reader output into batches of documents and the unreadable records among them."""
+    records: Iterator, stats: dict[str, Any], sinks: Sinks
+) -> Iterator[list[Document]]:
+    """Group reader output into batches of documents; the records that could not be read
+    are counted and quarantined (stage `read`) before the batch they came with."""
     docs: list[Document] = []
     unreadable: list[Quarantined] = []
     seconds = stats["seconds"]
@@ -151,11 +162,20 @@ def read_batches(
             chars += len(record.text)
         if len(docs) >= BATCH or chars >= BATCH_CHARS:
             seconds["read"] = seconds.get("read", 0.0) + time.perf_counter() - started
-            yield docs, unreadable
+            quarantine_unreadable(unreadable, stats, sinks)
+            yield docs
             docs, unreadable, chars = [], [], 0
             started = time.perf_counter()
     seconds["read"] = seconds.get("read", 0.0) + time.perf_counter() - started
-    yield docs, unreadable
+    quarantine_unreadable(unreadable, stats, sinks)
+    yield docs
+
+
+def quarantine_unreadable(unreadable: list[Quarantined], stats: dict[str, Any], sinks: Sinks):
+    """Count and quarantine records a reader could not turn into documents."""
+    for item in unreadable:
+        count_quarantined(stats, "read", item.stat_reason(), item.error)
+        sinks.quarantine("read", item.location, item.doc_id, item.error, item.raw)
 
 
 def apply_stage(stage: Stage, docs: list[Document], stats: dict[str, Any], sinks: Sinks) -> list:

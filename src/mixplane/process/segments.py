@@ -32,17 +32,18 @@ from mixplane.process.runner import (
     BATCH_CHARS,
     Sinks,
     apply_stage,
+    completed,
     input_read_options,
     load_stages,
     marker_url,
     read_batches,
     sort_results,
     utf8_size,
+    write_marker,
 )
 from mixplane.process.stats import (
     check_balance,
     count,
-    count_quarantined,
     merge_examples,
     new_task_stats,
 )
@@ -78,7 +79,7 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
     """Run one segment of one task unless its marker says it is already complete."""
     config, segment = job.config, job.segment
     marker = _segment_marker(config, segment, task.index)
-    done = _completed(marker, config)
+    done = completed(marker, config)
     if done is not None:
         return done | {"skipped": True}
     stages = load_stages(config)
@@ -133,16 +134,8 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
     if segment.final and job.earlier:
         parts = [_segment_stats(config, number, task.index) for number in job.earlier]
         stats = chain_stats([*parts, stats])
-    result = {
-        "task": task.index,
-        "shard": {"url": task.shard.url, "start": task.shard.start, "end": task.shard.end},
-        "config_hash": config.outputs_hash(),
-        "stats": stats,
-        "outputs": outputs,
-    }
-    if collected is not None:
-        result["collected"] = collected
-    write_bytes(marker, orjson.dumps(result, option=orjson.OPT_INDENT_2), config.storage_options)
+    extra = {} if collected is None else {"collected": collected}
+    result = write_marker(marker, task, config, stats, outputs, **extra)
     return result | {"skipped": False}
 
 
@@ -163,11 +156,7 @@ def _batches(
         options = input_read_options(config, task.input_index)
     records = reader_for(shard.format)(shard, options, read_stats)
     if segment.index == 0:
-        for batch, unreadable in read_batches(records, stats):
-            for item in unreadable:
-                count_quarantined(stats, "read", item.stat_reason(), item.error)
-                sinks.quarantine("read", item.location, item.doc_id, item.error, item.raw)
-            yield batch
+        yield from read_batches(records, stats, sinks)
         return
     batch: list[Document] = []
     chars = 0
@@ -222,14 +211,6 @@ def _segment_stats(config: PipelineConfig, number: int, index: int) -> dict[str,
     return read_json(url, config.storage_options)["stats"]
 
 
-def _completed(url: str, config: PipelineConfig) -> dict[str, Any] | None:
-    fs, path = url_filesystem(url, config.storage_options)
-    if not fs.exists(path):
-        return None
-    done = read_json(url, config.storage_options)
-    return done if done.get("config_hash") == config.outputs_hash() else None
-
-
 def run_segments(
     config: PipelineConfig,
     segments: list[Segment],
@@ -247,7 +228,7 @@ def run_segments(
     `on_done` is called as each task of each segment completes.
     """
     final = segments[-1]
-    finished = [_completed(marker_url(config.output, t.index), config) for t in tasks]
+    finished = [completed(marker_url(config.output, t.index), config) for t in tasks]
     if all(done is not None for done in finished):
         for done in finished:
             if on_done:
@@ -282,7 +263,7 @@ def _merge(
 ) -> dict[str, Any]:
     work = stage_work(config, index)
     marker = work.url("_merged.json")
-    done = _completed(marker, config)
+    done = completed(marker, config)
     if done is not None:
         return done["summary"]
     started = time.perf_counter()
