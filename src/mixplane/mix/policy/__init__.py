@@ -4,8 +4,8 @@ Built-in policies by name (`static`, `ado`, `doremi`, `odm`); any other name is 
 path to a `Policy` subclass (`my_pkg.module:MyPolicy`).
 
 Example:
-    >>> policy_class("static").__name__
-    'Static'
+    >>> policy_class("static").__name__, policy_class("ado").__name__
+    ('Static', 'Ado')
 """
 
 from __future__ import annotations
@@ -13,10 +13,18 @@ from __future__ import annotations
 import importlib
 
 from mixplane.errors import ConfigError
+from mixplane.mix.policy.ado import Ado
 from mixplane.mix.policy.base import Observation, Policy, PolicyOptions
+from mixplane.mix.policy.doremi import Doremi, reference_losses_from_log
+from mixplane.mix.policy.odm import Odm
 from mixplane.mix.policy.static import Static
 
-BUILTIN_POLICIES: dict[str, type[Policy]] = {"static": Static}
+BUILTIN_POLICIES: dict[str, type[Policy]] = {
+    "static": Static,
+    "ado": Ado,
+    "doremi": Doremi,
+    "odm": Odm,
+}
 
 
 def policy_class(name: str) -> type[Policy]:
@@ -43,4 +51,11 @@ def policy_class(name: str) -> type[Policy]:
     return found
 
 
-__all__ = ["BUILTIN_POLICIES", "Observation", "Policy", "PolicyOptions", "policy_class"]
+__all__ = [
+    "BUILTIN_POLICIES",
+    "Observation",
+    "Policy",
+    "PolicyOptions",
+    "policy_class",
+    "reference_losses_from_log",
+]

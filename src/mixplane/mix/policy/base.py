@@ -86,6 +86,10 @@ class Policy:
         """New weights after `observation`, or None to keep the current ones."""
         raise NotImplementedError
 
+    def record(self, observation: Observation) -> None:
+        """Called for each observation during warm-up, when no weights are decided (a
+        policy that learns from the warm-up's losses keeps them here; by default, nothing)."""
+
     def state_dict(self) -> dict[str, Any]:
         """Everything the policy keeps between updates, as JSON-serializable values."""
         return {}

@@ -1,0 +1,475 @@
+"""Adaptive mixing policies against a simulated learner whose loss curves are known.
+
+Component k's loss per token after it has had n tokens is
+L_k(n) = eps_k + beta_k * (n + N0)^-alpha_k: `easy` learns fast and flattens early (high
+alpha), `hard` learns slowly for longer (low alpha), `noise` never learns (beta = 0, its
+loss is log(vocabulary size)). The driver runs a policy the way the adaptive mixer does:
+each update, component k gets weight_k * TOKENS_PER_UPDATE tokens, its loss sum comes from
+the curve at the tokens it has had, the policy proposes weights, and the driver normalizes
+them, applies the floor and sets `policy.weights`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from mixplane.errors import ConfigError
+from mixplane.mix import MixtureSpec, MixtureTree
+from mixplane.mix.adaptive import AdaptiveMixer
+from mixplane.mix.policy import (
+    BUILTIN_POLICIES,
+    Observation,
+    Policy,
+    policy_class,
+    reference_losses_from_log,
+)
+from mixplane.mix.policy.ado import Ado, fit_power_law
+from mixplane.mix.policy.doremi import Doremi
+from mixplane.mix.policy.odm import Odm, exploration
+from mixplane.mix.policy.spec import PolicySpec
+from mixplane.mix.weights import normalize
+
+NAMES = ["easy", "hard", "noise"]
+VOCAB = 32000
+TOKENS_PER_UPDATE = 2e4
+REFERENCES = {"easy": 1.5, "hard": 2.5, "noise": math.log(VOCAB)}
+
+
+@dataclass(frozen=True)
+class Learner:
+    eps: np.ndarray
+    beta: np.ndarray
+    alpha: np.ndarray
+    n0: float = 1000.0
+
+    def loss(self, seen: np.ndarray) -> np.ndarray:
+        return self.eps + self.beta * (seen + self.n0) ** -self.alpha
+
+    def speed(self, seen: np.ndarray) -> np.ndarray:
+        """-dL/dn, the true learning speed."""
+        return self.alpha * self.beta * (seen + self.n0) ** (-self.alpha - 1)
+
+
+LEARNER = Learner(
+    eps=np.array([1.0, 2.0, math.log(VOCAB)]),
+    beta=np.array([3000.0, 8.0, 0.0]),
+    alpha=np.array([0.8, 0.3, 0.5]),
+)
+
+
+class Driver:
+    """Feeds a policy observations from the learner, as the adaptive mixer would."""
+
+    def __init__(self, policy: Policy, min_weight: float = 0.0, learner: Learner = LEARNER):
+        self.policy = policy
+        self.min_weight = min_weight
+        self.learner = learner
+        self.seen = np.zeros(len(policy.names))
+        self.step = 0
+        self.proposals: list[np.ndarray] = []
+
+    def observe(self) -> Observation:
+        tokens = self.policy.weights * TOKENS_PER_UPDATE
+        self.seen = self.seen + tokens
+        observation = Observation(self.step, 1, tokens * self.learner.loss(self.seen), tokens)
+        self.step += 1
+        return observation
+
+    def apply(self, proposed: np.ndarray | None) -> None:
+        if proposed is None:
+            return
+        self.proposals.append(np.array(proposed, dtype=np.float64))
+        floor, count = self.min_weight, len(self.policy.names)
+        normalized = normalize(np.asarray(proposed, dtype=np.float64), self.policy.names)
+        self.policy.weights = floor + (1.0 - floor * count) * normalized
+
+    def warm_up(self, observations: int) -> None:
+        for _ in range(observations):
+            self.policy.record(self.observe())
+
+    def run(self, updates: int) -> np.ndarray:
+        """The weights after each of `updates` updates."""
+        trajectory = []
+        for _ in range(updates):
+            self.apply(self.policy.update(self.observe()))
+            trajectory.append(self.policy.weights.copy())
+        return np.array(trajectory)
+
+
+def make(name: str, prior: np.ndarray | None = None, **options: Any) -> Policy:
+    if name == "doremi":
+        options.setdefault("reference_losses", REFERENCES)
+    cls = policy_class(name)
+    prior = np.full(len(NAMES), 1 / len(NAMES)) if prior is None else prior
+    return cls(list(NAMES), prior, cls.Options(**options))
+
+
+def plain(value: Any) -> bool:
+    """Only JSON's own types (no numpy scalars, which json.dumps would pass as floats)."""
+    if isinstance(value, dict):
+        return all(type(k) is str and plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(plain(v) for v in value)
+    return value is None or type(value) in (str, int, float, bool)
+
+
+# -- ADO ------------------------------------------------------------------------------------
+
+
+def power_law_points(alpha: float, fraction: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Points of eps + beta n^-alpha whose eps is `fraction` of the smallest loss (3.0)."""
+    tokens = 1e3 * 1.2 ** np.arange(40)
+    eps = fraction * 3.0
+    beta = (3.0 - eps) * tokens[-1] ** alpha
+    return tokens, eps + beta * tokens**-alpha, eps, beta
+
+
+@pytest.mark.parametrize(
+    ("alpha", "fraction"),
+    [(0.5, 0.4), (0.8, 0.0), (0.3, 0.9), (1.2, 0.55), (0.642, 0.722), (1.5, 0.996)],
+)
+def test_fit_recovers_a_power_law_on_its_grid(alpha, fraction):
+    tokens, losses, eps, beta = power_law_points(alpha, fraction)
+    fit = fit_power_law(tokens, losses)
+    assert fit.alpha == pytest.approx(alpha, abs=1e-12)
+    assert fit.eps == pytest.approx(eps, abs=1e-12)
+    assert fit.beta == pytest.approx(beta, rel=1e-9)
+    assert fit.huber < 1e-20
+
+
+@pytest.mark.parametrize(("alpha", "eps", "beta"), [(0.37, 1.234, 57.0), (0.91, 0.3, 800.0)])
+def test_fit_off_its_grid_follows_the_curve_and_its_slope(alpha, eps, beta):
+    tokens = 1e3 * 1.2 ** np.arange(40)
+    losses = eps + beta * tokens**-alpha
+    fit = fit_power_law(tokens, losses)
+    # within the grid's resolution (steps of 0.002 in alpha and of 0.2% of the loss in eps)
+    assert np.max(np.abs(np.array([fit.loss(n) for n in tokens]) / losses - 1)) < 3e-3
+    true_speed = alpha * beta * tokens[-1] ** (-alpha - 1)
+    assert fit.speed(tokens[-1]) == pytest.approx(true_speed, rel=0.05)
+
+
+def test_fit_ignores_a_loss_spike_and_needs_two_token_counts():
+    tokens, losses, eps, beta = power_law_points(0.5, 0.4)
+    spiked = losses.copy()
+    spiked[20] *= 3.0  # one observation three times too high
+    fit = fit_power_law(tokens, spiked)
+    assert fit.alpha == pytest.approx(0.5, abs=0.01)
+    assert fit_power_law(tokens[:1], losses[:1]) is None
+    assert fit_power_law(np.array([5.0, 5.0, 5.0]), np.array([3.0, 2.0, 1.0])) is None
+
+
+def test_ado_one_update_by_hand():
+    """Track the points, tokens and credit from the observations alone; the policy's
+    preference and proposal match rho and the smoothed weights computed here."""
+    prior = np.array([0.5, 0.3, 0.2])
+    policy = make("ado", prior, smoothing=0.8, credit_smoothing=0.7)
+    driver = Driver(policy, min_weight=0.01)
+    seen, credit = np.zeros(3), prior.copy()
+    points: list[list[tuple[float, float]]] = [[], [], []]
+
+    def track(observation: Observation) -> None:
+        nonlocal seen, credit
+        credit = 0.7 * credit + 0.3 * observation.tokens / observation.tokens.sum()
+        seen = seen + observation.tokens
+        for k in range(3):
+            points[k].append((seen[k], observation.loss[k] / observation.tokens[k]))
+
+    for _ in range(6):
+        observation = driver.observe()
+        track(observation)
+        driver.apply(policy.update(observation))
+
+    observation = driver.observe()
+    track(observation)
+    before = policy.weights.copy()
+    proposed = policy.update(observation)
+
+    rho = np.zeros(3)
+    for k in range(3):
+        n, loss = (np.array(column) for column in zip(*points[k], strict=True))
+        fit = fit_power_law(n, loss)
+        rho[k] = prior[k] * fit.alpha * fit.beta * seen[k] ** (-fit.alpha - 1) * credit[k] ** 0.5
+    rho /= rho.sum()
+    np.testing.assert_allclose(policy.preference, rho, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(proposed, 0.8 * before + 0.2 * rho, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(policy.seen, seen, rtol=1e-15)
+    assert policy.fits[0].alpha > policy.fits[1].alpha  # easy's curve is steeper than hard's
+
+
+def test_ado_keeps_the_prior_until_a_curve_can_be_fitted():
+    prior = np.array([0.5, 0.3, 0.2])
+    policy = make("ado", prior, min_points=4)
+    driver = Driver(policy)
+    driver.run(3)  # 3 points each: no fit yet, the preference is the prior
+    np.testing.assert_array_equal(policy.preference, prior)
+    np.testing.assert_allclose(policy.weights, prior, rtol=1e-15)
+    driver.run(1)
+    assert policy.preference[0] > prior[0]  # easy is fitted, and the fastest
+
+
+@pytest.fixture(scope="module")
+def ado_run() -> tuple[np.ndarray, Driver]:
+    policy = make("ado")
+    driver = Driver(policy, min_weight=0.01)
+    return driver.run(200), driver
+
+
+def test_ado_sends_noise_toward_the_floor(ado_run):
+    trajectory, driver = ado_run
+    noise = trajectory[:, 2]
+    # noise's preference (zero learning speed) is ~0; floored and smoothed every update,
+    # its weight settles at the fixed point of w = m + (1 - K m) * smoothing * w
+    settled = 0.01 / (1 - 0.9 * (1 - 3 * 0.01))
+    assert driver.policy.preference[2] < 0.005
+    assert noise[-1] == pytest.approx(settled, rel=0.03)
+    assert noise[-1] < noise[0] / 3
+    assert np.all(trajectory[40:, 2] < 0.085)
+
+
+def test_ado_favours_easy_early_and_hard_later(ado_run):
+    trajectory, driver = ado_run
+    easy, hard = trajectory[:, 0], trajectory[:, 1]
+    peak = int(np.argmax(easy))
+    assert peak < 30 and easy[peak] > 0.5  # from 1/3: easy learns fastest at first
+    assert easy[10] > hard[10]
+    assert easy[-1] < hard[-1] and easy[-1] < easy[peak] - 0.1  # its curve has flattened
+    # which is what the learner's true speeds say (at the tokens each had by then)
+    assert LEARNER.speed(np.full(3, 1e5))[0] > LEARNER.speed(np.full(3, 1e5))[1]
+    assert LEARNER.speed(driver.seen)[0] < LEARNER.speed(driver.seen)[1]
+
+
+def test_ado_learns_from_warm_up_observations():
+    warmed = make("ado")
+    driver = Driver(warmed)
+    driver.warm_up(5)
+    np.testing.assert_array_equal(warmed.weights, warmed.prior)  # record decides nothing
+    assert [len(points) for points in warmed.history_tokens] == [5, 5, 5]
+    driver.run(1)
+    assert warmed.preference[0] > 0.5  # fitted on the warm-up's points already
+    cold = make("ado")
+    Driver(cold).run(1)
+    np.testing.assert_array_equal(cold.preference, cold.prior)
+
+
+def test_ado_history_is_thinned_oldest_first():
+    policy = make("ado", max_history=10)
+    Driver(policy).run(11)
+    tokens = policy.history_tokens[0]
+    assert len(tokens) <= 10
+    assert tokens[0] == pytest.approx(TOKENS_PER_UPDATE / 3)  # the first point stays
+    assert tokens[-1] == pytest.approx(policy.seen[0])  # and the recent ones
+    assert tokens == sorted(tokens)
+
+
+def test_adaptive_mixer_passes_warm_up_observations_to_ado():
+    spec = MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
+            "policy": {"name": "ado", "update_every": 1, "warmup_steps": 3, "delay": 1},
+        }
+    )
+    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+    for step in range(4):
+        mixer.add(np.array([4.0 - step, 2.0]) * 10, np.array([10.0, 10.0]))
+        assert mixer.end_step(step)
+        decision = mixer.decide(step)
+        assert (decision is None) == (step < 3)
+    assert [len(points) for points in mixer.policy.history_tokens] == [4, 4]
+
+
+# -- DoReMi ---------------------------------------------------------------------------------
+
+
+def test_doremi_one_step_by_hand():
+    references = {"easy": 1.5, "hard": 2.5, "noise": 10.0}
+    policy = make("doremi", reference_losses=references, eta=0.7, uniform_mix=0.01)
+    policy.weights = np.array([0.5, 0.3, 0.2])
+    # easy 1.5 above its reference, hard 0.5 below, noise had no tokens
+    observation = Observation(9, 10, np.array([300.0, 200.0, 0.0]), np.array([100.0, 100.0, 0]))
+    excess = np.array([1.5, 0.0, 0.0])
+    expected = policy.weights * np.exp(0.7 * excess)
+    expected = 0.99 * expected / expected.sum() + 0.01 / 3
+    np.testing.assert_allclose(policy.excess(observation), excess, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(policy.update(observation), expected, rtol=0, atol=1e-12)
+
+
+def test_doremi_above_reference_gains_weight_the_others_lose_it():
+    # hard's loss stays above 1.0; easy's stays below 10; noise's is exactly its reference
+    references = {"easy": 10.0, "hard": 1.0, "noise": math.log(VOCAB)}
+    policy = make("doremi", reference_losses=references, eta=0.1)
+    trajectory = Driver(policy).run(40)
+    assert np.all(np.diff(trajectory[:, 1]) > 0)
+    assert np.all(np.diff(trajectory[:, 0]) < 0)
+    assert np.all(np.diff(trajectory[:, 2]) < 0)
+    assert trajectory[-1, 1] > 0.9
+
+
+def test_doremi_names_the_missing_references():
+    with pytest.raises(ConfigError, match=r"no reference loss for hard, noise.*easy, hrad"):
+        make("doremi", reference_losses={"easy": 1.0, "hrad": 2.0})
+    spec = MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
+            "policy": {"name": "doremi", "reference_losses": {"a": 2.0}},
+        }
+    )
+    with pytest.raises(ConfigError, match="no reference loss for b"):
+        AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+
+
+def test_reference_losses_from_records_already_read():
+    flat = [
+        {"names": ["a", "b"], "loss": [30.0, 8.0], "tokens": [10.0, 4.0]},
+        {"names": ["a", "b"], "loss": [10.0, 0.0], "tokens": [10.0, 0.0]},
+    ]
+    assert reference_losses_from_log(flat) == {"a": 2.0, "b": 2.0}
+    assert reference_losses_from_log(flat, last=1) == {"a": 1.0}  # b had no tokens
+    logged = [
+        {
+            "step": 108,
+            "weights": {"a": 0.6, "b": 0.4},
+            "details": {"components": ["a", "b"], "loss": [12.0, 9.0], "tokens": [4.0, 3.0]},
+        }
+    ]
+    assert reference_losses_from_log(logged) == {"a": 3.0, "b": 3.0}
+    with pytest.raises(ConfigError, match="record 1 has no per-component losses"):
+        reference_losses_from_log([{"step": 5, "weights": {"a": 1.0}}])
+
+
+# -- ODM ------------------------------------------------------------------------------------
+
+
+def test_odm_favours_noise():
+    """The known negative control: with the loss as reward, the component that never
+    learns (the highest loss) ends with the largest weight."""
+    trajectory = Driver(make("odm", np.array([0.5, 0.3, 0.2]))).run(400)
+    assert np.all(np.argmax(trajectory[10:], axis=1) == 2)
+    assert trajectory[-1, 2] > 0.4
+
+
+def test_odm_explores_every_component():
+    driver = Driver(make("odm", np.array([0.5, 0.3, 0.2])))
+    driver.run(200)
+    for t, proposed in enumerate(driver.proposals, start=1):
+        explore = min(1 / 3, math.sqrt(math.log(3) / (3 * t)))
+        assert exploration(3, t) == explore
+        assert proposed.min() >= explore - 1e-15
+    np.testing.assert_allclose(driver.proposals[0], np.full(3, 1 / 3), rtol=1e-15)
+
+
+def test_odm_one_step_by_hand():
+    policy = make("odm", np.array([0.5, 0.3, 0.2]), smoothing=0.6)
+    driver = Driver(policy)
+    driver.run(7)
+    rewards, weights = policy.rewards.copy(), policy.weights.copy()
+    observation = Observation(7, 1, np.array([30.0, 0.0, 50.0]), np.array([10.0, 0.0, 5.0]))
+    # hard had no tokens: it keeps its reward estimate
+    expected_rewards = rewards.copy()
+    expected_rewards[0] = 0.6 * rewards[0] + 0.4 * 3.0 / weights[0]
+    expected_rewards[2] = 0.6 * rewards[2] + 0.4 * 10.0 / weights[2]
+    explore = math.sqrt(math.log(3) / (3 * 8))
+    soft = np.exp(explore * expected_rewards)
+    expected = (1 - 3 * explore) * soft / soft.sum() + explore
+    proposed = policy.update(observation)
+    np.testing.assert_allclose(policy.rewards, expected_rewards, rtol=1e-15)
+    np.testing.assert_allclose(proposed, expected, rtol=0, atol=1e-12)
+
+
+# -- every policy ---------------------------------------------------------------------------
+
+POLICIES = ["ado", "doremi", "odm", "custom_policies:Greedy"]
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_state_is_plain_json_and_resumes_bit_identically(name):
+    through = Driver(make(name), min_weight=0.01)
+    through.warm_up(2)
+    through.run(8)
+    saved = json.dumps(
+        {
+            "weights": through.policy.weights.tolist(),
+            "policy": through.policy.state_dict(),
+            "seen": through.seen.tolist(),
+            "step": through.step,
+        },
+        allow_nan=False,
+    )
+    assert plain(through.policy.state_dict())
+    later = through.run(12)
+
+    state = json.loads(saved)
+    restored = make(name)
+    restored.weights = np.array(state["weights"])
+    restored.load_state_dict(state["policy"])
+    resumed = Driver(restored, min_weight=0.01)
+    resumed.seen, resumed.step = np.array(state["seen"]), state["step"]
+    np.testing.assert_array_equal(resumed.run(12), later)
+    assert json.dumps(restored.state_dict()) == json.dumps(through.policy.state_dict())
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_same_observations_same_weights(name):
+    first, second = make(name), make(name)
+    driver = Driver(first, min_weight=0.01)
+    for _ in range(15):
+        observation = driver.observe()
+        driver.apply(first.update(observation))
+        proposed = second.update(observation)
+        np.testing.assert_array_equal(proposed, driver.proposals[-1])
+        second.weights = first.weights.copy()  # as the caller sets them after flooring
+    assert json.dumps(first.state_dict()) == json.dumps(second.state_dict())
+
+
+def test_builtin_policies_are_registered():
+    assert {"ado": Ado, "doremi": Doremi, "odm": Odm}.items() <= BUILTIN_POLICIES.items()
+    assert policy_class("odm") is Odm
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ({"name": "ado", "smoothin": 0.5}, r"unknown key 'smoothin' \(valid: .*smoothing"),
+        ({"name": "ado", "smoothing": 1.0}, "smoothing: Input should be less than 1"),
+        ({"name": "ado", "smoothing": -0.1}, "smoothing: Input should be greater than"),
+        ({"name": "ado", "credit_smoothing": 1}, "credit_smoothing"),
+        ({"name": "ado", "min_points": 2}, "min_points"),
+        ({"name": "ado", "huber_delta": 0}, "huber_delta"),
+        ({"name": "ado", "min_points": 5, "max_history": 4}, "max_history .4. must be at least"),
+        ({"name": "doremi"}, "reference_losses: Field required"),
+        ({"name": "doremi", "reference_losses": {"a": -1.0}}, r"finite and >= 0: a=-1.0"),
+        ({"name": "doremi", "reference_losses": {"a": float("nan")}}, "finite and >= 0: a=nan"),
+        ({"name": "doremi", "reference_losses": {"a": 1}, "eta": 0}, "eta"),
+        ({"name": "doremi", "reference_losses": {"a": 1}, "uniform_mix": 1.5}, "uniform_mix"),
+        ({"name": "odm", "smoothing": 1}, "smoothing"),
+        ({"name": "odm", "eta": 1}, "unknown key 'eta'"),
+        ({"name": "custom_policies:Greedy", "step": 1}, "unknown key 'step'.*step_size"),
+        ({"name": "custom_policies:Greedy", "step_size": 0}, "step_size"),
+    ],
+)
+def test_options_are_validated_when_the_mixture_is_read(policy, message):
+    with pytest.raises(ValidationError, match=message):
+        PolicySpec.model_validate(policy)
+
+
+def test_a_policy_of_ones_own_by_import_path():
+    cls = policy_class("custom_policies:Greedy")
+    assert cls.__module__ == "custom_policies" and issubclass(cls, Policy)
+    spec = PolicySpec.model_validate({"name": "custom_policies:Greedy", "step_size": 0.25})
+    assert spec.policy_options().step_size == 0.25
+    policy = cls(list(NAMES), np.full(3, 1 / 3), spec.policy_options())
+    trajectory = Driver(policy).run(10)
+    assert np.all(np.diff(trajectory[:, 2]) > 0)  # noise always has the highest loss
+    assert policy.updates == 10
+    with pytest.raises(ConfigError, match="cannot import policy"):
+        policy_class("custom_policies:Missing")
