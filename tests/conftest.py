@@ -50,9 +50,11 @@ def cli(capsys, monkeypatch):
     import sys
 
     from mixplane.cli import app
-    from mixplane.cli.common import console, run_app
+    from mixplane.cli.common import console, run_app, status
 
-    monkeypatch.setattr(console, "width", 500)  # no line wrapping inside long names and paths
+    # No line wrapping inside long names and paths.
+    monkeypatch.setattr(console, "width", 500)
+    monkeypatch.setattr(status, "width", 500)
 
     def run(*args: str) -> tuple[int, str, str]:
         monkeypatch.setattr(sys, "argv", ["mixplane", *args])

@@ -258,3 +258,20 @@ def test_catalog_on_object_storage(s3_bucket, tmp_path: Path):
     assert part.documents == len(expected) > 0
     assert part.document_tokens().tolist() == expected
     assert catalog.register(url, "remote").ref == "remote@1"
+
+
+def test_a_column_without_values_reads_as_null_not_as_a_type(tmp_path: Path, cli):
+    """Parquet's null type (a property no document has) is shown as such; queries on it, and
+    on a typed column that is null everywhere, count every document."""
+    table = random_properties(20, seed=1)
+    table = table.append_column("nothing", pa.array([None] * 20))
+    table = table.append_column("unscored", pa.array([None] * 20, pa.float64()))
+    write_metadata_shards(str(tmp_path / "web"), [table])
+    write_metadata_shards(str(tmp_path / "wiki"), [random_properties(10, seed=2)])
+    catalog = Catalog(tmp_path / "c.duckdb")
+    columns = catalog.register(str(tmp_path / "web"), "web").summary()["columns"]
+    assert columns["nothing"] == "null (no values)" and columns["unscored"] == "DOUBLE"
+    catalog.register(str(tmp_path / "wiki"), "wiki")
+    assert catalog.select("nothing IS NULL AND unscored IS NULL").documents == 30
+    code, shown, _ = cli("catalog", "show", "web@1", "-c", str(tmp_path / "c.duckdb"))
+    assert code == 0 and "null (no values)" in shown and "NULL" not in shown

@@ -69,22 +69,25 @@ def test_register_list_show_and_query_from_the_command_line(tokens: Path, tmp_pa
     registered = json.loads(out)
     assert registered["dataset"] == "docs@1" and registered["created"] is True
     assert registered["documents"] == 120 and registered["shards"] > 1
-    code, _, err = cli("catalog", "register", folder, "--name", "docs", "-c", catalog)
-    assert code == 0 and "unchanged, already registered as docs@1" in err
+    code, out, err = cli("catalog", "register", folder, "--name", "docs", "-c", catalog)
+    assert code == 0 and "unchanged, already registered as docs@1" in out and err == ""
 
+    # Results are on stdout (so `> file` and pipes take them), nothing of them on stderr.
     listed = json.loads(cli("catalog", "list", "-c", catalog, "--json")[1])
     assert [entry["dataset"] for entry in listed] == ["docs@1"]
-    assert "docs@1" in cli("catalog", "list", "-c", catalog)[2]
-    shown = cli("catalog", "show", "docs@1", "-c", catalog)[2]
-    assert "language" in shown and "VARCHAR[]" in shown
+    _, out, err = cli("catalog", "list", "-c", catalog)
+    assert "docs@1" in out and err == ""
+    _, shown, err = cli("catalog", "show", "docs@1", "-c", catalog)
+    assert "language" in shown and "VARCHAR[]" in shown and err == ""
 
     rows = metadata(tokens)
     expected = [r for r in rows if r["language"] == "de" and r["quality"] > 0.5]
-    _, _, counted = cli("query", "language = 'de' AND quality > 0.5", "-c", catalog, "--count")
+    _, counted, err = cli("query", "language = 'de' AND quality > 0.5", "-c", catalog, "--count")
+    assert err == ""
     tokens_expected = sum(r["n_tokens"] for r in expected)
     assert counted.strip() == f"docs@1: {len(expected)} documents, {tokens_expected:,} tokens"
 
-    code, _, table = cli("query", "list_contains(topics, 'b')", "-c", catalog, "--sample", "1")
+    code, table, _ = cli("query", "list_contains(topics, 'b')", "-c", catalog, "--sample", "1")
     assert code == 0 and "docs@1" in table
     matching = sum(1 for r in rows if "b" in (r["topics"] or []))
     assert f" {matching} " in table
@@ -119,8 +122,8 @@ def test_user_mistakes_are_one_line_errors(tokens: Path, tmp_path: Path, cli):
         ("(language = 'de'", "is never closed"),
         ("source = '日本語' AND x", "unknown column 'x'"),
     ):
-        code, _, err = cli("query", predicate, "-c", catalog)
-        assert code == 2
+        code, out, err = cli("query", predicate, "-c", catalog)
+        assert code == 2 and out == ""
         assert err.startswith("error:") and message in " ".join(err.split())
     code, _, err = cli("query", "true", "-c", str(tmp_path / "none.duckdb"))
     assert code == 2 and "no catalog at" in err

@@ -48,7 +48,10 @@ def test_process_summary_lists_reasons(small_corpus: Path, tmp_path: Path):
     )
     done = mixplane("process", str(config))
     assert done.returncode == 0, done.stderr
-    assert "banned_word" in done.stderr and "kept" in done.stderr
+    # The summary is the command's result: on stdout, so `> file` keeps it; the progress bar
+    # stays on stderr.
+    assert "banned_word" in done.stdout and "kept" in done.stdout
+    assert "banned_word" not in done.stderr and "processing" in done.stderr
 
 
 def test_user_mistakes_are_one_line_errors(tmp_path: Path):
@@ -56,6 +59,7 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path):
     assert missing.returncode == 2
     assert "Traceback" not in missing.stderr
     assert "nope.jsonl" in missing.stderr and "matches no file" in missing.stderr
+    assert missing.stdout == ""
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("input: x.jsonl\noutput: o\nstages:\n  - gopher_qualty: {}\n")
@@ -80,6 +84,6 @@ def test_rerun_summary_counts_reused_tasks(small_corpus: Path, tmp_path: Path):
     (tmp_path / "o" / "_tasks" / "task-00001.json").unlink()
     again = mixplane(*args)
     assert again.returncode == 0, again.stderr
-    assert "1 of 2 tasks reused completed work" in again.stderr
+    assert "1 of 2 tasks reused completed work" in again.stdout
     rerun = json.loads(mixplane(*args, "--json").stdout)
     assert rerun["stats"]["skipped_tasks"] == 2

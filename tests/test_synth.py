@@ -282,8 +282,9 @@ def test_console_entry_point_summarises_and_fails_in_one_line(tmp_path: Path, mo
     with pytest.raises(SystemExit) as done:
         main()
     assert done.value.code == 0
-    printed = capsys.readouterr().err
-    assert "120 documents" in printed and "duplicate pairs" in printed
+    printed = capsys.readouterr()
+    assert "120 documents" in printed.out and "duplicate pairs" in printed.out
+    assert "duplicate pairs" not in printed.err
     with pytest.raises(SystemExit) as again:
         main()
     assert again.value.code == 2

@@ -262,11 +262,11 @@ def test_bad_options_fail_before_any_work(workspace: Path, tmp_path: Path):
 
 def test_cli_trains_tokenizes_and_exports(workspace: Path, tmp_path: Path, cli):
     tokenizer = str(tmp_path / "tok.json")
-    code, _, err = cli(
+    code, out, err = cli(
         "train-tokenizer", str(workspace / "clean"), "--vocab-size", "400", "--out", tokenizer
     )
     assert code == 0, err
-    assert "400-entry byte-level BPE on 480 documents" in err
+    assert "400-entry byte-level BPE on 480 documents" in out
     tokens = str(tmp_path / "tokens")
     code, out, err = cli(
         "tokenize", str(workspace / "clean"), tokens, "-t", tokenizer, "--eos", "-w", "2", "--json"
@@ -274,13 +274,13 @@ def test_cli_trains_tokenizes_and_exports(workspace: Path, tmp_path: Path, cli):
     assert code == 0, err
     report = json.loads(out)
     assert report["stats"]["documents"] == 480 and report["stats"]["shards"] == 3
-    code, _, err = cli(
+    code, out, err = cli(
         "tokenize", str(workspace / "clean"), tokens, "--tokenizer", tokenizer, "--eos"
     )
-    assert code == 0 and "3 of 3 files were already done" in err and "manifest:" in err
-    code, _, err = cli("export", tokens, str(tmp_path / "mega" / "web"))
+    assert code == 0 and "3 of 3 files were already done" in out and "manifest:" in out
+    code, out, err = cli("export", tokens, str(tmp_path / "mega" / "web"))
     assert code == 0, err
-    assert "exported 480 documents" in err and (tmp_path / "mega" / "web.idx").exists()
+    assert "exported 480 documents" in out and (tmp_path / "mega" / "web.idx").exists()
     code, _, err = cli("export", tokens, str(tmp_path / "x"), "--format", "arrow")
     assert code == 2 and "unknown export format 'arrow'; valid formats: megatron" in err
     code, _, err = cli("export", str(tmp_path / "nothing"), str(tmp_path / "x"))

@@ -71,10 +71,21 @@ class DatasetVersion:
             "tokens": self.tokens,
             "shards": len(self.shards),
             "tokenizer": self.tokenizer,
-            "columns": self.schema,
+            "columns": {name: readable_type(kind) for name, kind in self.schema.items()},
             "fingerprint": self.fingerprint,
             "registered_at": self.registered_at,
         }
+
+
+def readable_type(kind: str) -> str:
+    """A column's type as users read it: a column whose files declare no type because it
+    holds no value anywhere (Parquet's null type) reads as 'null (no values)'.
+
+    Example:
+        >>> readable_type('"NULL"'), readable_type("VARCHAR[]")
+        ('null (no values)', 'VARCHAR[]')
+    """
+    return "null (no values)" if kind.strip('"').upper() == "NULL" else kind
 
 
 class Registry:

@@ -111,7 +111,7 @@ def show_dataset(
         f"tokenizer {version.tokenizer.get('spec', '?')}"
     )
     table = Table("column", "type")
-    for name, kind in version.schema.items():
+    for name, kind in version.summary()["columns"].items():
         table.add_row(name, kind)
     console.print(table)
 

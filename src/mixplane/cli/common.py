@@ -1,4 +1,8 @@
-"""What every command shares: the app, error handling, JSON output and progress bars."""
+"""What every command shares: the app, error handling, JSON output and progress bars.
+
+Results (tables, counts, summaries, JSON) go to stdout through `console`, so `> file` and
+pipes take them; progress bars and errors go to stderr through `status`.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
+console = Console()
+status = Console(stderr=True)
 
 
 @app.callback()
@@ -73,13 +78,13 @@ def run_app(application: typer.Typer) -> int:
         # Without standalone mode click returns the code of `typer.Exit` instead of exiting.
         code = application(standalone_mode=False)
     except MixplaneError as error:
-        console.print(f"[bold red]error:[/] {error}", highlight=False)
+        status.print(f"[bold red]error:[/] {error}", highlight=False)
         return 2
     except ModuleNotFoundError as error:
         extra = EXTRA_OF_MODULE.get((error.name or "").split(".")[0])
         if extra is None:
             raise
-        console.print(
+        status.print(
             f"[bold red]error:[/] this needs the package {error.name!r}, which this install "
             f"does not have: pip install 'mixplane\\[{extra}]'",
             highlight=False,
@@ -87,7 +92,7 @@ def run_app(application: typer.Typer) -> int:
         )
         return 2
     except (typer.Abort, KeyboardInterrupt):
-        console.print("[red]aborted[/]")
+        status.print("[red]aborted[/]")
         return 130
     except typer.Exit as done:
         return done.exit_code
@@ -112,7 +117,7 @@ def progress(quiet: bool = False) -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=console,
+        console=status,
         disable=quiet,
         transient=False,
     )
