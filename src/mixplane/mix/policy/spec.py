@@ -6,7 +6,7 @@ policy, checked against that policy's `Options` when the mixture is read.
 Example:
     >>> spec = PolicySpec.model_validate({"name": "static", "update_every": 50})
     >>> spec.update_every, spec.delay, spec.policy_options()
-    (50, 8, Options())
+    (50, 8, PolicyOptions())
 """
 
 from __future__ import annotations
