@@ -326,3 +326,28 @@ def test_cli_shows_a_runs_weights_and_its_realized_mixture(spec, tmp_path):
     counts = np.bincount(stream.read_positions(np.arange(160))["component"], minlength=3)
     assert [c["sequences"] for c in realized["components"]] == counts.tolist()
     assert [c["sequences"] for c in declared["components"]] != counts.tolist()
+
+
+@pytest.mark.parametrize("read_ahead", [8, 24, 400])
+def test_changes_while_reading_keep_the_stream_a_function_of_the_log(spec, read_ahead):
+    """Weight changes made while reading, falling in the block being handed out, in blocks
+    read ahead or beyond them, give the stream a reader that knew them all from the start
+    gets: what was read ahead before a change is kept, the rest is read again."""
+    static = {k: v for k, v in spec.items() if k != "policy"}
+    changes = [(3, {"wiki": 0.1, "code": 0.1, "web": 0.8}), (5, {"wiki": 1, "code": 0, "web": 1})]
+    changes += [(40, {"wiki": 0.2, "code": 0.7, "web": 0.1})]
+    reading = MixtureDataset(static, read_ahead=read_ahead, prefetch=2)
+    stream = reading.batches(4)
+    got = [next(stream) for _ in range(2)]
+    for step, weights in changes:
+        reading.set_weights(step, weights)
+        got += [next(stream) for _ in range(2)]
+    got += [next(stream) for _ in range(40)]
+    known = MixtureDataset(static)
+    for step, weights in changes:
+        known.set_weights(step, weights)
+    expected = known.batches(4)
+    for batch in got:
+        want = next(expected)
+        assert batch["index"].tolist() == want["index"].tolist()
+        assert np.array_equal(batch["input_ids"], want["input_ids"])

@@ -113,9 +113,19 @@ class Stream:
                     "later step (a policy's delay must cover how far DataLoader workers "
                     "read ahead)"
                 )
-        rest = self._local[self._next :]
-        if len(rest) and int(layout.positions(base, rest[-1:])[0]) >= position:
-            self.restart()
+        waiting = self._item < len(self._ends)  # items of the current block not handed out
+        last = self._local[self._ends[-1] - 1 : self._ends[-1]] if waiting else None
+        if waiting and int(layout.positions(base, last)[0]) >= position:
+            # Items of the current block wholly before the change stay; the block ends
+            # there and the rest is planned again (any position replans exactly).
+            starts = [self._next] + self._ends[self._item : -1]
+            last_rows = np.array(self._ends[self._item :], dtype=np.int64) - 1
+            late = layout.positions(base, self._local[last_rows]) >= position
+            first_late = int(np.argmax(late))
+            resume = int(self._local[starts[first_late]])
+            self._ends = self._ends[: self._item + first_late]
+            self._drop_pending()
+            self._planned = self._blocks(resume)
             return
         for index, (local, _, _) in enumerate(self._pending):
             if int(layout.positions(base, local[-1:])[0]) >= position:
