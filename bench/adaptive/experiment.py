@@ -7,8 +7,9 @@ registered in a real catalog), with natural shares by size:
 
 - `noise`: uniform random tokens: nothing to learn (the best loss is ln 255 = 5.54);
 - `easy`: a first-order Markov chain with two successors per token (0.9 / 0.1): learnt fast;
-- `hard`: a second-order chain (the successor depends on the last two tokens; eight
-  successors with Dirichlet(1) probabilities over 65,536 contexts): learnt slowly;
+- `hard`: a second-order chain (the successor depends on the last token and on the one
+  before it modulo 16: 4,080 contexts, four successors each with Dirichlet(1)
+  probabilities): learnt more slowly;
 - `text`: a large first-order chain with 32 Zipf-distributed successors, text-like.
 
 Every run trains the same model from the same seed on the same token budget, through
@@ -53,13 +54,15 @@ DOCUMENTS = {"noise": 3000, "easy": 3000, "hard": 4500, "text": 12000}
 
 
 class Chain:
-    """A Markov chain over tokens 1..255 of the given order, with `successors` choices per
-    context and their probabilities."""
+    """A Markov chain over tokens 1..255 with `successors` choices per context and their
+    probabilities. The context is the last token, or with `order` 2 also the token before it,
+    of which only the value modulo `older` counts (so the contexts stay learnable)."""
 
-    def __init__(self, order: int, successors: int, probabilities, seed: int):
+    def __init__(self, order: int, successors: int, probabilities, seed: int, older: int = 1):
         rng = np.random.default_rng(seed)
-        contexts = (VOCAB - 1) ** order
+        contexts = (VOCAB - 1) * (older if order == 2 else 1)
         self.order = order
+        self.older = older
         self.next = rng.integers(1, VOCAB, (contexts, successors))
         self.cumulative = np.cumsum(probabilities(rng, contexts, successors), axis=1)
         self.cumulative[:, -1] = 1.0
@@ -69,10 +72,11 @@ class Chain:
         nexts, cumulative = self.next.tolist(), self.cumulative.tolist()
         context = [int(v) for v in rng.integers(1, VOCAB, self.order)]
         out = []
+        older = self.older
         for u in draws:
-            index = 0
-            for token in context:
-                index = index * (VOCAB - 1) + token - 1
+            index = context[-1] - 1
+            if len(context) == 2:
+                index += (context[0] % older) * (VOCAB - 1)
             row = cumulative[index]
             choice = 0
             while row[choice] < u:
@@ -98,7 +102,7 @@ def generators() -> dict:
     return {
         "noise": noise,
         "easy": Chain(1, 2, fixed([0.9, 0.1]), seed=11),
-        "hard": Chain(2, 8, dirichlet, seed=12),
+        "hard": Chain(2, 4, dirichlet, seed=12, older=16),
         "text": Chain(1, 32, fixed(zipf / zipf.sum()), seed=13),
     }
 
@@ -176,6 +180,8 @@ def evaluate(model: nn.Module, data: dict[str, torch.Tensor]) -> dict[str, float
 
 def mixture(catalog: str, weights: str, policy: dict | None) -> dict:
     components = {name: {"where": f"source = '{name}'"} for name in COMPONENTS}
+    if weights == "uniform":
+        components = {name: spec | {"weight": 1.0} for name, spec in components.items()}
     spec = {
         "catalog": catalog,
         "seq_len": SEQ_LEN,
@@ -246,7 +252,7 @@ def main() -> None:
     base = {"update_every": 50, "warmup_steps": 200, "min_weight": 0.01}
     plans = {
         "natural": mixture(catalog, "natural", None),
-        "uniform": mixture(catalog, "uniform", None),
+        "uniform": mixture(catalog, "uniform", None),  # every component weight 1
         "ado": mixture(catalog, "natural", {"name": "ado", **base}),
         "odm": mixture(catalog, "natural", {"name": "odm", **base}),
     }
