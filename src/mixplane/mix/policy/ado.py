@@ -161,9 +161,10 @@ class Ado(Policy):
     - `huber_delta` (0.1): the Huber threshold on log-loss residuals. A point more than
       about 10% off the curve counts linearly, so a loss spike does not bend the fit;
       mean losses over an update are usually much closer than that.
-    - `max_history` (1000): points kept per component. Past it, every other point of the
+    - `max_history` (200): points kept per component. Past it, every other point of the
       older half is dropped (the first point is kept), so the fit still spans the whole
-      run with the recent points dense. At least `min_points`.
+      run with the recent points dense. At least `min_points`. The fit's cost grows with
+      it: about 5 ms per component at 200 points, 40 ms at 1,000.
 
     Components without enough points (including those that never had a token) keep their
     prior's share of the preference; the fitted ones share the rest of it in proportion
@@ -186,7 +187,7 @@ class Ado(Policy):
         credit_smoothing: float = Field(0.9, ge=0, lt=1)
         min_points: int = Field(3, ge=3)
         huber_delta: float = Field(0.1, gt=0)
-        max_history: int = Field(1000, ge=3)
+        max_history: int = Field(200, ge=3)
 
         @model_validator(mode="after")
         def _history_holds_a_fit(self) -> Ado.Options:
