@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mixplane.load.plan import SamplePlan
-from mixplane.mix import Blend, MixtureSpec, MixtureTree, period_table, quantize
+from mixplane.mix import Blend, MixtureSpec, MixtureTree, exact_shares, period_table
 from mixplane.mix.blend import NO_CAP
+from mixplane.mix.split import TreeSplit, make_split
 
 
 def prefix_counts(components: np.ndarray, k: int) -> np.ndarray:
@@ -32,7 +33,7 @@ def assert_exact_prefixes(components: np.ndarray, shares: np.ndarray) -> None:
 @given(st.lists(st.integers(0, 400), min_size=1, max_size=9).filter(lambda s: sum(s) > 0))
 def test_every_prefix_is_within_one_sequence_for_integer_weights(raw):
     weights = np.array(raw, dtype=float)
-    shares = quantize(weights, 1 << 16)
+    shares = exact_shares(weights, 1 << 16)
     # Integer weights are simple fractions: the blend uses them exactly.
     assert [Fraction(int(s), int(shares.sum())) for s in shares] == [
         Fraction(r, sum(raw)) for r in raw
@@ -46,21 +47,70 @@ def test_every_prefix_is_within_one_sequence_for_integer_weights(raw):
         assert indices[components == c].tolist() == list(range(int((components == c).sum())))
 
 
-@settings(max_examples=80, deadline=None)
-@given(
-    st.lists(st.floats(1e-4, 1.0), min_size=1, max_size=7),
-    st.sampled_from([1 << 8, 1 << 12, 1 << 14]),
+def tree_bound(split: TreeSplit, c: int, n: int) -> float:
+    """The documented bound: half a position per level of the tree, plus p's rounding."""
+    depth = len(split.paths.get(c, []))
+    return depth / 2 + n * depth * 2.0**-52 + 1e-9
+
+
+irregular = st.lists(
+    st.floats(1e-3, 1.0) | st.sampled_from([1e-6, 3e-7, 1 / 3, 0.1234567]),
+    min_size=2,
+    max_size=60,
 )
-def test_float_weights_round_to_the_resolution_and_stay_exact(raw, resolution):
+
+
+@settings(max_examples=60, deadline=None)
+@given(irregular)
+def test_any_weights_hold_every_prefix_within_half_a_position_per_tree_level(raw):
     weights = np.array(raw) / sum(raw)
-    shares = quantize(weights, resolution)
-    period = int(shares.sum())
-    assert period <= resolution
-    assert np.all(shares >= 1)
-    # Within one unit of the period, plus what tiny weights (floored at one share) took.
-    assert np.all(np.abs(shares / period - weights) <= len(raw) / period + 1e-12)
-    components, _ = Blend([(0, weights)], resolution=resolution).lookup(np.arange(period + 50))
-    assert_exact_prefixes(components, shares)
+    split = make_split(weights, 1 << 16)
+    if not isinstance(split, TreeSplit):
+        return  # simple fractions: the period table's test above
+    blend = Blend([(0, weights)])
+    length = 20_000
+    components, indices = blend.lookup(np.arange(length))
+    counts = prefix_counts(components, len(raw))
+    n = np.arange(1, length + 1)[:, None]
+    depth = np.array([len(split.paths[c]) for c in range(len(raw))])
+    assert np.all(np.abs(counts - n * weights[None, :]) <= depth / 2 + 1e-9)
+    for c in range(len(raw)):
+        assert indices[components == c].tolist() == list(range(int((components == c).sum())))
+    # Random access: a scattered slice and far positions agree with the counts.
+    picked = np.array([19_999, 3, 12_345, 0, 7])
+    again, again_indices = blend.lookup(picked)
+    assert again.tolist() == components[picked].tolist()
+    assert again_indices.tolist() == indices[picked].tolist()
+    for far in (10**6 + 17, 10**9 + 3, 10**12 + 1):
+        total = blend.counts_before(far)
+        assert int(total.sum()) == far
+        for c in range(len(raw)):
+            assert abs(int(total[c]) - far * weights[c]) <= tree_bound(split, c, far)
+
+
+def test_a_millionth_gets_its_millionth_of_a_billion():
+    weights = np.array([1 - 1e-6, 1e-6])
+    blend = Blend([(0, weights)])
+    counts = blend.counts_before(10**9)
+    assert counts.tolist() == [999_999_000, 1_000]
+    ones = [n for n in (10**6, 2 * 10**6, 10**7) if blend.counts_before(n)[1] != n // 10**6]
+    assert ones == []
+    # Where its thousandth sequence is, by random access, and the counts around it.
+    position = blend.segments[0].split.position_of_pick(1, 999)
+    assert blend.lookup(np.array([position]))[0].tolist() == [1]
+    assert blend.counts_before(position).tolist()[1] == 999
+
+
+def test_many_tiny_temperature_weights_stay_within_two_positions():
+    sizes = np.geomspace(1, 1e7, 50)
+    weights = sizes**0.3 / (sizes**0.3).sum()  # temperature 1/0.3 over 50 sizes
+    blend = Blend([(0, weights)])
+    components, _ = blend.lookup(np.arange(50_000))
+    counts = prefix_counts(components, 50)
+    n = np.arange(1, 50_001)[:, None]
+    assert np.abs(counts - n * weights[None, :]).max() <= 3.0  # depth 6: at most 3
+    far = blend.counts_before(10**10)
+    assert np.abs(far - 1e10 * weights).max() <= 3.0
 
 
 def test_table_repeats_and_matches_random_access():
@@ -86,8 +136,8 @@ def test_table_repeats_and_matches_random_access():
 def test_a_weight_switch_holds_exactly_from_its_position_on(first, second, switch):
     blend = Blend([(0, np.array(first, float)), (switch, np.array(second, float))])
     components, indices = blend.lookup(np.arange(switch + 400))
-    assert_exact_prefixes(components[:switch], quantize(np.array(first, float), 1 << 16))
-    assert_exact_prefixes(components[switch:], quantize(np.array(second, float), 1 << 16))
+    assert_exact_prefixes(components[:switch], exact_shares(np.array(first, float), 1 << 16))
+    assert_exact_prefixes(components[switch:], exact_shares(np.array(second, float), 1 << 16))
     for c in range(3):
         assert indices[components == c].tolist() == list(range(int((components == c).sum())))
 
@@ -135,7 +185,7 @@ def test_realized_token_shares_track_weights_for_random_component_sizes(data, k)
     plan = plan_for(lengths, weights)
     positions = np.arange(500)
     components, indices = plan.blend.lookup(positions)
-    shares = quantize(np.array(weights, float), 1 << 16)
+    shares = exact_shares(np.array(weights, float), 1 << 16)
     assert_exact_prefixes(components, shares)
     # Token shares equal sequence shares: every sequence holds seq_len tokens of one component.
     block = plan.block(positions[:64])
@@ -169,3 +219,41 @@ def test_epoch_cap_on_a_component_drops_it_and_epochs_are_reported():
     assert (components == 0).sum() == 20
     assert plan.epochs_at(150)[0] == pytest.approx(2.0)
     assert indices[components == 0].tolist() == list(range(20))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 400), st.lists(st.floats(0.0, 1.0), min_size=3, max_size=3)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.sampled_from([NO_CAP, 40, 90]), min_size=3, max_size=3),
+    st.booleans(),
+)
+def test_a_blend_grown_a_switch_at_a_time_equals_one_built_at_once(steps, caps, stop):
+    """An adaptive mixture adds switches one by one, each blend reusing the last one's
+    unchanged segments; the result is the blend built from all the switches."""
+    switches = [(0, np.array([0.5, 0.3, 0.2]))]
+    position = 0
+    for gap, weights in steps:
+        position += gap
+        if sum(weights) > 0:
+            switches.append((position, np.array(weights)))
+    arguments = {"caps": np.array(caps), "stop": np.array([stop, False, False])}
+    grown = Blend(switches[:1], **arguments)
+    for count in range(2, len(switches) + 1):
+        grown = Blend(switches[:count], reuse=grown, **arguments)
+    whole = Blend(switches, **arguments)
+    assert grown.length == whole.length and grown.exhausted == whole.exhausted
+    assert [(s.start, s.end) for s in grown.segments] == [(s.start, s.end) for s in whole.segments]
+    end = whole.length or position + 500
+    for got, want in zip(grown.lookup(np.arange(end)), whole.lookup(np.arange(end)), strict=True):
+        assert got.tolist() == want.tolist()
+    # A switch replaced (not appended) rebuilds from it.
+    if len(switches) > 2:
+        changed = switches[:1] + [(switches[1][0], np.array([0.1, 0.1, 0.8]))] + switches[2:]
+        again = Blend(changed, reuse=whole, **arguments)
+        fresh = Blend(changed, **arguments)
+        end = fresh.length or position + 500
+        assert again.lookup(np.arange(end))[0].tolist() == fresh.lookup(np.arange(end))[0].tolist()

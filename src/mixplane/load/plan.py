@@ -147,7 +147,11 @@ class SamplePlan:
         return switches
 
     def _make_blend(self) -> Blend:
-        return Blend(self.switches(), self.caps, self.stop, self.spec.weight_resolution)
+        # The segments before the first changed switch are kept from the current blend.
+        current = self.__dict__.get("blend")
+        return Blend(
+            self.switches(), self.caps, self.stop, self.spec.weight_resolution, reuse=current
+        )
 
     def block(self, positions: np.ndarray) -> Block:
         """Everything needed to read the sequences at `positions`."""

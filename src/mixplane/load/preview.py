@@ -92,7 +92,8 @@ def segments_until(plan, sequences: int) -> list[dict[str, Any]]:
                 "from_sequence": segment.start,
                 "to_sequence": segment.end,
                 "weights": {n: float(w) for n, w in zip(plan.names, segment.weights, strict=True)},
-                "period": segment.period,
+                # Simple fractions repeat a period of this many sequences (None: other weights).
+                "period": getattr(segment.split, "period", None),
             }
         )
     return out

@@ -9,7 +9,7 @@ Example:
 """
 
 from mixplane.mix.blend import NO_CAP, Blend, Segment
-from mixplane.mix.quota import period_table, picks_before, quantize
+from mixplane.mix.quota import exact_shares, period_table, picks_before
 from mixplane.mix.spec import ComponentSpec, MixtureSpec, ScheduleEntry, Weighting, load_mixture
 from mixplane.mix.tree import Leaf, MixtureTree
 from mixplane.mix.weights import cap_by_epochs, normalize, temperature_weights, unimax_weights
@@ -27,9 +27,9 @@ __all__ = [
     "cap_by_epochs",
     "load_mixture",
     "normalize",
+    "exact_shares",
     "period_table",
     "picks_before",
-    "quantize",
     "temperature_weights",
     "unimax_weights",
 ]

@@ -17,33 +17,30 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from mixplane.mix.quota import period_table, picks_before, quantize, slot_of_pick
+from mixplane.mix.split import PeriodSplit, TreeSplit, make_split
 
 NO_CAP = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
 class Segment:
-    """Positions [start, end) blended with integer `shares` of a period."""
+    """Positions [start, end) blended by `split` in the proportions of `weights`."""
 
     start: int
     end: int | None  # None: runs forever
     weights: np.ndarray  # requested, after dropping exhausted components, normalized
-    shares: np.ndarray  # integer shares; their sum is the period
+    split: PeriodSplit | TreeSplit
     offsets: np.ndarray  # sequences each component used before `start`
-
-    @property
-    def period(self) -> int:
-        return int(self.shares.sum())
 
     def picks(self, length: int) -> np.ndarray:
         """Sequences each component takes in the first `length` positions of the segment."""
-        return picks_before(self.shares, length)
+        return self.split.counts(length)
 
 
 class Blend:
@@ -51,7 +48,9 @@ class Blend:
 
     `switches` are `(position, weights)` pairs, the first at position 0. `caps` limits each
     component to that many sequences (`NO_CAP` for none); at its cap a component is dropped, or
-    when `stop` is set for it the whole stream ends.
+    when `stop` is set for it the whole stream ends. `reuse` is a blend of the same mixture
+    with earlier switches: its segments that end before the first switch that differs are
+    taken as they are (an adaptive mixture adds a switch at a time).
     """
 
     def __init__(
@@ -60,6 +59,7 @@ class Blend:
         caps: np.ndarray | None = None,
         stop: np.ndarray | None = None,
         resolution: int = 1 << 16,
+        reuse: Blend | None = None,
     ):
         if not switches or switches[0][0] != 0:
             raise ValueError("the first weight switch must be at position 0")
@@ -74,31 +74,43 @@ class Blend:
         self.segments: list[Segment] = []
         self.length: int | None = None  # positions in the stream; None: endless
         self.exhausted: dict[int, int] = {}  # component -> position where it ran out
-        self._build()
+        self._build(reuse)
 
     @property
     def n_components(self) -> int:
         return len(self.caps)
 
-    def _build(self) -> None:
+    def _build(self, reuse: Blend | None) -> None:
         position, switch = 0, 0
         offsets = np.zeros(self.n_components, dtype=np.int64)
         dropped = np.zeros(self.n_components, dtype=bool)
+        kept = self._unchanged_segments(reuse) if reuse is not None else []
+        if kept:
+            last = kept[-1]
+            self.segments = kept
+            position = int(last.end)
+            self.exhausted = {c: at for c, at in reuse.exhausted.items() if at <= position}
+            if reuse.length is not None and reuse.length <= position:
+                self.length = reuse.length
+                return
+            offsets = last.offsets + last.split.counts(position - last.start)
+            dropped[list(self.exhausted)] = True
+            switch = bisect.bisect_right([p for p, _ in self.switches], position) - 1
         while True:
             weights = np.where(dropped, 0.0, self.switches[switch][1])
             if weights.sum() <= 0:
                 self.length = position
                 return
             weights = weights / weights.sum()
-            shares = quantize(weights, self.resolution)
+            split = make_split(weights, self.resolution)
             following = self.switches[switch + 1][0] if switch + 1 < len(self.switches) else None
-            runs_out = self._exhaustion(position, shares, offsets)
+            runs_out = self._exhaustion(position, weights, split, offsets)
             ends = [e for e in (following, min(runs_out.values(), default=None)) if e is not None]
             end = min(ends) if ends else None
-            self.segments.append(Segment(position, end, weights, shares, offsets.copy()))
+            self.segments.append(Segment(position, end, weights, split, offsets.copy()))
             if end is None:
                 return
-            offsets = offsets + picks_before(shares, end - position)
+            offsets = offsets + split.counts(end - position)
             position = end
             for c, at in runs_out.items():
                 if at == end:
@@ -110,12 +122,35 @@ class Blend:
             if following == end:
                 switch += 1
 
-    def _exhaustion(self, start: int, shares: np.ndarray, offsets: np.ndarray) -> dict[int, int]:
+    def _unchanged_segments(self, reuse: Blend) -> list[Segment]:
+        """`reuse`'s segments that end before the first switch that differs from this one's."""
+        same_setting = (
+            reuse.n_components == self.n_components
+            and reuse.resolution == self.resolution
+            and np.array_equal(reuse.caps, self.caps)
+            and np.array_equal(reuse.stop, self.stop)
+        )
+        if not same_setting:
+            return []
+        changed = None
+        for index in range(max(len(reuse.switches), len(self.switches))):
+            old = reuse.switches[index] if index < len(reuse.switches) else None
+            new = self.switches[index] if index < len(self.switches) else None
+            if old is None or new is None or old[0] != new[0] or not np.array_equal(old[1], new[1]):
+                changed = min(s[0] for s in (old, new) if s is not None)
+                break
+        return [
+            s for s in reuse.segments if s.end is not None and (changed is None or s.end <= changed)
+        ]
+
+    def _exhaustion(
+        self, start: int, weights: np.ndarray, split: PeriodSplit | TreeSplit, offsets: np.ndarray
+    ) -> dict[int, int]:
         """Position where each capped component would need a sequence beyond its cap."""
         runs_out = {}
-        for c in np.flatnonzero((self.caps < NO_CAP) & (shares > 0)):
+        for c in np.flatnonzero((self.caps < NO_CAP) & (weights > 0)):
             left = int(self.caps[c] - offsets[c])
-            runs_out[int(c)] = start + slot_of_pick(shares, int(c), left)
+            runs_out[int(c)] = start + split.position_of_pick(int(c), left)
         return runs_out
 
     def segment_index(self, positions: np.ndarray) -> np.ndarray:
@@ -133,11 +168,9 @@ class Blend:
         for s in np.unique(which):
             segment = self.segments[s]
             mask = which == s
-            table, rank = period_table(segment.shares)
-            periods, slots = np.divmod(positions[mask] - segment.start, segment.period)
-            chosen = table[slots]
+            chosen, ranks = segment.split.lookup(positions[mask] - segment.start)
             components[mask] = chosen
-            indices[mask] = segment.offsets[chosen] + periods * segment.shares[chosen] + rank[slots]
+            indices[mask] = segment.offsets[chosen] + ranks
         return components, indices
 
     def contains(self, position: int) -> bool:

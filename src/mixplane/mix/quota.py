@@ -24,33 +24,17 @@ from math import gcd, lcm
 import numpy as np
 
 
-def quantize(weights: np.ndarray, resolution: int) -> np.ndarray:
-    """Integer shares of a period: exact for simple fractions, else multiples of 1/resolution.
-
-    Every positive weight keeps at least one share. The period is `shares.sum()`.
+def exact_shares(weights: np.ndarray, resolution: int) -> np.ndarray | None:
+    """Integer shares of a period when the weights are simple fractions whose common
+    denominator is at most `resolution`; None otherwise (see `split`).
 
     Example:
-        >>> quantize(np.array([0.5, 0.3, 0.2]), 1 << 16).tolist()
+        >>> exact_shares(np.array([0.5, 0.3, 0.2]), 1 << 16).tolist()
         [5, 3, 2]
-        >>> int(quantize(np.array([2 / 3, 1 / 3]), 1 << 16).sum())
-        3
+        >>> exact_shares(np.array([0.5, 0.5 - 1e-9, 1e-9]), 1 << 16) is None
+        True
     """
-    weights = np.asarray(weights, dtype=np.float64)
-    exact = _exact_shares(weights, resolution)
-    if exact is not None:
-        return exact
-    raw = weights / weights.sum() * resolution
-    shares = np.floor(raw).astype(np.int64)
-    leftover = resolution - int(shares.sum())
-    # Largest remainders first; a stable sort breaks ties by component order.
-    order = np.argsort(-(raw - shares), kind="stable")
-    shares[order[:leftover]] += 1
-    starved = (weights > 0) & (shares == 0)
-    for index in np.flatnonzero(starved):
-        shares[index] = 1
-        shares[int(np.argmax(shares))] -= 1
-    divisor = int(np.gcd.reduce(shares[shares > 0]))
-    return shares // divisor
+    return _exact_shares(np.asarray(weights, dtype=np.float64), resolution)
 
 
 def _exact_shares(weights: np.ndarray, resolution: int) -> np.ndarray | None:
@@ -58,7 +42,7 @@ def _exact_shares(weights: np.ndarray, resolution: int) -> np.ndarray | None:
     total = float(weights.sum())
     for weight in weights / total:
         fraction = Fraction(float(weight)).limit_denominator(resolution)
-        if abs(float(fraction) - weight) > 1e-12:
+        if abs(float(fraction) - weight) > 1e-12 or (weight > 0 and fraction == 0):
             return None
         fractions.append(fraction)
     if sum(fractions) != 1:
