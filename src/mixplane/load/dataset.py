@@ -31,6 +31,7 @@ from mixplane.mix.spec import MixtureSpec, load_mixture
 
 Boundaries = Literal["document_ids", "position_ids", "both", "none"]
 READ_AHEAD_TOKENS = 1 << 21
+WORKER_BLOCK_DIVISOR = 8
 
 
 class MixtureDataset:
@@ -214,8 +215,13 @@ class MixtureDataset:
             self._stream.close()
         self.cursor.resplit((layout.world_size, layout.workers, layout.block))
         prefetch = self.prefetch if prefetch is None else prefetch
+        read_ahead = self.read_ahead
+        if poll is not None:
+            # A DataLoader worker: weight changes reach it while it reads, and a smaller
+            # block wastes less when one drops what was read past the change.
+            read_ahead = max(1, read_ahead // WORKER_BLOCK_DIVISOR)
         self._stream = Stream(
-            self.context, self.cursor, layout, self.read_ahead, prefetch, batched, poll
+            self.context, self.cursor, layout, read_ahead, prefetch, batched, poll
         )
         return self._stream
 
