@@ -6,6 +6,8 @@ process pools are counted in full.
 
 from __future__ import annotations
 
+import math
+import statistics
 import subprocess
 import time
 from dataclasses import dataclass
@@ -49,3 +51,38 @@ def _rss(process: psutil.Process) -> int:
         return process.memory_info().rss
     except psutil.NoSuchProcess:
         return 0
+
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom (1.96 beyond 30).
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042]  # fmt: skip
+
+
+def paired_ratios(rounds: list[dict[str, float]], numerator: str, denominator: str) -> dict:
+    """`numerator / denominator` of a figure measured in the same round, round by round:
+    the median, the range and a 95% confidence interval (a t-interval on the logs of the
+    per-round ratios, so it is symmetric in ratio terms)."""
+    ratios = [r[numerator] / r[denominator] for r in rounds if numerator in r and denominator in r]
+    if not ratios:
+        return {}
+    logs = [math.log(x) for x in ratios]
+    mean = statistics.fmean(logs)
+    interval = [None, None]
+    if len(logs) > 1:
+        t = _T95[len(logs) - 2] if len(logs) - 1 <= len(_T95) else 1.96
+        half = t * statistics.stdev(logs) / math.sqrt(len(logs))
+        interval = [round(math.exp(mean - half), 3), round(math.exp(mean + half), 3)]
+    return {
+        "median": round(statistics.median(ratios), 3),
+        "min": round(min(ratios), 3),
+        "max": round(max(ratios), 3),
+        "ci95": interval,
+        "rounds": [round(x, 3) for x in ratios],
+    }
+
+
+def rotated(tools: list[str], round_number: int) -> list[str]:
+    """The tools in the order of one round: each round starts one tool later."""
+    turn = round_number % len(tools)
+    return tools[turn:] + tools[:turn]

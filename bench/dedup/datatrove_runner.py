@@ -1,8 +1,11 @@
 """datatrove's four-stage MinHash pipeline over JSON Lines shards (run in its own venv).
 
-    python datatrove_runner.py CORPUS WORK WORKERS BANDS ROWS
+    python datatrove_runner.py CORPUS WORK WORKERS BANDS ROWS          # the timed work
+    python datatrove_runner.py export WORK                              # for scoring
 
-Writes WORK/clusters.jsonl: one line per document in a cluster: id, cluster, kept.
+The first runs the four stages (signatures, buckets, clusters, filtered output). The second,
+not timed, writes WORK/clusters.jsonl from the outputs: one line per document in a cluster
+(id, cluster, kept), as the benchmark reads mixplane's clusters from its output afterwards.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from datatrove.pipeline.writers import JsonlWriter
 
 
 def main() -> None:
+    if sys.argv[1] == "export":
+        export(sys.argv[2])
+        return
     corpus, work, workers, bands, rows = sys.argv[1:6]
     workers, bands, rows = int(workers), int(bands), int(rows)
     shards = len(glob.glob(f"{corpus}/*.jsonl"))
@@ -64,6 +70,9 @@ def main() -> None:
         shards,
         "filter",
     )
+
+
+def export(work: str) -> None:
     with open(f"{work}/clusters.jsonl", "w") as out:
         for kind in ("kept", "removed"):
             for path in sorted(glob.glob(f"{work}/{kind}/*.jsonl.gz")):

@@ -9,7 +9,11 @@ pairwise Jaccard similarity is computed exactly (`mixplane.stages.dedup.evaluate
 tool's clusters are scored against it: pair precision and recall at 0.8, F1 with positives
 above 0.85 and negatives below 0.6, and the share of removed documents less than 0.6 similar
 to their survivor. Time is wall-clock from reading the shards to the filtered output
-(signatures, buckets, clusters, filter); memory is the peak RSS of the whole process tree.
+(signatures, buckets, clusters, filter) for mixplane and datatrove, and to the clusters for
+datasketch (an index in memory, no filtered output); reading each tool's clusters back for
+scoring is outside every clock. Memory is the peak RSS of the whole process tree. Rounds
+are interleaved (each runs every tool once, in an order that rotates) and ratios are paired
+per round; docs/s per core divides by the processes a tool uses (the workers, or one).
 datatrove and datasketch run in their own virtual environment (created on first use).
 Results go to bench/results/dedup-DOCS.json.
 """
@@ -25,7 +29,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from measure import measure  # noqa: E402
+from measure import measure, paired_ratios, rotated  # noqa: E402
 from peer_venv import ensure_venv  # noqa: E402
 
 from mixplane.stages.dedup.evaluate import iter_families, read_clusters, score  # noqa: E402
@@ -39,8 +43,8 @@ run_pipeline({"input": sys.argv[1] + "/*.jsonl", "output": sys.argv[2],
               "workers": int(sys.argv[3]),
               "stages": [{"dedup_minhash": {"bands": int(sys.argv[4]), "rows": int(sys.argv[5])}}]})
 """
-# datatrove's MinHash needs xxhash<4 (its "processing" extra pins it).
-PEER_PACKAGES = ["datatrove", "datasketch", "xxhash<4"]
+# datatrove's MinHash needs xxhash<4 (its "processing" extra pins it), regex and tokenizers.
+PEER_PACKAGES = ["datatrove", "datasketch", "xxhash<4", "regex", "tokenizers"]
 FAMILY_SIZE = 2.25  # documents per family on average
 
 
@@ -102,6 +106,10 @@ def run_tool(tool: str, corpus: Path, work: Path, args, peer_python: str | None)
     measured = measure(command, cwd=str(ROOT))
     if measured.returncode != 0:
         raise SystemExit(f"{tool} failed:\n{measured.stderr[-3000:]}")
+    if tool == "datatrove":  # its clusters, for scoring: not part of its work
+        exported = measure([peer_python, str(HERE / "datatrove_runner.py"), "export", str(work)])
+        if exported.returncode != 0:
+            raise SystemExit(f"datatrove export failed:\n{exported.stderr[-3000:]}")
     if tool == "mixplane":
         clusters, removed, _ = read_clusters(str(work / "out"), with_texts=False)
     else:
@@ -122,6 +130,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tools", default="mixplane,datatrove,datasketch")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     tools = args.tools.split(",")
     data = ROOT / "bench" / "data" / "dedup"
@@ -130,20 +139,38 @@ def main() -> None:
     corpus = corpus / "shards"
     docs = count_docs(corpus)
     peer = ensure_venv("datatrove", PEER_PACKAGES) if set(tools) - {"mixplane"} else None
-    results: dict[str, dict] = {}
-    for tool in tools:
-        result = run_tool(tool, corpus, data / "work" / tool, args, peer)
-        clusters, removed = result.pop("clustered")
-        result["docs_per_second"] = round(docs / result["seconds"])
-        result |= {k: round(v, 4) for k, v in score(truth, clusters, removed).items()}
-        results[tool] = result
-        print(tool, json.dumps(result), flush=True)
-    if "datatrove" in results:
-        base = results["datatrove"]["docs_per_second"]
-        for result in results.values():
-            result["speed_vs_datatrove"] = round(result["docs_per_second"] / base, 2)
+    processes = {"mixplane": args.workers, "datatrove": args.workers, "datasketch": 1}
+    runs: dict[str, list[dict]] = {tool: [] for tool in tools}
+    rounds: list[dict[str, float]] = []
+    for repeat in range(args.repeats):
+        speeds = {}
+        for tool in rotated(tools, repeat):
+            result = run_tool(tool, corpus, data / "work" / tool, args, peer)
+            clusters, removed = result.pop("clustered")
+            result["docs_per_second"] = round(docs / result["seconds"])
+            result["docs_per_second_per_core"] = round(docs / result["seconds"] / processes[tool])
+            if repeat == 0:  # the clusters are the same every round
+                result |= {k: round(v, 4) for k, v in score(truth, clusters, removed).items()}
+            runs[tool].append(result)
+            speeds[tool] = result["docs_per_second"]
+            print(repeat, tool, json.dumps(result), flush=True)
+        rounds.append(speeds)
+    results = {}
+    for tool, measured in runs.items():
+        median = sorted(measured, key=lambda r: r["seconds"])[len(measured) // 2]
+        results[tool] = measured[0] | {
+            key: median[key]
+            for key in ("seconds", "peak_rss_mb", "docs_per_second", "docs_per_second_per_core")
+        }
+        results[tool]["seconds_by_round"] = [r["seconds"] for r in measured]
+    ratios = {
+        f"mixplane/{peer_tool}": paired_ratios(rounds, "mixplane", peer_tool)
+        for peer_tool in tools
+        if peer_tool != "mixplane" and "mixplane" in tools
+    }
     report = {"docs": docs, "pairs": len(truth), "workers": args.workers, "bands": args.bands,
-              "rows": args.rows, "results": results}  # fmt: skip
+              "rows": args.rows, "repeats": args.repeats, "results": results,
+              "throughput_ratios": ratios}  # fmt: skip
     out = ROOT / "bench" / "results" / f"dedup-{args.docs}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

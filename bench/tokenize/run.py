@@ -1,14 +1,16 @@
 """Tokenize throughput: mixplane vs the raw `tokenizers` loop vs datatrove, same run.
 
-    .venv/bin/python bench/tokenize/run.py --megabytes 200 --files 4 --repeats 3
+    .venv/bin/python bench/tokenize/run.py --megabytes 20 --files 2 --repeats 7
 
 Every tool tokenizes the same Parquet files with the same byte-level BPE (trained here on the
 corpus), single-threaded (TOKENIZERS_PARALLELISM=false), one worker. Tokens per second per
 core is tokens / CPU seconds of the timed work (all threads counted), so it does not depend on
 what else the machine runs. The raw loop only encodes texts already in memory: it is the
 limit. mixplane and datatrove also read Parquet, add EOS and write their files. The tools
-run interleaved, each `--repeats` times, and the best run of each is reported. `--workers 2`
-adds a wall-clock run of mixplane and datatrove with two worker processes.
+run in `--repeats` interleaved rounds (every tool once per round, in an order that rotates);
+each tool's median is reported, and ratios are paired per round with their median, range
+and a 95% confidence interval (a t-interval on the logs of the per-round ratios).
+`--workers 2` adds a wall-clock run of mixplane and datatrove with two worker processes.
 
 Other processes on a shared machine make CPU seconds drift from run to run by several
 percent. Each runner therefore also reports the CPU time spent inside the library's encode
@@ -33,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 from corpus import write_corpus  # noqa: E402
+from measure import paired_ratios, rotated  # noqa: E402
 from peer_venv import ensure_venv  # noqa: E402
 
 from mixplane.store import TokenizedDataset  # noqa: E402
@@ -110,7 +113,7 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=32_000)
     parser.add_argument("--train-docs", type=int, default=3000)
     parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--workers", type=int, nargs="*", default=[])
     parser.add_argument("--no-datatrove", action="store_true")
     parser.add_argument("--data", default=str(HERE.parent / "data" / "tokenize"))
@@ -128,7 +131,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-tokenize-") as scratch:
         for repeat in range(args.repeats):
             outputs = {}
-            for name, command in tools.items():
+            for name in rotated(list(tools), repeat):
+                command = tools[name]
                 outputs[name] = Path(scratch) / f"{name.replace(' ', '-')}-{repeat}"
                 result = run_json(command(outputs[name], 1))
                 if name == "datatrove" and check is None:
@@ -156,17 +160,27 @@ def main() -> None:
                 }
                 shutil.rmtree(out, ignore_errors=True)
 
-    best = {name: max(r, key=lambda r: r["tokens_per_cpu_second"]) for name, r in runs.items()}
+    median = {
+        name: sorted(r, key=lambda r: r["tokens_per_cpu_second"])[len(r) // 2]
+        for name, r in runs.items()
+    }
     shares = {
         name: float(np.median([r["encode_cpu_seconds"] / r["cpu_seconds"] for r in results]))
         for name, results in runs.items()
     }
-    limit = best["raw encode_batch_fast"]["tokens_per_cpu_second"]
+    limit = median["raw encode_batch_fast"]["tokens_per_cpu_second"]
+    rounds = [
+        {name: results[i]["tokens_per_cpu_second"] for name, results in runs.items()}
+        for i in range(args.repeats)
+    ]
+    pairs = [("mixplane", "raw encode_batch_fast")]
+    if "datatrove" in runs:
+        pairs += [("mixplane", "datatrove"), ("datatrove", "raw encode_batch")]
     report = {
         "corpus": corpus | {"files": args.files, "vocab_size": args.vocab_size},
         "batch_size": args.batch_size,
         "repeats": args.repeats,
-        "best": {
+        "median": {
             name: {
                 "tokens": r["tokens"],
                 "documents": r["documents"],
@@ -175,8 +189,9 @@ def main() -> None:
                 "tokens_per_cpu_second": round(r["tokens_per_cpu_second"]),
                 "share_of_limit": round(r["tokens_per_cpu_second"] / limit, 3),
             }
-            for name, r in best.items()
+            for name, r in median.items()
         },
+        "paired_ratios": {f"{a} / {b}": paired_ratios(rounds, a, b) for a, b in pairs},
         "cpu_share_in_encode": {name: round(share, 4) for name, share in shares.items()},
         "same_tokens_as_datatrove": check,
         "scaling": scaling,
@@ -184,15 +199,11 @@ def main() -> None:
     # Drift-free estimates: a tool's share of CPU in encode over the raw loop's, for the same
     # library call (mixplane calls encode_batch_fast, datatrove encode_batch).
     robust = {"mixplane": shares["mixplane"] / shares["raw encode_batch_fast"]}
-    if "datatrove" in best:
+    if "datatrove" in runs:
         robust["datatrove"] = shares["datatrove"] / shares["raw encode_batch"]
-        ours, theirs = best["mixplane"], best["datatrove"]
-        report["mixplane_vs_datatrove"] = {
-            "best_tokens_per_cpu_second": round(
-                ours["tokens_per_cpu_second"] / theirs["tokens_per_cpu_second"], 3
-            ),
-            "by_encode_share": round(robust["mixplane"] / robust["datatrove"], 3),
-        }
+        report["mixplane_vs_datatrove_by_encode_share"] = round(
+            robust["mixplane"] / robust["datatrove"], 3
+        )
     report["share_of_limit_by_encode_share"] = {k: round(v, 3) for k, v in robust.items()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
