@@ -43,8 +43,9 @@ run_pipeline({"input": sys.argv[1] + "/*.jsonl", "output": sys.argv[2],
               "workers": int(sys.argv[3]),
               "stages": [{"dedup_minhash": {"bands": int(sys.argv[4]), "rows": int(sys.argv[5])}}]})
 """
-# datatrove's MinHash needs xxhash<4 (its "processing" extra pins it), regex and tokenizers.
-PEER_PACKAGES = ["datatrove", "datasketch", "xxhash<4", "regex", "tokenizers"]
+# datatrove's MinHash needs xxhash<4 (its "processing" extra pins it), regex, tokenizers,
+# orjson and spacy (its word tokenizer).
+PEER_PACKAGES = ["datatrove", "datasketch", "xxhash<4", "regex", "tokenizers", "orjson", "spacy"]
 FAMILY_SIZE = 2.25  # documents per family on average
 
 
