@@ -275,3 +275,37 @@ def test_a_column_without_values_reads_as_null_not_as_a_type(tmp_path: Path, cli
     assert catalog.select("nothing IS NULL AND unscored IS NULL").documents == 30
     code, shown, _ = cli("catalog", "show", "web@1", "-c", str(tmp_path / "c.duckdb"))
     assert code == 0 and "null (no values)" in shown and "NULL" not in shown
+
+
+def test_a_declared_type_wins_over_the_null_type_of_shards_or_datasets_without_values(
+    tmp_path: Path,
+):
+    """A shard without any score beside one with scores reads as the declared DOUBLE; over
+    datasets, the typed one's type is the column's, whichever comes first."""
+    from mixplane.catalog.catalog import columns_of
+
+    scores = pa.array([0.1 * i for i in range(10)])
+    empty = random_properties(20, seed=1).append_column("score", pa.array([None] * 20))
+    write_metadata_shards(
+        str(tmp_path / "mixed"),
+        [empty, random_properties(10, seed=2).append_column("score", scores)],
+    )
+    write_metadata_shards(str(tmp_path / "empty"), [empty])
+    write_metadata_shards(
+        str(tmp_path / "typed"), [random_properties(10, seed=3).append_column("score", scores)]
+    )
+    write_metadata_shards(str(tmp_path / "other"), [random_properties(5, seed=4)])
+    catalog = Catalog(tmp_path / "c.duckdb")
+    mixed = catalog.register(str(tmp_path / "mixed"), "mixed")
+    assert mixed.schema["score"] == "DOUBLE" and mixed.summary()["columns"]["score"] == "DOUBLE"
+    assert catalog.select("score IS NULL", ["mixed"]).documents == 20
+    assert catalog.select("score > 0.45", ["mixed"]).documents == 5
+
+    empty_version = catalog.register(str(tmp_path / "empty"), "empty")
+    typed = catalog.register(str(tmp_path / "typed"), "typed")
+    other = catalog.register(str(tmp_path / "other"), "other")
+    assert empty_version.summary()["columns"]["score"] == "null (no values)"
+    assert columns_of([empty_version, typed, other])["score"] == "DOUBLE"
+    assert columns_of([empty_version, other])["score"] == '"NULL"'
+    selection = catalog.select("score IS NULL OR score > 0.45", ["empty", "typed", "other"])
+    assert [part.documents for part in selection] == [20, 5, 5]

@@ -17,7 +17,7 @@ from typing import Any
 from mixplane.catalog.dataset import scan_folder
 from mixplane.catalog.predicate import ValidPredicate, check_predicate
 from mixplane.catalog.query import open_engine, select_version
-from mixplane.catalog.registry import DatasetVersion, Registry
+from mixplane.catalog.registry import DatasetVersion, Registry, is_null_type
 from mixplane.catalog.selection import Selection
 from mixplane.errors import MixplaneError
 
@@ -155,11 +155,13 @@ class CatalogSession:
 
 
 def columns_of(versions: Sequence[DatasetVersion]) -> dict[str, str]:
-    """Every property column of `versions` with its type (the first version's, on conflict)."""
+    """Every property column of `versions` with its type: the first version's on conflict,
+    except that a declared type wins over the null type of a version without any value."""
     columns: dict[str, str] = {}
     for version in versions:
         for name, kind in version.schema.items():
-            columns.setdefault(name, kind)
+            if name not in columns or is_null_type(columns[name]):
+                columns[name] = kind
     return columns
 
 

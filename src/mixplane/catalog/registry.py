@@ -85,7 +85,12 @@ def readable_type(kind: str) -> str:
         >>> readable_type('"NULL"'), readable_type("VARCHAR[]")
         ('null (no values)', 'VARCHAR[]')
     """
-    return "null (no values)" if kind.strip('"').upper() == "NULL" else kind
+    return "null (no values)" if is_null_type(kind) else kind
+
+
+def is_null_type(kind: str) -> bool:
+    """Whether `kind` is Parquet's null type: the column holds no value and declares no type."""
+    return kind.strip('"').upper() == "NULL"
 
 
 class Registry:

@@ -1,11 +1,12 @@
 """What every command shares: the app, error handling, JSON output and progress bars.
 
 Results (tables, counts, summaries, JSON) go to stdout through `console`, so `> file` and
-pipes take them; progress bars and errors go to stderr through `status`.
+pipes take them; progress bars, notes, warnings and errors go to stderr through `status`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -23,7 +24,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+# Width of results written to a file or a pipe: lines as long as the results need.
+UNWRAPPED_WIDTH = 1000
+
+
+def _results_console() -> Console:
+    """The stdout console. A file or a pipe has no width: rather than Rich's 80 columns,
+    which would cut paths and dates in tables short, lines are not wrapped (unless COLUMNS
+    says otherwise)."""
+    results = Console()
+    if not results.is_terminal and "COLUMNS" not in os.environ:
+        results.width = UNWRAPPED_WIDTH
+    return results
+
+
+console = _results_console()
 status = Console(stderr=True)
 
 
@@ -96,14 +111,25 @@ def run_app(application: typer.Typer) -> int:
         return 130
     except typer.Exit as done:
         return done.exit_code
-    except Exception as error:  # click's own usage errors
-        import click
-
-        if isinstance(error, click.ClickException):
-            error.show()
+    except Exception as error:
+        if is_usage_error(error):
+            error.show()  # on stderr, with the usage line
             return error.exit_code
         raise
     return code if isinstance(code, int) else 0
+
+
+def is_usage_error(error: Exception) -> bool:
+    """A usage mistake click reports itself (missing argument, unknown option...): click's
+    `ClickException`, or the same class of the click copy recent typer versions ship with."""
+    import click
+
+    if isinstance(error, click.ClickException):
+        return True
+    return any(
+        kind.__name__ == "ClickException" and kind.__module__.endswith("click.exceptions")
+        for kind in type(error).__mro__
+    ) and isinstance(getattr(error, "exit_code", None), int)
 
 
 def print_json(value: Any) -> None:

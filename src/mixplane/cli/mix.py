@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.rule import Rule
 from rich.table import Table
 
 from mixplane.cli.common import JSON_OPTION, console, print_json
+
+RULE_WIDTH = 100  # a rule between decoded sequences, however wide the output
 
 mix_app = typer.Typer(help="Declarative data mixtures.", no_args_is_help=True)
 
@@ -69,7 +72,8 @@ def print_report(report: dict[str, Any]) -> None:
         console.print(f"the stream ends after {report['stream_ends_at']:,} sequences")
     for sample in report["samples"]:
         pieces = len(sample["pieces"])
-        console.rule(f"sequence {sample['index']} · {sample['component']} · {pieces} piece(s)")
+        title = f"sequence {sample['index']} · {sample['component']} · {pieces} piece(s)"
+        console.print(Rule(title), width=min(console.width, RULE_WIDTH))
         if "text" in sample:
             text = sample["text"]
             console.print(text[:600] + ("…" if len(text) > 600 else ""), highlight=False)

@@ -11,6 +11,7 @@ from mixplane.cli.common import (
     console,
     print_json,
     progress,
+    status,
     storage_options,
 )
 from mixplane.errors import ConfigError
@@ -169,4 +170,6 @@ def export(
     if "data_path" in summary:
         console.print(f"Megatron blend: --data-path {summary['data_path']}", soft_wrap=True)
         if summary["scheduled"]:
-            console.print("the mixture's schedule is not part of the blend (step 0 weights)")
+            status.print(
+                "[yellow]note:[/] the mixture's schedule is not part of the blend (step 0 weights)"
+            )
