@@ -446,7 +446,7 @@ def test_builtin_policies_are_registered():
         ({"name": "ado", "min_points": 2}, "min_points"),
         ({"name": "ado", "huber_delta": 0}, "huber_delta"),
         ({"name": "ado", "min_points": 5, "max_history": 4}, "max_history .4. must be at least"),
-        ({"name": "doremi"}, "reference_losses: Field required"),
+        ({"name": "doremi"}, "missing key 'reference_losses'"),
         ({"name": "doremi", "reference_losses": {"a": -1.0}}, r"finite and >= 0: a=-1.0"),
         ({"name": "doremi", "reference_losses": {"a": float("nan")}}, "finite and >= 0: a=nan"),
         ({"name": "doremi", "reference_losses": {"a": 1}, "eta": 0}, "eta"),

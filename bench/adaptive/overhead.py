@@ -123,7 +123,7 @@ def main() -> None:
     ]
     updates = [r["adaptive"]["update_median_ms"] for r in rounds if r["adaptive"]["updates"]]
     summary = {
-        "settings": vars(args) | {"out": str(args.out)},
+        "settings": {k: v for k, v in vars(args).items() if k != "out"},
         "rounds": rounds,
         "throughput_ratio": {
             "median": statistics.median(ratios),

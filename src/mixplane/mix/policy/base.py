@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -64,7 +65,7 @@ class Observation:
             return np.where(self.tokens > 0, self.loss / np.maximum(self.tokens, 1e-300), np.nan)
 
 
-class Policy:
+class Policy(ABC):
     """Turns observations into mixture weights.
 
     `names` are the components the policy weighs, `prior` their weights as the mixture
@@ -82,13 +83,14 @@ class Policy:
         self.options = options
         self.weights = self.prior.copy()
 
+    @abstractmethod
     def update(self, observation: Observation) -> np.ndarray | None:
         """New weights after `observation`, or None to keep the current ones."""
-        raise NotImplementedError
 
     def record(self, observation: Observation) -> None:
         """Called for each observation during warm-up, when no weights are decided (a
         policy that learns from the warm-up's losses keeps them here; by default, nothing)."""
+        return None
 
     def state_dict(self) -> dict[str, Any]:
         """Everything the policy keeps between updates, as JSON-serializable values."""
@@ -96,3 +98,4 @@ class Policy:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what `state_dict` returned."""
+        return None

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from mixplane.configs import describe_errors
 from mixplane.errors import MixplaneError
 from mixplane.mix.policy import policy_class
 from mixplane.mix.policy.base import PolicyOptions
@@ -51,15 +52,11 @@ class PolicySpec(BaseModel):
         except MixplaneError as error:
             raise ValueError(str(error)) from None
         except ValidationError as error:
-            known = [*PolicySpec.model_fields, *policy_class(self.name).Options.model_fields]
-            problems = []
-            for item in error.errors():
-                key = ".".join(str(part) for part in item["loc"]) or "options"
-                if item["type"] == "extra_forbidden":
-                    problems.append(f"unknown key {key!r} (valid: {', '.join(known)})")
-                else:
-                    problems.append(f"{key}: {item['msg']}")
-            raise ValueError(f"policy {self.name!r}: {'; '.join(problems)}") from None
+            problems = describe_errors(error, policy_class(self.name).Options)
+            common = ", ".join(PolicySpec.model_fields)
+            raise ValueError(
+                f"policy {self.name!r}: {problems}; every policy also takes {common}"
+            ) from None
         return self
 
     def policy_options(self) -> PolicyOptions:
