@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/adaptive/overhead.py --steps 3000 --rounds 5
 
+With `--step-ms`, each step also keeps the CPU busy that long, as a training step would.
+
 Per step: the time of `Feedback.observe` (per-component sums of a [batch, 2048] loss, the
 policy's update every `update_every` steps, the weight change reaching the workers), as
 the median and 99th percentile over steps, and its median on update steps alone. Loader
@@ -62,7 +64,7 @@ def spec(catalog: str, policy: dict | None) -> dict:
     return made | ({"policy": policy} if policy else {})
 
 
-def run(mixture: dict, steps: int, workers: int) -> dict:
+def run(mixture: dict, steps: int, workers: int, step_ms: float = 0.0) -> dict:
     dataset = MixtureDataset(mixture, dtype="int32")
     loader = torch_loader(dataset, BATCH, num_workers=workers)
     feedback = Feedback(loader) if "policy" in mixture else None
@@ -79,6 +81,7 @@ def run(mixture: dict, steps: int, workers: int) -> dict:
         batch = next(stream)
         # The training loop has its loss either way; only observing it is the policy's cost.
         scaled = loss * (1 + batch["component"].float()[:, None] / COMPONENTS)
+        train_for(step_ms)
         if feedback is None:
             continue
         before = time.perf_counter()
@@ -101,6 +104,13 @@ def run(mixture: dict, steps: int, workers: int) -> dict:
     return result
 
 
+def train_for(milliseconds: float) -> None:
+    """Stand-in for a training step: the CPU stays busy this long (0: a loader-only loop)."""
+    until = time.perf_counter() + milliseconds / 1e3
+    while time.perf_counter() < until:
+        pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=3000)
@@ -108,6 +118,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--policy", default="ado")
     parser.add_argument("--update-every", type=int, default=100)
+    parser.add_argument(
+        "--step-ms", type=float, default=0.0, help="a stand-in training step per batch"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "adaptive" / "overhead.json")
     args = parser.parse_args()
     catalog = build(Path(tempfile.mkdtemp(prefix="mixplane-overhead-")))
@@ -116,7 +129,9 @@ def main() -> None:
     rounds: list[dict] = []
     for index in range(args.rounds):
         order = list(mixtures) if index % 2 == 0 else list(reversed(mixtures))
-        rounds.append({name: run(mixtures[name], args.steps, args.workers) for name in order})
+        rounds.append(
+            {name: run(mixtures[name], args.steps, args.workers, args.step_ms) for name in order}
+        )
         print(json.dumps(rounds[-1]), file=sys.stderr)
     ratios = [
         r["adaptive"]["sequences_per_second"] / r["static"]["sequences_per_second"] for r in rounds
