@@ -77,9 +77,10 @@ class Feedback:
         mask = batch.get("loss_mask")
         if isinstance(mask, torch.Tensor) and mask.shape == loss.shape:
             weights = mask.to(loss.device, torch.float64)
+            per_sequence = torch.stack([(loss.double() * weights).sum(1), weights.sum(1)])
         else:
-            weights = torch.ones(loss.shape, dtype=torch.float64, device=loss.device)
-        per_sequence = torch.stack([(loss.double() * weights).sum(1), weights.sum(1)])
+            sums = loss.sum(1, dtype=torch.float64)
+            per_sequence = torch.stack([sums, torch.full_like(sums, loss.shape[1])])
         components = batch["component"].to(loss.device, torch.long)
         if self.this_step is None:
             shape = (2, len(self.dataset.names))
