@@ -1,12 +1,20 @@
-"""Run a command and measure it: wall time and peak resident memory of its whole process tree.
+"""Run a command and measure it: wall time, CPU time and peak resident memory of its whole
+process tree.
 
 Memory is sampled every 50 ms as the sum of RSS over the process and all its descendants, so
-process pools are counted in full.
+process pools are counted in full. With `tree_cpu=True`, CPU time (user + system, from the
+kernel's accounting) covers the process and all its descendants: this process becomes their
+subreaper, so descendants left behind by their parent (a fork server's workers, say) are
+waited for here and counted too.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import math
+import os
+import resource
 import statistics
 import subprocess
 import time
@@ -22,12 +30,22 @@ class Measurement:
     returncode: int
     stdout: str
     stderr: str
+    cpu_seconds: float = float("nan")
 
 
 def measure(
-    command: list[str], env: dict[str, str] | None = None, cwd: str | None = None
+    command: list[str],
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    tree_cpu: bool = False,
 ) -> Measurement:
-    """Run `command` to completion, sampling the memory of its process tree."""
+    """Run `command` to completion, sampling the memory of its process tree. With `tree_cpu`,
+    also its CPU seconds, descendants included (Linux); the wall time still ends when the
+    command itself exits."""
+    if tree_cpu:
+        _become_subreaper()
+    ours = {child.pid for child in psutil.Process().children()}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
         command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -43,7 +61,34 @@ def measure(
         time.sleep(0.05)
     stdout, stderr = process.communicate()
     seconds = time.perf_counter() - started
-    return Measurement(seconds, peak / 2**20, process.returncode, stdout, stderr)
+    cpu = float("nan")
+    if tree_cpu:
+        _reap_adopted(ours)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Measurement(seconds, peak / 2**20, process.returncode, stdout, stderr, cpu)
+
+
+def _become_subreaper() -> None:
+    """Orphaned descendants are re-parented to this process, not to init (Linux prctl
+    PR_SET_CHILD_SUBREAPER)."""
+    if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def _reap_adopted(ours: set[int], timeout: float = 30.0) -> None:
+    """Wait for the descendants this process adopted (not children it had before), so the
+    kernel adds their CPU time to RUSAGE_CHILDREN."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        adopted = [c.pid for c in psutil.Process().children() if c.pid not in ours]
+        if not adopted:
+            return
+        for pid in adopted:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.01)
+    raise RuntimeError(f"descendants still running {timeout:.0f} s after the command exited")
 
 
 def _rss(process: psutil.Process) -> int:
@@ -86,3 +131,12 @@ def rotated(tools: list[str], round_number: int) -> list[str]:
     """The tools in the order of one round: each round starts one tool later."""
     turn = round_number % len(tools)
     return tools[turn:] + tools[:turn]
+
+
+def spread(values: list[float], digits: int = 3) -> dict:
+    """The median, the smallest and the largest of a figure measured once per round."""
+    return {
+        "median": round(statistics.median(values), digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+    }

@@ -4,13 +4,16 @@
 
 Shingles are word 5-grams of the lower-cased text's letter-and-digit runs; every document is
 queried before it is inserted, and the pairs found are joined into clusters whose survivor
-is the first document seen. Writes WORK/clusters.jsonl (id, cluster, kept). Single process:
-datasketch has no parallel mode.
+is the first document seen. A second pass over the shards writes the deduplicated output as
+the other tools do: WORK/kept/ and WORK/removed/ (gzipped JSON Lines, one file per shard, the
+cluster id in `metadata.minhash_cluster_id` for documents in a cluster, -1 otherwise, as
+datatrove's writer does). Single process: datasketch has no parallel mode.
 """
 
 from __future__ import annotations
 
 import glob
+import gzip
 import json
 import os
 import re
@@ -33,7 +36,8 @@ def main() -> None:
             node = parent[node]
         return node
 
-    for path in sorted(glob.glob(f"{corpus}/*.jsonl")):
+    shards = sorted(glob.glob(f"{corpus}/*.jsonl"))
+    for path in shards:
         with open(path) as handle:
             for line in handle:
                 doc = json.loads(line)
@@ -47,16 +51,26 @@ def main() -> None:
                     if first != second:
                         parent[second] = first
                 lsh.insert(doc["id"], signature)
-    os.makedirs(work, exist_ok=True)
-    members: dict[str, list[str]] = {}
+    sizes: dict[str, int] = {}
     for node in parent:
-        members.setdefault(root(node), []).append(node)
-    with open(f"{work}/clusters.jsonl", "w") as out:
-        for survivor, group in members.items():
-            if len(group) > 1:
-                for node in group:
-                    row = {"id": node, "cluster": survivor, "kept": node == survivor}
-                    out.write(json.dumps(row) + "\n")
+        survivor = root(node)
+        sizes[survivor] = sizes.get(survivor, 0) + 1
+    for kind in ("kept", "removed"):
+        os.makedirs(f"{work}/{kind}", exist_ok=True)
+    for number, path in enumerate(shards):
+        name = f"{number:05d}.jsonl.gz"
+        with (
+            open(path) as handle,
+            gzip.open(f"{work}/kept/{name}", "wt") as kept,
+            gzip.open(f"{work}/removed/{name}", "wt") as removed,
+        ):
+            for line in handle:
+                doc = json.loads(line)
+                survivor = root(doc["id"])
+                cluster = survivor if sizes[survivor] > 1 else -1
+                doc["metadata"] = {"minhash_cluster_id": cluster}
+                target = kept if survivor == doc["id"] else removed
+                target.write(json.dumps(doc) + "\n")
 
 
 if __name__ == "__main__":

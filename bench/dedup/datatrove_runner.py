@@ -1,18 +1,16 @@
 """datatrove's four-stage MinHash pipeline over JSON Lines shards (run in its own venv).
 
-    python datatrove_runner.py CORPUS WORK WORKERS BANDS ROWS          # the timed work
-    python datatrove_runner.py export WORK                              # for scoring
+    python datatrove_runner.py CORPUS WORK WORKERS BANDS ROWS
 
-The first runs the four stages (signatures, buckets, clusters, filtered output). The second,
-not timed, writes WORK/clusters.jsonl from the outputs: one line per document in a cluster
-(id, cluster, kept), as the benchmark reads mixplane's clusters from its output afterwards.
+Runs the four stages (signatures, buckets, clusters, filtered output) in one process tree,
+all inside the benchmark's clock. The deduplicated output goes to WORK/kept/ and the removed
+documents to WORK/removed/ (gzipped JSON Lines, the cluster id in their metadata), which the
+benchmark reads afterwards, outside the clock, to score the clusters.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
-import json
 import sys
 
 from datatrove.executor import LocalPipelineExecutor
@@ -28,9 +26,6 @@ from datatrove.pipeline.writers import JsonlWriter
 
 
 def main() -> None:
-    if sys.argv[1] == "export":
-        export(sys.argv[2])
-        return
     corpus, work, workers, bands, rows = sys.argv[1:6]
     workers, bands, rows = int(workers), int(bands), int(rows)
     shards = len(glob.glob(f"{corpus}/*.jsonl"))
@@ -70,19 +65,6 @@ def main() -> None:
         shards,
         "filter",
     )
-
-
-def export(work: str) -> None:
-    with open(f"{work}/clusters.jsonl", "w") as out:
-        for kind in ("kept", "removed"):
-            for path in sorted(glob.glob(f"{work}/{kind}/*.jsonl.gz")):
-                with gzip.open(path, "rt") as handle:
-                    for line in handle:
-                        doc = json.loads(line)
-                        cluster = doc["metadata"].get("minhash_cluster_id", -1)
-                        if cluster != -1:
-                            row = {"id": doc["id"], "cluster": cluster, "kept": kind == "kept"}
-                            out.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

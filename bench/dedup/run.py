@@ -1,19 +1,26 @@
 """MinHash near-duplicate removal end to end: mixplane vs datatrove vs datasketch.
 
-    .venv/bin/python bench/dedup/run.py --docs 20000 --workers 2
-    .venv/bin/python bench/dedup/run.py --docs 1000000 --workers 2      # the full benchmark
+    .venv/bin/python bench/dedup/run.py --docs 20000 --workers 2 --repeats 5
+    .venv/bin/python bench/dedup/run.py --docs 1000000 --workers 2 --tools mixplane --repeats 3
 
 All tools see the same JSON Lines shards and the same parameters (word 5-grams, 14 bands x 8
 rows unless --bands/--rows say otherwise). The corpus is families of near-duplicates whose
 pairwise Jaccard similarity is computed exactly (`mixplane.stages.dedup.evaluate`); each
 tool's clusters are scored against it: pair precision and recall at 0.8, F1 with positives
 above 0.85 and negatives below 0.6, and the share of removed documents less than 0.6 similar
-to their survivor. Time is wall-clock from reading the shards to the filtered output
-(signatures, buckets, clusters, filter) for mixplane and datatrove, and to the clusters for
-datasketch (an index in memory, no filtered output); reading each tool's clusters back for
-scoring is outside every clock. Memory is the peak RSS of the whole process tree. Rounds
-are interleaved (each runs every tool once, in an order that rotates) and ratios are paired
-per round; docs/s per core divides by the processes a tool uses (the workers, or one).
+to their survivor.
+
+The clock is the same for every tool: the wall time of its whole process tree, from start-up
+and reading the shards to the deduplicated output on disk (kept and removed documents with
+their cluster ids), every step in between included (signatures, buckets, clusters, any
+post-pass, the filter). Reading each tool's output back to score it is outside every clock.
+CPU seconds are those of the whole process tree; memory is its peak RSS (sampled every 50
+ms). Before the first round the shards are read once (page cache) and each interpreter
+imports its libraries once, untimed. Rounds are interleaved: each runs every tool once, in an
+order that rotates from round to round, and ratios are paired per round (median, range and a
+95% t-interval on the logs). Worker counts differ (datasketch has no parallel mode), so
+besides docs/s the report gives docs/s per core (divided by the cores a tool can use: its
+workers up to the machine's cores, or one) and docs per CPU second (the measured one).
 datatrove and datasketch run in their own virtual environment (created on first use).
 Results go to bench/results/dedup-DOCS.json.
 """
@@ -21,15 +28,18 @@ Results go to bench/results/dedup-DOCS.json.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from measure import measure, paired_ratios, rotated  # noqa: E402
+from measure import measure, paired_ratios, rotated, spread  # noqa: E402
 from peer_venv import ensure_venv  # noqa: E402
 
 from mixplane.stages.dedup.evaluate import iter_families, read_clusters, score  # noqa: E402
@@ -79,47 +89,71 @@ def count_docs(folder: Path) -> int:
     return sum(sum(1 for _ in open(path, "rb")) for path in folder.glob("*.jsonl"))
 
 
-def clusters_from_lines(path: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """Clusters and removed-to-survivor from a peer runner's `clusters.jsonl`."""
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    kept = {row["cluster"]: row["id"] for row in rows if row["kept"]}
-    clusters = {row["id"]: str(row["cluster"]) for row in rows}
-    removed = {
-        row["id"]: kept[row["cluster"]]
-        for row in rows
-        if not row["kept"] and row["cluster"] in kept
-    }
+def clusters_from_output(work: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Clusters and removed-to-survivor from a peer's output: WORK/kept/ and WORK/removed/
+    (gzipped JSON Lines with the cluster id in `metadata.minhash_cluster_id`, -1 if none)."""
+    members: dict[str, list[tuple[str, bool]]] = {}
+    for kind in ("kept", "removed"):
+        for path in sorted((work / kind).glob("*.jsonl.gz")):
+            with gzip.open(path, "rb") as handle:
+                for line in handle:
+                    doc = orjson.loads(line)
+                    cluster = doc["metadata"].get("minhash_cluster_id", -1)
+                    if cluster != -1:
+                        members.setdefault(str(cluster), []).append((doc["id"], kind == "kept"))
+    clusters, removed = {}, {}
+    for cluster, group in members.items():
+        survivors = [name for name, kept in group if kept]
+        for name, kept in group:
+            clusters[name] = cluster
+            if not kept and survivors:
+                removed[name] = survivors[0]
     return clusters, removed
 
 
+def command_for(tool: str, corpus: Path, work: Path, args, peer_python: str | None) -> list:
+    if tool == "mixplane":
+        return [sys.executable, "-c", MIXPLANE, str(corpus), str(work / "out"),
+                str(args.workers), str(args.bands), str(args.rows)]  # fmt: skip
+    if tool == "datatrove":
+        return [peer_python, str(HERE / "datatrove_runner.py"), str(corpus), str(work),
+                str(args.workers), str(args.bands), str(args.rows)]  # fmt: skip
+    return [peer_python, str(HERE / "datasketch_runner.py"), str(corpus), str(work),
+            str(args.bands), str(args.rows)]  # fmt: skip
+
+
 def run_tool(tool: str, corpus: Path, work: Path, args, peer_python: str | None) -> dict:
+    """One timed run; then, outside the clock, the clusters read back from its output."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    if tool == "mixplane":
-        command = [sys.executable, "-c", MIXPLANE, str(corpus), str(work / "out"),
-                   str(args.workers), str(args.bands), str(args.rows)]  # fmt: skip
-    elif tool == "datatrove":
-        command = [peer_python, str(HERE / "datatrove_runner.py"), str(corpus), str(work),
-                   str(args.workers), str(args.bands), str(args.rows)]  # fmt: skip
-    else:
-        command = [peer_python, str(HERE / "datasketch_runner.py"), str(corpus), str(work),
-                   str(args.bands), str(args.rows)]  # fmt: skip
-    measured = measure(command, cwd=str(ROOT))
+    command = command_for(tool, corpus, work, args, peer_python)
+    measured = measure(command, cwd=str(ROOT), tree_cpu=True)
     if measured.returncode != 0:
         raise SystemExit(f"{tool} failed:\n{measured.stderr[-3000:]}")
-    if tool == "datatrove":  # its clusters, for scoring: not part of its work
-        exported = measure([peer_python, str(HERE / "datatrove_runner.py"), "export", str(work)])
-        if exported.returncode != 0:
-            raise SystemExit(f"datatrove export failed:\n{exported.stderr[-3000:]}")
     if tool == "mixplane":
         clusters, removed, _ = read_clusters(str(work / "out"), with_texts=False)
     else:
-        clusters, removed = clusters_from_lines(work / "clusters.jsonl")
-    return {"seconds": round(measured.seconds, 2), "peak_rss_mb": round(measured.peak_rss_mb)} | {
+        clusters, removed = clusters_from_output(work)
+    return {
+        "seconds": measured.seconds,
+        "cpu_seconds": measured.cpu_seconds,
+        "peak_rss_mb": measured.peak_rss_mb,
         "clusters": len(set(clusters.values())),
         "removed": len(removed),
         "clustered": (clusters, removed),
     }
+
+
+def warm_up(corpus: Path, tools: list[str], peer_python: str | None) -> None:
+    """Untimed: the shards into the page cache, each interpreter's imports compiled/cached."""
+    for path in sorted(corpus.glob("*.jsonl")):
+        path.read_bytes()
+    imports = {"mixplane": (sys.executable, "import mixplane.process.pipeline"),
+               "datatrove": (peer_python, "import datatrove.pipeline.dedup.minhash, spacy"),
+               "datasketch": (peer_python, "import datasketch")}  # fmt: skip
+    for tool in tools:
+        python, code = imports[tool]
+        subprocess.run([python, "-c", code], check=True, capture_output=True)
 
 
 def main() -> None:
@@ -131,7 +165,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tools", default="mixplane,datatrove,datasketch")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     tools = args.tools.split(",")
     data = ROOT / "bench" / "data" / "dedup"
@@ -140,38 +174,57 @@ def main() -> None:
     corpus = corpus / "shards"
     docs = count_docs(corpus)
     peer = ensure_venv("datatrove", PEER_PACKAGES) if set(tools) - {"mixplane"} else None
-    processes = {"mixplane": args.workers, "datatrove": args.workers, "datasketch": 1}
+    warm_up(corpus, tools, peer)
+    cores = min(args.workers, os.cpu_count() or 1)
+    processes = {"mixplane": cores, "datatrove": cores, "datasketch": 1}
     runs: dict[str, list[dict]] = {tool: [] for tool in tools}
-    rounds: list[dict[str, float]] = []
+    scores: dict[str, dict] = {}
     for repeat in range(args.repeats):
-        speeds = {}
         for tool in rotated(tools, repeat):
             result = run_tool(tool, corpus, data / "work" / tool, args, peer)
             clusters, removed = result.pop("clustered")
-            result["docs_per_second"] = round(docs / result["seconds"])
-            result["docs_per_second_per_core"] = round(docs / result["seconds"] / processes[tool])
-            if repeat == 0:  # the clusters are the same every round
-                result |= {k: round(v, 4) for k, v in score(truth, clusters, removed).items()}
+            if repeat == 0:  # every run of a tool gives the same clusters (checked below)
+                scores[tool] = {k: round(v, 4) for k, v in score(truth, clusters, removed).items()}
+            elif (result["clusters"], result["removed"]) != (runs[tool][0]["clusters"],
+                                                             runs[tool][0]["removed"]):  # fmt: skip
+                raise SystemExit(f"{tool} gave different clusters in round {repeat}")
+            result["docs_per_second"] = docs / result["seconds"]
+            result["docs_per_second_per_core"] = docs / result["seconds"] / processes[tool]
+            result["docs_per_cpu_second"] = docs / result["cpu_seconds"]
             runs[tool].append(result)
-            speeds[tool] = result["docs_per_second"]
-            print(repeat, tool, json.dumps(result), flush=True)
-        rounds.append(speeds)
+            print(repeat, tool, json.dumps({k: round(v, 3) for k, v in result.items()}),
+                  file=sys.stderr, flush=True)  # fmt: skip
+    figures = ("seconds", "cpu_seconds", "peak_rss_mb", "docs_per_second",
+               "docs_per_second_per_core", "docs_per_cpu_second")  # fmt: skip
     results = {}
     for tool, measured in runs.items():
-        median = sorted(measured, key=lambda r: r["seconds"])[len(measured) // 2]
-        results[tool] = measured[0] | {
-            key: median[key]
-            for key in ("seconds", "peak_rss_mb", "docs_per_second", "docs_per_second_per_core")
+        results[tool] = {"cores": processes[tool], "clusters": measured[0]["clusters"],
+                         "removed": measured[0]["removed"]}  # fmt: skip
+        for figure in figures:
+            results[tool][figure] = spread([r[figure] for r in measured], 2)
+        results[tool]["by_round"] = {
+            figure: [round(r[figure], 2) for r in measured] for figure in figures
         }
-        results[tool]["seconds_by_round"] = [r["seconds"] for r in measured]
-    ratios = {
-        f"mixplane/{peer_tool}": paired_ratios(rounds, "mixplane", peer_tool)
-        for peer_tool in tools
-        if peer_tool != "mixplane" and "mixplane" in tools
+        results[tool]["quality"] = scores[tool]
+    ratios: dict[str, dict] = {}
+    for figure in ("docs_per_second", "docs_per_second_per_core", "docs_per_cpu_second"):
+        rounds = [{tool: runs[tool][i][figure] for tool in tools} for i in range(args.repeats)]
+        ratios[figure] = {
+            f"mixplane / {other}": paired_ratios(rounds, "mixplane", other)
+            for other in tools
+            if other != "mixplane" and "mixplane" in tools
+        }
+    rss_rounds = [{tool: runs[tool][i]["peak_rss_mb"] for tool in tools}
+                  for i in range(args.repeats)]  # fmt: skip
+    ratios["peak_rss_mb"] = {
+        f"mixplane / {other}": paired_ratios(rss_rounds, "mixplane", other)
+        for other in tools
+        if other != "mixplane" and "mixplane" in tools
     }
     report = {"docs": docs, "pairs": len(truth), "workers": args.workers, "bands": args.bands,
-              "rows": args.rows, "repeats": args.repeats, "results": results,
-              "throughput_ratios": ratios}  # fmt: skip
+              "rows": args.rows, "repeats": args.repeats, "machine_cores": os.cpu_count(),
+              "order": [rotated(tools, i) for i in range(args.repeats)],
+              "results": results, "paired_ratios": ratios}  # fmt: skip
     out = ROOT / "bench" / "results" / f"dedup-{args.docs}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

@@ -1,21 +1,25 @@
 """Tokenize throughput: mixplane vs the raw `tokenizers` loop vs datatrove, same run.
 
-    .venv/bin/python bench/tokenize/run.py --megabytes 20 --files 2 --repeats 7
+    .venv/bin/python bench/tokenize/run.py --megabytes 20 --files 2 --repeats 15
 
 Every tool tokenizes the same Parquet files with the same byte-level BPE (trained here on the
 corpus), single-threaded (TOKENIZERS_PARALLELISM=false), one worker. Tokens per second per
-core is tokens / CPU seconds of the timed work (all threads counted), so it does not depend on
-what else the machine runs. The raw loop only encodes texts already in memory: it is the
-limit. mixplane and datatrove also read Parquet, add EOS and write their files. The tools
-run in `--repeats` interleaved rounds (every tool once per round, in an order that rotates);
-each tool's median is reported, and ratios are paired per round with their median, range
-and a 95% confidence interval (a t-interval on the logs of the per-round ratios).
-`--workers 2` adds a wall-clock run of mixplane and datatrove with two worker processes.
+core is the text's tokens (EOS not counted, so every tool is credited the same work) / CPU
+seconds of the timed work (all threads counted). The raw loop only encodes texts already in
+memory: it is the limit. mixplane and datatrove also read Parquet, add EOS and write their
+files.
 
-Other processes on a shared machine make CPU seconds drift from run to run by several
-percent. Each runner therefore also reports the CPU time spent inside the library's encode
-call; `cpu_share_in_encode` (encode CPU / all CPU, measured within one run) shows each tool's
-overhead without that drift.
+One untimed warm-up run of every tool comes first (page cache, imports). Then the tools run
+in `--repeats` interleaved rounds: every tool once per round, in an order that rotates from
+round to round. Each tool's median and range are reported, and ratios are paired per round
+(two tools measured at the same moment of the machine): their median, range and a 95%
+confidence interval, a t-interval on the logs of the per-round ratios (symmetric in ratio
+terms). `--workers 2` adds a wall-clock run of mixplane and datatrove with two worker
+processes.
+
+Each runner also reports the CPU time spent inside the library's encode call;
+`cpu_share_in_encode` (encode CPU / all CPU, within one run) shows each tool's overhead
+around the same library call independently of drift between runs.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 from corpus import write_corpus  # noqa: E402
-from measure import paired_ratios, rotated  # noqa: E402
+from measure import paired_ratios, rotated, spread  # noqa: E402
 from peer_venv import ensure_venv  # noqa: E402
 
 from mixplane.store import TokenizedDataset  # noqa: E402
@@ -113,7 +117,7 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=32_000)
     parser.add_argument("--train-docs", type=int, default=3000)
     parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--workers", type=int, nargs="*", default=[])
     parser.add_argument("--no-datatrove", action="store_true")
     parser.add_argument("--data", default=str(HERE.parent / "data" / "tokenize"))
@@ -129,6 +133,10 @@ def main() -> None:
     scaling: dict[str, dict] = {}
     check = None
     with tempfile.TemporaryDirectory(prefix="bench-tokenize-") as scratch:
+        for name, command in tools.items():  # warm-up, untimed
+            out = Path(scratch) / f"warm-{name.replace(' ', '-')}"
+            run_json(command(out, 1))
+            shutil.rmtree(out, ignore_errors=True)
         for repeat in range(args.repeats):
             outputs = {}
             for name in rotated(list(tools), repeat):
@@ -138,12 +146,17 @@ def main() -> None:
                 if name == "datatrove" and check is None:
                     check = same_tokens(outputs["mixplane"], result["files"])
                 result.pop("files", None)
-                result["tokens_per_cpu_second"] = result["tokens"] / result["cpu_seconds"]
+                # mixplane and datatrove add one EOS per document; the raw loop does not.
+                eos = result["documents"] if not name.startswith("raw") else 0
+                result["text_tokens"] = result["tokens"] - eos
+                result["tokens_per_cpu_second"] = result["text_tokens"] / result["cpu_seconds"]
+                result["tokens_per_wall_second"] = result["text_tokens"] / result["wall_seconds"]
                 runs.setdefault(name, []).append(result)
                 share = result["encode_cpu_seconds"] / result["cpu_seconds"]
                 print(
-                    f"{name:>22}: {result['tokens_per_cpu_second']:>12,.0f} tokens/s/core, "
-                    f"{share:.1%} of CPU in encode ({result['wall_seconds']:.2f} s wall)",
+                    f"{repeat:>2} {name:>22}: {result['tokens_per_cpu_second']:>12,.0f} "
+                    f"tokens/s/core, {share:.1%} of CPU in encode "
+                    f"({result['wall_seconds']:.2f} s wall)",
                     file=sys.stderr,
                 )
             for out in outputs.values():
@@ -160,38 +173,49 @@ def main() -> None:
                 }
                 shutil.rmtree(out, ignore_errors=True)
 
-    median = {
-        name: sorted(r, key=lambda r: r["tokens_per_cpu_second"])[len(r) // 2]
-        for name, r in runs.items()
-    }
+    text_tokens = {r["text_tokens"] for results in runs.values() for r in results}
+    if len(text_tokens) != 1:
+        raise SystemExit(f"the tools did not tokenize the same text: {sorted(text_tokens)}")
     shares = {
         name: float(np.median([r["encode_cpu_seconds"] / r["cpu_seconds"] for r in results]))
         for name, results in runs.items()
     }
-    limit = median["raw encode_batch_fast"]["tokens_per_cpu_second"]
-    rounds = [
-        {name: results[i]["tokens_per_cpu_second"] for name, results in runs.items()}
-        for i in range(args.repeats)
-    ]
-    pairs = [("mixplane", "raw encode_batch_fast")]
+
+    def rounds_of(figure: str) -> list[dict[str, float]]:
+        return [
+            {name: results[i][figure] for name, results in runs.items()}
+            for i in range(args.repeats)
+        ]
+
+    pairs = [("mixplane", "raw encode_batch_fast"), ("mixplane", "raw encode_batch")]
     if "datatrove" in runs:
-        pairs += [("mixplane", "datatrove"), ("datatrove", "raw encode_batch")]
+        pairs += [
+            ("mixplane", "datatrove"),
+            ("datatrove", "raw encode_batch_fast"),
+            ("datatrove", "raw encode_batch"),
+        ]
     report = {
         "corpus": corpus | {"files": args.files, "vocab_size": args.vocab_size},
+        "text_tokens": text_tokens.pop(),
         "batch_size": args.batch_size,
         "repeats": args.repeats,
-        "median": {
+        "order": [rotated(list(tools), i) for i in range(args.repeats)],
+        "tools": {
             name: {
-                "tokens": r["tokens"],
-                "documents": r["documents"],
-                "cpu_seconds": round(r["cpu_seconds"], 3),
-                "wall_seconds": round(r["wall_seconds"], 3),
-                "tokens_per_cpu_second": round(r["tokens_per_cpu_second"]),
-                "share_of_limit": round(r["tokens_per_cpu_second"] / limit, 3),
+                "tokens_per_cpu_second": spread([r["tokens_per_cpu_second"] for r in rs], 0),
+                "cpu_seconds": spread([r["cpu_seconds"] for r in rs]),
+                "wall_seconds": spread([r["wall_seconds"] for r in rs]),
+                "tokens_written": rs[0]["tokens"],
+                "documents": rs[0]["documents"],
             }
-            for name, r in median.items()
+            for name, rs in runs.items()
         },
-        "paired_ratios": {f"{a} / {b}": paired_ratios(rounds, a, b) for a, b in pairs},
+        "paired_ratios": {
+            f"{a} / {b}": paired_ratios(rounds_of("tokens_per_cpu_second"), a, b) for a, b in pairs
+        },
+        "paired_ratios_wall": {
+            f"{a} / {b}": paired_ratios(rounds_of("tokens_per_wall_second"), a, b) for a, b in pairs
+        },
         "cpu_share_in_encode": {name: round(share, 4) for name, share in shares.items()},
         "same_tokens_as_datatrove": check,
         "scaling": scaling,
