@@ -57,11 +57,15 @@ class PlannedBlock:
     ordinal: np.ndarray
     eos_at: np.ndarray
     labels: bool = False  # rows hold one token more, the last label
+    pinned: np.ndarray | None = None  # remote shards held in the cache until filled
 
     def fill(self) -> dict[str, np.ndarray]:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
         tokens = self.arrays["input_ids"]
-        copy_pieces(tokens, self.source.arrays, self.shard, self.first, self.take, self.target)
+        try:
+            copy_pieces(tokens, self.source.arrays, self.shard, self.first, self.take, self.target)
+        finally:
+            self.release()
         if len(self.eos_at):
             tokens.reshape(-1)[self.eos_at] = self.source.eos_id
         if "document_ids" in self.arrays:
@@ -70,6 +74,12 @@ class PlannedBlock:
             zero = np.zeros(len(self.target), dtype=np.int64)
             number_pieces(self.arrays["position_ids"], self.target, self.lengths, zero, 1)
         return with_labels(self.arrays) if self.labels else self.arrays
+
+    def release(self) -> None:
+        """Let the cache evict the remote shards this block read (once: filled or dropped)."""
+        pinned, self.pinned = self.pinned, None
+        if pinned is not None and len(pinned):
+            self.source.release(pinned)
 
 
 def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -107,7 +117,7 @@ def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
     eos_at = (target + take)[take < lengths]
     if len(eos_at) and source.eos_id is None:
         raise ValueError("an appended EOS is needed but no eos_id is known")
-    source.open(shard)
+    pinned = source.open(shard)
     arrays = {
         "input_ids": np.empty((rows, width), dtype=source.dtype),
         "component": block.components.astype(np.int64),
@@ -128,4 +138,5 @@ def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
         spans.ordinal,
         eos_at,
         plan.spec.labels,
+        pinned,
     )

@@ -181,6 +181,14 @@ class MixtureDataset:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iterate(Layout(self.layout.rank, self.layout.world_size))
 
+    def close(self) -> None:
+        """Stop reading ahead and let go of the remote shards this process holds in the
+        cache, so they may be evicted (iterating again reopens what it needs)."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self.source.close()
+
     def batches(self, batch_size: int) -> Iterator[dict[str, np.ndarray]]:
         """Iterate whole batches (arrays with a leading batch dimension)."""
         self.check_batch_size(batch_size)

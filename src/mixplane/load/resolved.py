@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.load.ranges import DocumentRanges, ShardKey
+from mixplane.load.shard_cache import cache_limit
 from mixplane.load.source import TokenSource
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
@@ -31,4 +32,7 @@ class ResolvedMixture:
 
     def source(self, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
         spec = self.spec
-        return TokenSource(self.shards, self.eos_id, dtype, spec.storage_options, spec.cache_dir)
+        limit = cache_limit(spec.cache_limit)
+        return TokenSource(
+            self.shards, self.eos_id, dtype, spec.storage_options, spec.cache_dir, limit
+        )

@@ -1,8 +1,10 @@
 """The token shards a loader reads from, memory-mapped (the copying is in `assemble`).
 
-Shards open on first use (remote ones are copied once into the cache directory by
-`TokenizedDataset`), so starting a loader touches no token file. A reader handed to another
-process reopens its shards there.
+Shards open on first use, so starting a loader touches no token file. Remote shards come
+through the machine's `ShardCache`: downloaded once, verified, and pinned while a planned
+block needs them; with a `cache_limit`, a shard no planned block needs is unmapped and
+unpinned, so the cache may evict it. A reader handed to another process reopens its shards
+there.
 
 Example:
     >>> source = TokenSource([("/data/web", "shard-00000-000")], eos_id=0)  # doctest: +SKIP
@@ -18,9 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from mixplane.errors import ConfigError
 from mixplane.io.atomic import is_local, join_url, local_path
+from mixplane.io.retry import Retry
+from mixplane.io.sizes import size_text
+from mixplane.load.cache import cache_root
 from mixplane.load.ranges import ShardKey
+from mixplane.load.shard_cache import RemoteFile, ShardCache, remote_file
 from mixplane.store.dataset import TokenizedDataset
+from mixplane.store.format import BIN
 from mixplane.store.reader import ShardReader
 
 
@@ -34,29 +42,73 @@ class TokenSource:
         dtype: np.dtype = np.dtype(np.int64),
         storage_options: dict[str, Any] | None = None,
         cache_dir: str | None = None,
+        cache_limit: int | None = None,
+        retry: Retry | None = None,
     ):
         self.shards = tuple(shards)
         self.eos_id = eos_id
         self.dtype = np.dtype(dtype)
         self.storage_options = storage_options or {}
         self.cache_dir = cache_dir
+        self.cache_limit = cache_limit
+        self.retry = retry or Retry()
+        self.remote = np.array([not is_local(uri) for uri, _ in self.shards], dtype=bool)
+        self._reset()
+
+    def _reset(self) -> None:
         self._readers: dict[int, ShardReader] = {}
         self._arrays: list[np.ndarray | None] = [None] * len(self.shards)  # opened shards
         self._opened = np.zeros(len(self.shards), dtype=bool)
+        self._pins = np.zeros(len(self.shards), dtype=np.int64)  # planned blocks using each
+        self._kept = np.zeros(len(self.shards), dtype=bool)  # mapped for good once opened
         self._datasets: dict[str, TokenizedDataset] = {}
-        self._lock = threading.Lock()
+        self._cache: ShardCache | None = None
+        self._lock = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_readers"], state["_datasets"] = {}, {}
-        state["_arrays"] = [None] * len(self.shards)
-        state["_opened"] = np.zeros(len(self.shards), dtype=bool)
-        state["_lock"] = None
-        return state
+        keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
+                "retry", "remote")  # fmt: skip
+        return {key: self.__dict__[key] for key in keep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._reset()
+
+    @property
+    def cache(self) -> ShardCache:
+        """The machine's cache of remote shards (made on first use, after checking that the
+        limit holds every shard the mixture reads)."""
+        if self._cache is None:
+            if self.cache_limit is not None:
+                self._check_room()
+            self._cache = ShardCache(
+                cache_root(self.cache_dir), self.cache_limit, self.storage_options, self.retry
+            )
+            # Every shard of the mixture is read again within an epoch: keep them all
+            # before the files of other mixtures that share the machine's cache.
+            urls = [join_url(uri, stem + BIN) for (uri, stem), remote in
+                    zip(self.shards, self.remote, strict=True) if remote]  # fmt: skip
+            self._cache.plan(dict.fromkeys(urls, 0))
+        return self._cache
+
+    def _check_room(self) -> None:
+        """Documents are shuffled across a component's whole selection, so every shard is
+        read again each epoch: a cache that cannot hold them all would download them over
+        and over. Refuse such a limit before reading, with the size that works."""
+        remote = np.flatnonzero(self.remote).tolist()
+        needed = sum(self.remote_file(number).size for number in remote)
+        if needed > self.cache_limit:  # type: ignore[operator]
+            raise ConfigError(
+                f"cache_limit {size_text(self.cache_limit)} is smaller than the "  # type: ignore[arg-type]
+                f"{len(remote)} remote shards this mixture reads ({size_text(needed)}); "
+                "each epoch reads every one of them, so a smaller cache would download them "
+                f"again and again: raise cache_limit to at least {needed:,} bytes"
+            )
+
+    def remote_file(self, number: int) -> RemoteFile:
+        """A remote shard's token file, with the size and hash its manifest gives."""
+        uri, stem = self.shards[number]
+        return remote_file(join_url(uri, stem + BIN), self._dataset(uri).manifest, stem + BIN)
 
     def reader(self, number: int) -> ShardReader:
         found = self._readers.get(number)
@@ -73,20 +125,50 @@ class TokenSource:
             return self._readers[number]
 
     def tokens(self, number: int) -> np.ndarray:
-        """A shard's tokens as a plain array over the mapped file.
+        """A shard's tokens as a plain array over the mapped file (a remote shard stays
+        pinned in the cache from then on).
 
         Slicing a `np.memmap` builds a memmap object per slice (tens of microseconds);
         a plain view of the same mapping slices in well under one.
         """
         found = self._arrays[number]
         if found is None:
+            if self.remote[number]:
+                self._pin(number, for_good=True)
+                return self._arrays[number]  # type: ignore[return-value]
             found = self._arrays[number] = self.reader(number).tokens.view(np.ndarray)
             self._opened[number] = True
         return found
 
+    def _pin(self, number: int, for_good: bool = False) -> None:
+        with self._lock:
+            if not self._opened[number]:
+                uri, _ = self.shards[number]
+                file = self.remote_file(number)
+                path = self.cache.acquire(file)
+                dtype = self._dataset(uri).dtype
+                tokens = np.memmap(path, dtype, mode="r") if file.size else np.zeros(0, dtype)
+                self._arrays[number] = tokens.view(np.ndarray)
+                self._opened[number] = True
+            self._pins[number] += 1
+            # Without a limit nothing is evicted, so a shard stays mapped once opened.
+            self._kept[number] |= for_good or self.cache_limit is None
+
+    def release(self, pinned: np.ndarray) -> None:
+        """A planned block no longer needs the remote shards `pinned` (from `open`)."""
+        with self._lock:
+            for number in pinned.tolist():
+                self._pins[number] -= 1
+                if self._pins[number] == 0 and not self._kept[number]:
+                    self._arrays[number] = None
+                    self._opened[number] = False
+                    self.cache.release(self.remote_file(number).url)
+
     def _dataset(self, uri: str) -> TokenizedDataset:
         if uri not in self._datasets:
-            self._datasets[uri] = TokenizedDataset(uri, self.storage_options, self.cache_dir)
+            self._datasets[uri] = self.retry.call(
+                lambda: TokenizedDataset(uri, self.storage_options, self.cache_dir), what=uri
+            )
         return self._datasets[uri]
 
     def metadata_column(self, number: int, column: str) -> np.ndarray:
@@ -97,8 +179,12 @@ class TokenSource:
 
         uri, stem = self.shards[number]
         fs, path = url_filesystem(join_url(uri, stem + ".meta.parquet"), self.storage_options)
-        with fs.open(path, "rb") as handle:
-            return pq.read_table(handle, columns=[column]).column(column).to_numpy()
+
+        def read() -> np.ndarray:
+            with fs.open(path, "rb") as handle:
+                return pq.read_table(handle, columns=[column]).column(column).to_numpy()
+
+        return self.retry.call(read, what=join_url(uri, stem + ".meta.parquet"))
 
     def stored_lengths(self, number: int) -> np.ndarray:
         """Token count of every document of a shard, as stored (without an appended EOS)."""
@@ -113,9 +199,32 @@ class TokenSource:
         """Token arrays by shard number (None for shards not opened yet)."""
         return self._arrays
 
-    def open(self, shard: np.ndarray) -> None:
-        """Open the shards numbered in `shard` that are not open yet."""
-        missing = ~self._opened[shard]
-        if missing.any():
-            for number in np.unique(shard[missing]).tolist():
-                self.tokens(number)
+    def open(self, shard: np.ndarray) -> np.ndarray:
+        """Open the shards numbered in `shard` that are not open yet, and pin the remote
+        ones for a planned block: returns their numbers, for `release` once it is filled."""
+        if not self.remote.any():
+            missing = ~self._opened[shard]
+            if missing.any():
+                for number in np.unique(shard[missing]).tolist():
+                    self.tokens(number)
+            return _NONE
+        numbers = np.unique(shard)
+        pinned = numbers[self.remote[numbers]]
+        for number in numbers[~self.remote[numbers]].tolist():
+            self.tokens(number)
+        for number in pinned.tolist():
+            self._pin(number)
+        return pinned
+
+    def close(self) -> None:
+        """Unmap every shard and drop this process's pins in the cache."""
+        with self._lock:
+            self._arrays = [None] * len(self.shards)
+            self._opened[:] = False
+            self._pins[:] = 0
+            self._kept[:] = False
+            if self._cache is not None:
+                self._cache.close()
+
+
+_NONE = np.zeros(0, dtype=np.int64)

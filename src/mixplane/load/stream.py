@@ -129,18 +129,16 @@ class Stream:
             return
         for index, (local, _, _) in enumerate(self._pending):
             if int(layout.positions(base, local[-1:])[0]) >= position:
-                for _, _, future in list(self._pending)[index:]:
-                    if future is not None:
-                        future.cancel()
+                for _, planned, future in list(self._pending)[index:]:
+                    _drop(planned, future)
                 self._pending = deque(list(self._pending)[:index])
                 self._planned = self._blocks(int(local[0]))
                 return
         # Everything read ahead comes before the change; blocks planned from now on see it.
 
     def _drop_pending(self) -> None:
-        for _, _, future in self._pending:
-            if future is not None:
-                future.cancel()
+        for _, planned, future in self._pending:
+            _drop(planned, future)
         self._pending.clear()
 
     def _take(self, item_ends: list[int], local: np.ndarray, arrays: dict) -> None:
@@ -185,3 +183,10 @@ class Stream:
         self._next = stop
         self.cursor.read = int(self._local[stop - 1]) + 1
         return item
+
+
+def _drop(planned: PlannedBlock, future: Future | None) -> None:
+    """Forget a block read ahead: stop its fill if it has not started, and release what it
+    holds (a fill that already started releases it itself)."""
+    if future is None or future.cancel():
+        planned.release()

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError, MixplaneError
+from mixplane.io.sizes import parse_size
 from mixplane.mix.policy.spec import PolicySpec
 from mixplane.refs import parse_ref
 
@@ -172,12 +173,24 @@ class MixtureSpec(BaseModel):
     )
     eos_id: int | None = Field(None, ge=0, description="override the catalog's EOS id")
     cache_dir: str | None = Field(None, description="local copies of a remote catalog's data")
+    cache_limit: int | str | None = Field(
+        None,
+        description="most bytes of remote shards the machine's cache holds (200GB, 512MiB; "
+        "default $MIXPLANE_CACHE_LIMIT, else no limit)",
+    )
     storage_options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("components")
     @classmethod
     def _names(cls, value: dict[str, ComponentSpec]) -> dict[str, ComponentSpec]:
         check_names(value)
+        return value
+
+    @field_validator("cache_limit")
+    @classmethod
+    def _size(cls, value: int | str | None) -> int | str | None:
+        if value is not None and (parse_size(value) or 0) <= 0:
+            raise ValueError(f"cache_limit must be a positive size, not {value!r}")
         return value
 
     @field_validator("datasets")
@@ -220,7 +233,8 @@ class MixtureSpec(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the stream (not where files are cached)."""
-        decisive = self.model_dump(mode="json", exclude={"cache_dir", "storage_options"})
+        local = {"cache_dir", "cache_limit", "storage_options"}
+        decisive = self.model_dump(mode="json", exclude=local)
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
     @classmethod

@@ -1,0 +1,444 @@
+"""A node-local cache of remote shard files: bounded, verified, shared by every process.
+
+All ranks and DataLoader workers of a machine share one cache folder and coordinate through
+the file system alone, so a crash leaves nothing stale behind:
+
+- a file is downloaded by one process (it holds the file's lock exclusively); the others
+  wait on the lock and then read the finished file;
+- a download goes to `NAME.partial`, sized to the whole file before the first byte arrives
+  (so every process counts it against the limit), is checked against the manifest's size and
+  hash, and only then renamed to `NAME`: a file under its final name is always complete;
+- a reader holds a shared lock on each file it has mapped (a pin); eviction takes the lock
+  exclusively without waiting, so a pinned file is never removed; a killed process's locks
+  vanish with it, and a `.partial` nobody holds is a crash's leftover, removed on sight;
+- when a download needs room, the unpinned file whose next use is farthest in the future
+  goes first (the loader knows its future: the read order is a function of the mixture).
+
+Example:
+    >>> cache = ShardCache("/tmp/cache", limit=200 * 2**30, storage_options={})
+    >>> path = cache.acquire(RemoteFile("s3://b/web/shard-00000-000.bin", 123, "xxh3_128:..."))
+    >>> cache.release("s3://b/web/shard-00000-000.bin")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import os
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+
+from mixplane.errors import ConfigError, InputError, MixplaneError
+from mixplane.io.retry import CorruptRead, Retry
+from mixplane.io.sizes import parse_size, size_text
+from mixplane.io.urls import url_filesystem
+
+CHUNK_BYTES = 16 * 2**20  # one ranged GET
+LIMIT_ENV = "MIXPLANE_CACHE_LIMIT"
+
+
+def cache_limit(configured: int | str | None) -> int | None:
+    """The limit in bytes: the mixture's `cache_limit`, else $MIXPLANE_CACHE_LIMIT, else none."""
+    value = configured if configured is not None else os.environ.get(LIMIT_ENV)
+    try:
+        return parse_size(value)
+    except ValueError as error:
+        raise ConfigError(f"cache_limit: {error}") from None
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A remote file and what its manifest says it holds."""
+
+    url: str
+    size: int
+    digest: str  # "xxh3_128:HEX"
+
+
+class ShardCache:
+    """Remote files copied into `root` on demand, at most `limit` bytes at a time (None:
+    no limit), verified against their manifest hashes, downloaded once per machine."""
+
+    def __init__(
+        self,
+        root: str,
+        limit: int | None,
+        storage_options: dict[str, Any] | None = None,
+        retry: Retry | None = None,
+        wait_seconds: float = 120.0,
+        chunk_bytes: int = CHUNK_BYTES,
+    ):
+        self.root = os.path.join(root, "shards")
+        self.limit = limit
+        self.storage_options = storage_options or {}
+        self.retry = retry or Retry()
+        self.wait_seconds = wait_seconds  # for room pinned by other processes to free up
+        self.chunk_bytes = chunk_bytes
+        self._setup()
+
+    def _setup(self) -> None:
+        os.makedirs(self.root, exist_ok=True)
+        self._pins: dict[str, tuple[int, int]] = {}  # url -> (lock fd, count)
+        self._next_use: dict[str, float] = {}
+        self._lock = threading.RLock()
+        self._prefetcher: ThreadPoolExecutor | None = None
+        self._prefetching: set[str] = set()
+        names = ("hits", "downloads", "downloaded_bytes", "waited", "evictions",
+                 "stale_partials_removed", "hash_mismatches")  # fmt: skip
+        self.counters = dict.fromkeys(names, 0)
+
+    def __getstate__(self) -> dict[str, Any]:
+        keep = ("root", "limit", "storage_options", "retry", "wait_seconds", "chunk_bytes")
+        return {key: self.__dict__[key] for key in keep}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._setup()
+
+    # -- names ---------------------------------------------------------------------------
+
+    def path(self, url: str) -> str:
+        """Where `url`'s copy lives: its name, prefixed by a hash of the whole URL."""
+        digest = xxhash.xxh3_64_hexdigest(url.encode())
+        return os.path.join(self.root, f"{digest}-{url.rsplit('/', 1)[-1]}")
+
+    # -- pins ----------------------------------------------------------------------------
+
+    def acquire(self, file: RemoteFile) -> str:
+        """A local path of `file`, downloaded if needed, pinned until `release(file.url)`."""
+        with self._lock:
+            pinned = self._pins.get(file.url)
+            if pinned is not None:
+                self._pins[file.url] = (pinned[0], pinned[1] + 1)
+                return self.path(file.url)
+        lock = self._open_lock(file.url)
+        try:
+            self._fetch(file, lock, pin=True)
+        except BaseException:
+            os.close(lock)
+            raise
+        with self._lock:
+            pinned = self._pins.get(file.url)
+            if pinned is not None:  # another thread pinned it meanwhile: one lock is enough
+                os.close(lock)
+                self._pins[file.url] = (pinned[0], pinned[1] + 1)
+            else:
+                self._pins[file.url] = (lock, 1)
+        return self.path(file.url)
+
+    def release(self, url: str) -> None:
+        """Drop one pin of `url`; the last one lets the file be evicted."""
+        with self._lock:
+            lock, count = self._pins[url]
+            if count > 1:
+                self._pins[url] = (lock, count - 1)
+                return
+            del self._pins[url]
+        os.close(lock)  # closing the descriptor drops the shared lock
+
+    def pinned_bytes(self) -> int:
+        with self._lock:
+            return sum(os.path.getsize(self.path(url)) for url in self._pins)
+
+    def plan(self, next_use: dict[str, float]) -> None:
+        """When this process reads each URL next (any increasing measure: a block number, a
+        position); files it will not read are evicted first, then the farthest."""
+        with self._lock:
+            self._next_use = dict(next_use)
+
+    def prefetch(self, files: Iterable[RemoteFile], threads: int = 4) -> None:
+        """Download `files` (soonest first) in the background, as far as the cache has room
+        without evicting anything needed sooner."""
+        if self._prefetcher is None:
+            self._prefetcher = ThreadPoolExecutor(threads, thread_name_prefix="mixplane-fetch")
+        for file in files:
+            with self._lock:
+                if file.url in self._prefetching or file.url in self._pins:
+                    continue
+                self._prefetching.add(file.url)
+            self._prefetcher.submit(self._prefetch_one, file)
+
+    def _prefetch_one(self, file: RemoteFile) -> None:
+        try:
+            if os.path.exists(self.path(file.url)):
+                return
+            lock = self._open_lock(file.url)
+            try:
+                self._fetch(file, lock, pin=False, before=self._rank(file.url))
+            except _NoRoom:
+                pass  # nothing evictable is needed later than this file: it waits its turn
+            finally:
+                os.close(lock)
+        except Exception:  # noqa: BLE001 - the reader meets the same error and reports it
+            pass
+        finally:
+            with self._lock:
+                self._prefetching.discard(file.url)
+
+    def close(self) -> None:
+        """Stop prefetching and drop every pin of this process."""
+        if self._prefetcher is not None:
+            self._prefetcher.shutdown(wait=True, cancel_futures=True)
+            self._prefetcher = None
+        with self._lock:
+            pins, self._pins = self._pins, {}
+        for lock, _ in pins.values():
+            os.close(lock)
+
+    def __del__(self) -> None:
+        # Pins are file locks held by open descriptors: a cache dropped unclosed lets go.
+        for lock, _ in getattr(self, "_pins", {}).values():
+            with contextlib.suppress(OSError):
+                os.close(lock)
+
+    # -- fetching ------------------------------------------------------------------------
+
+    def _open_lock(self, url: str) -> int:
+        return os.open(self.path(url) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+
+    def _rank(self, url: str) -> float:
+        return self._next_use.get(url, math.inf)
+
+    def _fetch(self, file: RemoteFile, lock: int, pin: bool, before: float = math.inf) -> None:
+        """Make `file` present; with `pin`, return holding a shared lock on it. `before`: make
+        room only by evicting files needed later than that rank (a prefetch's own rank)."""
+        target = self.path(file.url)
+        while True:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            if _complete(target, file.size):
+                if pin:
+                    self._count("hits")
+                    return
+                fcntl.flock(lock, fcntl.LOCK_UN)
+                return
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if not _try_lock(lock, fcntl.LOCK_EX):  # another process is downloading it
+                self._count("waited")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not _complete(target, file.size):
+                    self._download(file, target, before)
+            finally:
+                # Not atomic (flock converts by unlocking first): an evictor may slip in,
+                # in which case the loop sees the file gone and fetches it again.
+                fcntl.flock(lock, fcntl.LOCK_SH if pin else fcntl.LOCK_UN)
+            if not pin:
+                return
+            if _complete(target, file.size):
+                return
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _download(self, file: RemoteFile, target: str, before: float) -> None:
+        partial = target + ".partial"
+        if os.path.exists(partial):  # we hold its lock, so a killed download left it
+            os.remove(partial)
+            self._count("stale_partials_removed")
+        self._reserve(file, partial, before)
+        try:
+            for attempt in range(self.retry.attempts):
+                digest = self._copy(file, partial)
+                if digest == file.digest:
+                    os.replace(partial, target)
+                    self._count("downloads")
+                    return
+                self._count("hash_mismatches")
+                if attempt + 1 < self.retry.attempts:
+                    time.sleep(self.retry.wait_seconds(attempt))
+            raise MixplaneError(
+                f"{file.url}: the downloaded bytes hash to {digest}, but the manifest says "
+                f"{file.digest} ({self.retry.attempts} downloads); the remote shard is not "
+                "the one that was registered: restore it, or tokenize and register again"
+            )
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
+
+    def _copy(self, file: RemoteFile, partial: str) -> str:
+        """Download into the reserved `partial` in ranged chunks, each retried on its own;
+        returns the content hash."""
+        fs, path = url_filesystem(file.url, self.storage_options)
+        digest = xxhash.xxh3_128()
+        with open(partial, "r+b") as out:
+            for start in range(0, file.size, self.chunk_bytes):
+                end = min(file.size, start + self.chunk_bytes)
+                data = self.retry.call(
+                    lambda s=start, e=end: _read_range(fs, path, s, e), what=file.url
+                )
+                out.write(data)
+                digest.update(data)
+                self._count("downloaded_bytes", len(data))
+        return f"xxh3_128:{digest.hexdigest()}"
+
+    # -- room ----------------------------------------------------------------------------
+
+    def _reserve(self, file: RemoteFile, partial: str, before: float) -> None:
+        """Create `partial` at its full size once the cache has room for it."""
+        if self.limit is not None and file.size > self.limit:
+            raise ConfigError(
+                f"cache_limit {size_text(self.limit)} is smaller than one shard "
+                f"({file.url}: {size_text(file.size)}); raise cache_limit"
+            )
+        deadline = time.monotonic() + self.wait_seconds
+        while True:
+            with _Locked(os.path.join(self.root, ".lock")):
+                if self._make_room(file.size, before):
+                    with open(partial, "wb") as handle:
+                        _allocate(handle.fileno(), file.size)
+                    return
+            if before != math.inf:
+                raise _NoRoom()
+            mine = self.pinned_bytes()
+            if mine + file.size > self.limit or time.monotonic() > deadline:  # type: ignore[operator]
+                raise ConfigError(
+                    f"cache_limit {size_text(self.limit)} is too small: the shards being "
+                    f"read hold {size_text(self._used())} ({size_text(mine)} of them by "
+                    f"this process) and {file.url} needs {size_text(file.size)} more; raise "
+                    "cache_limit, or read fewer sequences ahead (read_ahead, prefetch)"
+                )
+            time.sleep(0.05)  # room pinned by other processes frees as they move on
+
+    def _used(self) -> int:
+        return sum(size for _, size, _ in self._entries())
+
+    def _entries(self) -> list[tuple[str, int, bool]]:
+        """(path, bytes, complete) of every file in the cache; crash leftovers removed."""
+        entries = []
+        for entry in os.scandir(self.root):
+            name = entry.name
+            if name.endswith(".lock") or name.startswith("."):
+                continue
+            try:
+                size = entry.stat().st_size
+            except FileNotFoundError:
+                continue
+            if name.endswith(".partial"):
+                stem = entry.path[: -len(".partial")]
+                if self._stale(stem, entry.path):
+                    self._count("stale_partials_removed")
+                    continue
+                entries.append((entry.path, size, False))
+            else:
+                entries.append((entry.path, size, True))
+        return entries
+
+    def _stale(self, stem: str, partial: str) -> bool:
+        """A `.partial` whose lock nobody holds was left by a killed download: remove it."""
+        lock = os.open(stem + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _try_lock(lock, fcntl.LOCK_EX):
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(partial)
+            return True
+        finally:
+            os.close(lock)
+
+    def _make_room(self, size: int, before: float) -> bool:
+        if self.limit is None:
+            return True
+        entries = self._entries()
+        used = sum(bytes_ for _, bytes_, _ in entries)
+        if used + size <= self.limit:
+            return True
+        ranks = {self.path(url): rank for url, rank in self._next_use.items()}
+        candidates = sorted(
+            ((ranks.get(path, math.inf), path, bytes_) for path, bytes_, done in entries if done),
+            reverse=True,
+        )
+        for rank, path, bytes_ in candidates:
+            if rank <= before and before != math.inf:
+                return False  # what is left is needed no later than the file asking
+            if self._evict(path):
+                used -= bytes_
+                if used + size <= self.limit:
+                    return True
+        return False
+
+    def _evict(self, path: str) -> bool:
+        """Remove a cached file unless some process has it pinned or is writing it."""
+        lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _try_lock(lock, fcntl.LOCK_EX):
+                return False
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                return False
+            self._count("evictions")
+            return True
+        finally:
+            os.close(lock)
+
+    def _count(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self.counters[key] += amount
+
+    def stats(self) -> dict[str, Any]:
+        """Counters of this process: hits, downloads, bytes, evictions, retries..."""
+        return dict(self.counters) | {"retry": dict(self.retry.counters)}
+
+
+class _NoRoom(Exception):
+    """A prefetch found no room without evicting something needed sooner."""
+
+
+class _Locked:
+    """An exclusive flock on a file for the duration of a `with`."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self) -> _Locked:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def _try_lock(fd: int, kind: int) -> bool:
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _complete(path: str, size: int) -> bool:
+    try:
+        return os.path.getsize(path) == size
+    except FileNotFoundError:
+        return False
+
+
+def _allocate(fd: int, size: int) -> None:
+    """Give the file its full size now, so its room is taken before its bytes arrive."""
+    if size == 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:  # file systems without fallocate: a sparse file of the right length
+        os.ftruncate(fd, size)
+
+
+def _read_range(fs, path: str, start: int, end: int) -> bytes:
+    data = fs.cat_file(path, start=start, end=end)
+    if len(data) != end - start:
+        raise CorruptRead(f"bytes {start}-{end}: {len(data)} arrived instead of {end - start}")
+    return data
+
+
+def remote_file(url: str, manifest: dict[str, Any], name: str) -> RemoteFile:
+    """The `RemoteFile` of output `name` of a dataset's manifest."""
+    for output in manifest.get("outputs", []):
+        if output.get("path") == name:
+            return RemoteFile(url, int(output["size"]), output["hash"])
+    raise InputError(f"{url}: its dataset's manifest lists no {name}")

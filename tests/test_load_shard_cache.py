@@ -1,0 +1,281 @@
+"""Remote shards through the node cache: a real S3 server on loopback behind a proxy that
+injects faults, a size limit, several processes, kill -9 mid-download, corrupted objects."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import s3fs
+
+from mixplane.catalog import Catalog
+from mixplane.errors import ConfigError, MixplaneError
+from mixplane.io.flaky_proxy import Faults, FlakyProxy
+from mixplane.load import MixtureDataset
+from mixplane.load.synthetic import write_catalog, write_token_dataset
+
+DATASETS = {
+    "wiki": {"documents": 240, "seed": 1, "source": "wiki", "mean_tokens": 40},
+    "code": {"documents": 160, "seed": 2, "source": "code", "mean_tokens": 50},
+    "web": {"documents": 200, "seed": 3, "source": "web", "mean_tokens": 30},
+}
+SHARD_BYTES = 6_000  # about 3,000 tokens: several shards per dataset
+SEQUENCES = 400
+SCRIPT = Path(__file__).parent / "scripts" / "read_remote.py"
+
+
+def mixture(catalog: str, cache: Path, options: dict, limit: int | str | None = None) -> dict:
+    return {
+        "catalog": catalog,
+        "cache_dir": str(cache),
+        "cache_limit": limit,
+        "storage_options": options,
+        "seq_len": 32,
+        "eos_id": 0,
+        "components": {
+            "wiki": {"where": "source = 'wiki'", "weight": 0.5},
+            "code": {"where": "source = 'code'", "weight": 0.3},
+            "web": {"where": "source = 'web'", "weight": 0.2},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, s3_server):
+    """The same datasets on local disk and on the S3 server, each with its own catalog."""
+    import boto3
+
+    folder = tmp_path_factory.mktemp("stores")
+    bucket = "shard-cache"
+    boto3.client(
+        "s3",
+        endpoint_url=s3_server["endpoint_url"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    ).create_bucket(Bucket=bucket)
+    settings = {name: dict(s, shard_bytes=SHARD_BYTES) for name, s in DATASETS.items()}
+    local = write_catalog(str(folder / "local"), settings)
+    remote = Catalog(str(folder / "remote.duckdb"), storage_options=s3_server)
+    for name, options in settings.items():
+        url = f"s3://{bucket}/tokens/{name}"
+        write_token_dataset(url, storage_options=s3_server, **options)
+        remote.register(url, name=name)
+    fs = s3fs.S3FileSystem(**s3_server)
+    fs.put_file(str(folder / "remote.duckdb"), f"{bucket}/catalog.duckdb")
+    shards = sorted(fs.glob(f"{bucket}/tokens/*/*.bin"))
+    expected = MixtureDataset(mixture(local, folder / "local-cache", {})).read_positions(
+        np.arange(SEQUENCES)
+    )
+    return {
+        "bucket": bucket,
+        "catalog": f"s3://{bucket}/catalog.duckdb",
+        "shards": shards,
+        "shard_bytes": {path: fs.size(path) for path in shards},
+        "expected": expected,
+        "fs": fs,
+    }
+
+
+def through(proxy_url: str, s3_server: dict) -> dict:
+    return dict(s3_server, endpoint_url=proxy_url)
+
+
+def read_stream(spec: dict, count: int = SEQUENCES) -> tuple[np.ndarray, MixtureDataset]:
+    """The first `count` sequences by iterating, one sequence a block (few shards pinned)."""
+    dataset = MixtureDataset(spec, read_ahead=1, prefetch=1)
+    rows = [batch["input_ids"] for _, batch in zip(range(count), dataset, strict=False)]
+    dataset.close()
+    return np.stack(rows), dataset
+
+
+def cache_bytes(cache: Path) -> int:
+    folder = cache / "shards"
+    if not folder.exists():
+        return 0
+    total = 0
+    for entry in os.scandir(folder):
+        if not entry.name.endswith(".lock") and not entry.name.startswith("."):
+            with contextlib.suppress(FileNotFoundError):  # removed while we looked
+                total += entry.stat().st_size
+    return total
+
+
+def watching(cache: Path):
+    """Samples the cache's size every 2 ms while the `with` runs; yields [peak bytes]."""
+    peak, stop = [0], threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], cache_bytes(cache))
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        watcher.join()
+
+
+def test_faults_on_the_wire_give_the_local_stream_within_the_limit(stores, s3_server, tmp_path):
+    limit = sum(stores["shard_bytes"].values())  # every shard, and not a byte more
+    cache = tmp_path / "cache"
+    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(every=2, match=r"\.bin$", burst=2))
+    with proxy as proxy_url, contextmanager(watching)(cache) as peak:
+        spec = mixture(stores["catalog"], cache, through(proxy_url, s3_server), limit)
+        got, dataset = read_stream(spec)
+    assert np.array_equal(got, stores["expected"]["input_ids"])
+    assert 0 < peak[0] <= limit
+    stats = dataset.source.cache.stats()
+    assert stats["downloads"] == len(stores["shards"])  # each shard once, whatever the faults
+    assert {"error", "reset", "cut", "slow", "flip"} <= set(proxy.counters)
+    # Corrupted bodies were caught (by the client's checksum or by ours) and fetched again.
+    assert stats["retry"]["retries"] + stats["hash_mismatches"] >= proxy.counters["flip"]
+
+
+def test_shards_of_other_mixtures_make_room_farthest_first(stores, s3_server, tmp_path):
+    cache = tmp_path / "cache"
+    wiki_only = dict(mixture(stores["catalog"], cache, s3_server))
+    wiki_only["components"] = {"wiki": {"where": "source = 'wiki'", "weight": 1}}
+    read_stream(wiki_only, 200)
+    wiki = sum(size for path, size in stores["shard_bytes"].items() if "/wiki/" in path)
+    assert cache_bytes(cache) == wiki
+    # A mixture of the other datasets, with room for its own shards and nothing else: the
+    # wiki shards, which it never reads (the farthest next use), make room.
+    others = dict(mixture(stores["catalog"], cache, s3_server))
+    others["components"] = {
+        "code": {"where": "source = 'code'", "weight": 0.6},
+        "web": {"where": "source = 'web'", "weight": 0.4},
+    }
+    limit = sum(stores["shard_bytes"].values()) - wiki
+    others["cache_limit"] = limit
+    with contextmanager(watching)(cache) as peak:
+        _, dataset = read_stream(others, 200)
+    assert peak[0] <= limit
+    assert dataset.source.cache.stats()["evictions"] > 0
+    stats = dataset.source.cache.stats()
+    own = [dataset.source.cache.path(f"s3://{path}") for path in stores["shards"]
+           if "/wiki/" not in path]  # fmt: skip
+    # Only wiki shards made room: every shard of its own that it downloaded is still there.
+    assert stats["evictions"] > 0
+    assert stats["downloads"] == sum(os.path.exists(copy) for copy in own) > 0
+
+
+def test_every_kind_of_fault_is_survived(stores, s3_server, tmp_path):
+    # Each kind of fault on every other shard request, with botocore's retries off (s3fs
+    # and our own still retry).
+    for kind in ("error", "reset", "cut", "slow", "flip"):
+        proxy = FlakyProxy(
+            s3_server["endpoint_url"], Faults(every=2, kinds=(kind,), match=r"\.bin$")
+        )
+        with proxy as url:
+            options = dict(through(url, s3_server), config_kwargs={"retries": {"max_attempts": 1}})
+            spec = mixture(stores["catalog"], tmp_path / kind, options)
+            got, dataset = read_stream(spec, 120)
+        assert np.array_equal(got, stores["expected"]["input_ids"][:120]), kind
+        assert proxy.counters[kind] > 0, kind
+
+
+def test_processes_sharing_a_cache_download_each_shard_once(stores, s3_server, tmp_path):
+    spec = mixture(stores["catalog"], tmp_path / "cache", s3_server)
+    (tmp_path / "mixture.json").write_text(json.dumps(spec))
+    runs = [
+        subprocess.Popen(
+            [sys.executable, str(SCRIPT), str(tmp_path / "mixture.json"), str(rank), "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    reports = []
+    for run in runs:
+        out, err = run.communicate(timeout=240)
+        assert run.returncode == 0, err
+        reports.append(json.loads(out))
+    expected = stores["expected"]["input_ids"]
+    for rank, report in enumerate(reports):
+        assert np.array_equal(np.array(report["input_ids"]), expected[rank::2][:100])
+    downloaded = sum(report["stats"]["downloads"] for report in reports)
+    touched = {name for report in reports for name in report["cached"]}
+    assert downloaded == len(touched) > 0
+
+
+def test_a_download_killed_midway_is_never_read(stores, s3_server, tmp_path):
+    cache = tmp_path / "cache"
+    spec = mixture(stores["catalog"], cache, s3_server)
+    MixtureDataset(spec)  # the catalog and the plan cached: the reader below starts at once
+    slow = Faults(bandwidth=20_000, match=r"\.bin$")  # bytes per second: a shard takes a while
+    with FlakyProxy(s3_server["endpoint_url"], slow) as url:
+        (tmp_path / "mixture.json").write_text(
+            json.dumps(dict(spec, storage_options=through(url, s3_server)))
+        )
+        command = [sys.executable, str(SCRIPT), str(tmp_path / "mixture.json"), "0", "1"]
+        run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not list((cache / "shards").glob("*.partial")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    partials = list((cache / "shards").glob("*.partial"))
+    assert partials, "the reader was killed before it began a download"
+    # Nothing holds the dead process's partial file: the next reader removes it and fetches
+    # the whole shard again.
+    got, dataset = read_stream(spec, 100)
+    assert np.array_equal(got, stores["expected"]["input_ids"][:100])
+    assert not any(p.exists() for p in partials)
+    assert dataset.source.cache.stats()["stale_partials_removed"] >= 1
+
+
+def test_a_changed_remote_shard_is_named_after_the_retries(stores, s3_server, tmp_path):
+    fs, path = stores["fs"], stores["shards"][0]
+    original = fs.cat_file(path)
+    changed = bytearray(original)
+    changed[len(changed) // 2] ^= 0x01
+    fs.pipe_file(path, bytes(changed))
+    try:
+        spec = mixture(stores["catalog"], tmp_path / "cache", s3_server)
+        dataset = MixtureDataset(spec, read_ahead=1, prefetch=0)
+        dataset.source.retry.base_seconds = 0.01
+        with pytest.raises(MixplaneError, match=path.rsplit("/", 1)[-1]) as caught:
+            for _ in dataset:
+                pass
+        assert "manifest" in str(caught.value)
+        assert dataset.source.cache.stats()["hash_mismatches"] == dataset.source.retry.attempts
+        assert not list((tmp_path / "cache" / "shards").glob("*.partial"))
+    finally:
+        fs.pipe_file(path, original)
+
+
+def test_a_limit_below_the_mixtures_shards_is_refused_before_reading(stores, s3_server, tmp_path):
+    needed = sum(stores["shard_bytes"].values())
+    spec = mixture(stores["catalog"], tmp_path / "cache", s3_server, limit=needed - 1)
+    count = len(stores["shards"])
+    with pytest.raises(
+        ConfigError, match=rf"smaller than the {count} remote shards .* {needed:,} bytes"
+    ):
+        next(iter(MixtureDataset(spec, read_ahead=1)))
+    assert not list((tmp_path / "cache").rglob("*.bin"))
+
+
+def test_the_limit_comes_from_the_environment(stores, s3_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("MIXPLANE_CACHE_LIMIT", "2KB")
+    spec = mixture(stores["catalog"], tmp_path / "cache", s3_server)
+    with pytest.raises(ConfigError, match="cache_limit 2.0 KB"):
+        next(iter(MixtureDataset(spec, read_ahead=1)))
+    monkeypatch.setenv("MIXPLANE_CACHE_LIMIT", "lots")
+    with pytest.raises(ConfigError, match="'lots' is not a size"):
+        MixtureDataset(spec, read_ahead=1)
