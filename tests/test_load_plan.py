@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mixplane.errors import ConfigError
 from mixplane.load import Layout
-from mixplane.load.packing import PackedComponent
+from mixplane.load.packing import PackedComponent, windowed_permutation
 from mixplane.load.ranges import (
     DocumentRanges,
     difference,
@@ -155,3 +155,43 @@ def test_range_sets():
         lambda shard: np.arange(100) * (10 if shard else 1)
     )
     assert lengths.tolist() == [20, 30, 0, 1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(1, 12)), min_size=1, max_size=20),
+    st.integers(1, 4),
+    st.integers(0, 2**32 - 1),
+)
+def test_a_shuffle_window_visits_shards_a_window_at_a_time(runs, window, seed):
+    """Runs of documents by shard (a shard may have several runs): the order is a
+    permutation, each window of the order holds documents of at most `window` shards, and
+    every shard's documents are read within one window."""
+    groups = np.array([g for g, _ in runs])
+    counts = np.array([c for _, c in runs])
+    shard_of = np.repeat(groups, counts)
+    order = windowed_permutation(np.random.default_rng(seed), groups, counts, window)
+    assert sorted(order.tolist()) == list(range(counts.sum()))
+    visited = shard_of[order]
+    # Cut the order where a new shard appears for the (window+1)-th time in a window.
+    seen: list[int] = []
+    windows: list[set[int]] = [set()]
+    for shard in visited.tolist():
+        if shard not in windows[-1] and len(windows[-1]) == window:
+            windows.append(set())
+        windows[-1].add(shard)
+        seen.append(len(windows) - 1)
+    for shard in set(groups.tolist()):
+        assert len({w for w, s in zip(seen, visited.tolist(), strict=True) if s == shard}) == 1
+
+
+def test_a_shuffle_window_is_seeded_and_differs_by_epoch():
+    runs = (np.array([0, 1, 2, 3]), np.array([5, 5, 5, 5]))
+    one = PackedComponent(np.full(20, 7), 4, seed=3, key="web", runs=runs, window=2)
+    two = PackedComponent(np.full(20, 7), 4, seed=3, key="web", runs=runs, window=2)
+    assert np.array_equal(one.order(0)[0], two.order(0)[0])
+    assert not np.array_equal(one.order(0)[0], one.order(1)[0])
+    first = set((one.order(0)[0][:10] // 5).tolist())
+    assert len(first) == 2  # the first window: two shards' documents, all of them
+    with pytest.raises(ValueError, match="runs of shards"):
+        PackedComponent(np.full(20, 7), 4, seed=3, key="web", window=2)

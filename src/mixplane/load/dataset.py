@@ -79,7 +79,7 @@ class MixtureDataset:
         self.layout = Layout(rank=rank, world_size=world_size)
         resolved = resolved or resolve_mixture(spec, catalog)
         self.spec = resolved.spec
-        plan = SamplePlan(self.spec, resolved.tree, resolved.lengths)
+        plan = SamplePlan(self.spec, resolved.tree, resolved.lengths, runs=resolved.runs())
         source = resolved.source(output_dtype(dtype, resolved.datasets))
         self.context = ReadContext(plan, resolved, source, boundaries)
         self.prefetch = prefetch

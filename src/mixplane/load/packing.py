@@ -82,6 +82,8 @@ class PackedComponent:
         key: str,
         cached_epochs: int = 2,
         overlap: int = 0,
+        runs: tuple[np.ndarray, np.ndarray] | None = None,
+        window: int | None = None,
     ):
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
         self.seq_len = int(seq_len)
@@ -98,6 +100,12 @@ class PackedComponent:
             )
         if np.any(self.lengths <= 0):
             raise ConfigError(f"component {key!r} has documents without tokens")
+        # Shuffling by windows of `window` groups (shards): `runs` = (group, documents) of
+        # each run of consecutive documents in the same group.
+        if window is not None and runs is None:
+            raise ValueError("a shuffle window needs the documents' runs of shards")
+        self.runs = runs if window is not None else None
+        self.window = window
         self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached_epochs = cached_epochs
         self._lock = threading.Lock()
@@ -121,7 +129,11 @@ class PackedComponent:
                 self._cache.move_to_end(epoch)
                 return self._cache[epoch]
         seeds = np.random.SeedSequence([self.seed, stable_key(self.key), epoch])
-        permutation = np.random.Generator(np.random.PCG64(seeds)).permutation(len(self.lengths))
+        generator = np.random.Generator(np.random.PCG64(seeds))
+        if self.window is None:
+            permutation = generator.permutation(len(self.lengths))
+        else:
+            permutation = windowed_permutation(generator, *self.runs, self.window)  # type: ignore[misc]
         index_type = np.int32 if len(self.lengths) < 2**31 else np.int64
         permutation = permutation.astype(index_type)
         ends = np.cumsum(self.lengths[permutation])
@@ -164,3 +176,25 @@ class PackedComponent:
         begin = np.maximum(-offset, 0)
         stop = np.minimum(width, document_end - sequence_start) - offset
         return Spans(rows[owner], document, begin, stop, np.maximum(offset, 0), ordinal)
+
+
+def windowed_permutation(
+    generator: np.random.Generator, groups: np.ndarray, counts: np.ndarray, window: int
+) -> np.ndarray:
+    """A permutation of the documents that visits their groups (shards) in a random order,
+    `window` groups at a time, each window's documents in random order.
+
+    `groups[i]` is the group of the i-th run of consecutive documents, `counts[i]` its length.
+
+    >>> g = np.random.default_rng(0)
+    >>> order = windowed_permutation(g, np.array([0, 1, 2]), np.array([3, 3, 3]), 1)
+    >>> sorted(set(order[:3] // 3)) == [order[0] // 3]  # the first window is one shard
+    True
+    """
+    distinct, group_index = np.unique(groups, return_inverse=True)
+    position = np.empty(len(distinct), dtype=np.int64)
+    position[generator.permutation(len(distinct))] = np.arange(len(distinct))
+    window_of_document = np.repeat(position[group_index] // window, counts)
+    # Window number plus a uniform key in [0, 1): one sort orders by window, then at random.
+    keys = window_of_document + generator.random(len(window_of_document))
+    return np.argsort(keys, kind="stable")

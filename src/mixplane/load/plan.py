@@ -58,7 +58,9 @@ class SamplePlan:
     """The whole stream of a mixture as a function of position.
 
     `lengths[c]` holds the token count of every document of leaf c (EOS included when one is
-    appended). `weight_changes` are `{"step": s, "weights": {...}}` made by `set_weights`.
+    appended); with a `shuffle_window`, `runs[c]` gives the shards of its documents as
+    (shard, documents) of each run of consecutive documents. `weight_changes` are
+    `{"step": s, "weights": {...}}` made by `set_weights`.
     """
 
     def __init__(
@@ -67,6 +69,7 @@ class SamplePlan:
         tree: MixtureTree,
         lengths: Sequence[np.ndarray],
         weight_changes: Sequence[Mapping[str, Any]] = (),
+        runs: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
     ):
         if len(lengths) != len(tree.leaves):
             raise ValueError(f"expected {len(tree.leaves)} components, got {len(lengths)}")
@@ -74,7 +77,13 @@ class SamplePlan:
         self.tree = tree
         self.components = [
             PackedComponent(
-                lengths[c], spec.seq_len, spec.seed, leaf.name, overlap=int(spec.labels)
+                lengths[c],
+                spec.seq_len,
+                spec.seed,
+                leaf.name,
+                overlap=int(spec.labels),
+                runs=runs[c] if runs is not None else None,
+                window=spec.shuffle_window,
             )
             for c, leaf in enumerate(tree.leaves)
         ]

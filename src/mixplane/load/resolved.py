@@ -30,9 +30,20 @@ class ResolvedMixture:
     datasets: list[dict[str, Any]]  # ref, fingerprint, tokenizer of every dataset used
     fingerprint: str  # of the spec and the exact data versions
 
+    def runs(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per leaf, the shard and document count of each run of its documents."""
+        return [(r.shard, r.end - r.start) for r in self.ranges]
+
     def source(self, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
         spec = self.spec
-        limit = cache_limit(spec.cache_limit)
+        window = spec.shuffle_window
+        at_once = None if window is None else 2 * window  # the window read and the next
         return TokenSource(
-            self.shards, self.eos_id, dtype, spec.storage_options, spec.cache_dir, limit
+            self.shards,
+            self.eos_id,
+            dtype,
+            spec.storage_options,
+            spec.cache_dir,
+            cache_limit(spec.cache_limit),
+            working_sets=[(np.unique(r.shard), at_once) for r in self.ranges],
         )

@@ -90,7 +90,7 @@ class ShardCache:
         self._lock = threading.RLock()
         self._prefetcher: ThreadPoolExecutor | None = None
         self._prefetching: set[str] = set()
-        names = ("hits", "downloads", "downloaded_bytes", "waited", "evictions",
+        names = ("hits", "misses", "downloads", "downloaded_bytes", "waited", "evictions",
                  "stale_partials_removed", "hash_mismatches")  # fmt: skip
         self.counters = dict.fromkeys(names, 0)
 
@@ -219,6 +219,8 @@ class ShardCache:
                 fcntl.flock(lock, fcntl.LOCK_UN)
                 return
             fcntl.flock(lock, fcntl.LOCK_UN)
+            if pin:
+                self._count("misses")  # the reader waits for this file
             if not _try_lock(lock, fcntl.LOCK_EX):  # another process is downloading it
                 self._count("waited")
                 fcntl.flock(lock, fcntl.LOCK_EX)

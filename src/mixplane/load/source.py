@@ -44,6 +44,7 @@ class TokenSource:
         cache_dir: str | None = None,
         cache_limit: int | None = None,
         retry: Retry | None = None,
+        working_sets: Sequence[tuple[np.ndarray, int | None]] = (),
     ):
         self.shards = tuple(shards)
         self.eos_id = eos_id
@@ -52,6 +53,8 @@ class TokenSource:
         self.cache_dir = cache_dir
         self.cache_limit = cache_limit
         self.retry = retry or Retry()
+        # Per component: its shards, and how many it reads at once (None: all of them).
+        self.working_sets = tuple(working_sets)
         self.remote = np.array([not is_local(uri) for uri, _ in self.shards], dtype=bool)
         self._reset()
 
@@ -67,7 +70,7 @@ class TokenSource:
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
-                "retry", "remote")  # fmt: skip
+                "retry", "working_sets", "remote")  # fmt: skip
         return {key: self.__dict__[key] for key in keep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -84,26 +87,49 @@ class TokenSource:
             self._cache = ShardCache(
                 cache_root(self.cache_dir), self.cache_limit, self.storage_options, self.retry
             )
-            # Every shard of the mixture is read again within an epoch: keep them all
-            # before the files of other mixtures that share the machine's cache.
-            urls = [join_url(uri, stem + BIN) for (uri, stem), remote in
-                    zip(self.shards, self.remote, strict=True) if remote]  # fmt: skip
-            self._cache.plan(dict.fromkeys(urls, 0))
+            # Keep every shard of the mixture before the files of other mixtures that share
+            # the machine's cache (a `Forecast` refines this as the reader goes).
+            self._cache.plan(dict.fromkeys(self.remote_urls(), 0))
         return self._cache
 
     def _check_room(self) -> None:
-        """Documents are shuffled across a component's whole selection, so every shard is
-        read again each epoch: a cache that cannot hold them all would download them over
-        and over. Refuse such a limit before reading, with the size that works."""
-        remote = np.flatnonzero(self.remote).tolist()
-        needed = sum(self.remote_file(number).size for number in remote)
-        if needed > self.cache_limit:  # type: ignore[operator]
-            raise ConfigError(
-                f"cache_limit {size_text(self.cache_limit)} is smaller than the "  # type: ignore[arg-type]
-                f"{len(remote)} remote shards this mixture reads ({size_text(needed)}); "
-                "each epoch reads every one of them, so a smaller cache would download them "
-                f"again and again: raise cache_limit to at least {needed:,} bytes"
+        """Refuse, before reading, a limit that cannot hold the shards a reader needs at
+        once: all of a component's shards when its documents are shuffled together (each
+        epoch reads every one again), else twice its `shuffle_window` (the window being read
+        and the next), the largest ones counted."""
+        remote = np.flatnonzero(self.remote)
+        sizes = {number: self.remote_file(number).size for number in remote.tolist()}
+        sets = self.working_sets or [(remote, None)]
+        needed, whole = 0, True
+        for shards, at_once in sets:
+            mine = sorted(sizes[n] for n in np.unique(shards).tolist() if n in sizes)
+            whole &= at_once is None or at_once >= len(mine)
+            needed += sum(mine if at_once is None else mine[-at_once:])
+        needed = min(needed, sum(sizes.values()))
+        if needed <= self.cache_limit:  # type: ignore[operator]
+            return
+        limit = size_text(self.cache_limit)  # type: ignore[arg-type]
+        if whole:
+            problem = (
+                f"cache_limit {limit} is smaller than the {len(sizes)} remote shards this "
+                f"mixture reads ({size_text(needed)}); each epoch reads every one of them, so "
+                "a smaller cache would download them again and again: set shuffle_window "
+                "(shards shuffled together) so fewer are needed at once, "
             )
+        else:
+            problem = (
+                f"cache_limit {limit} is smaller than what this mixture reads at once: two "
+                f"shuffle windows per component ({size_text(needed)}); lower shuffle_window, "
+            )
+        raise ConfigError(problem + f"or raise cache_limit to at least {needed:,} bytes")
+
+    def remote_url(self, number: int) -> str:
+        uri, stem = self.shards[number]
+        return join_url(uri, stem + BIN)
+
+    def remote_urls(self) -> list[str]:
+        """The token files of every remote shard."""
+        return [self.remote_url(number) for number in np.flatnonzero(self.remote).tolist()]
 
     def remote_file(self, number: int) -> RemoteFile:
         """A remote shard's token file, with the size and hash its manifest gives."""
@@ -162,7 +188,7 @@ class TokenSource:
                 if self._pins[number] == 0 and not self._kept[number]:
                     self._arrays[number] = None
                     self._opened[number] = False
-                    self.cache.release(self.remote_file(number).url)
+                    self.cache.release(self.remote_url(number))
 
     def _dataset(self, uri: str) -> TokenizedDataset:
         if uri not in self._datasets:

@@ -18,6 +18,7 @@ import numpy as np
 
 from mixplane.errors import ConfigError
 from mixplane.load.assemble import PlannedBlock, ReadContext, plan_block
+from mixplane.load.forecast import Forecast
 from mixplane.load.partition import Layout
 from mixplane.load.state import Cursor
 
@@ -50,11 +51,19 @@ class Stream:
         self.chunk = blocks * layout.block
         self._filler: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[np.ndarray, PlannedBlock, Future | None]] = deque()
+        # Remote shards under a cache limit: prefetch what comes, evict what comes last.
+        source = context.source
+        self._forecast = (
+            Forecast(context, self.block_positions)
+            if source.cache_limit is not None and source.remote.any()
+            else None
+        )
         self.restart()
 
     # -- producing -----------------------------------------------------------------------
 
-    def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
+    def block_positions(self, start: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(local indices, global positions) of each block from local index `start` on."""
         base, layout = self.cursor.base, self.layout
         limit = layout.local_limit(base, self.context.plan.length)
         while True:
@@ -63,8 +72,16 @@ class Stream:
                 local = local[local < limit]
             if len(local) == 0:
                 return
-            yield local, plan_block(self.context, layout.positions(base, local))
+            yield local, layout.positions(base, local)
             start = int(local[-1]) + 1
+
+    def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
+        if self._forecast is not None:
+            self._forecast.restart(start)
+        for local, positions in self.block_positions(start):
+            if self._forecast is not None:
+                self._forecast.advance(int(local[0]))
+            yield local, plan_block(self.context, positions)
 
     def _schedule(self) -> None:
         """Plan blocks until `prefetch` of them are being filled in the background."""

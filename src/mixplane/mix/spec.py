@@ -139,6 +139,14 @@ class MixtureSpec(BaseModel):
     )
     seq_len: int = Field(gt=0, description="tokens per packed sequence")
     seed: int = Field(0, ge=0, description="shuffle seed; the same seed gives the same stream")
+    shuffle_window: int | None = Field(
+        None,
+        gt=0,
+        description="shuffle shard by shard: each epoch visits a component's shards in a "
+        "seeded order, this many at a time, and shuffles the documents of each group; so a "
+        "reader needs only a few shards at once (a bounded cache of remote data). None: "
+        "shuffle all the component's documents together",
+    )
     components: dict[str, ComponentSpec] = Field(min_length=1)
     weighting: Weighting | None = Field(None, description="how top-level weights are set")
     schedule: list[ScheduleEntry] = Field(default_factory=list)

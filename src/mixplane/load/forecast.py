@@ -1,0 +1,88 @@
+"""Which remote shards a reader needs next, read off the plan before the reading.
+
+The order of a stream is a function of the mixture, so the shards of the blocks after the
+ones being read are known exactly. A `Forecast` keeps them for the next `horizon` blocks and
+tells the node cache two things: what to download now (in the order it will be needed) and
+when each shard is needed next, so eviction drops the one needed farthest ahead. When the
+reader had to wait for a download, the horizon doubles: prefetch reaches as far ahead as the
+measured speed of reading and downloading requires (and as the cache has room for).
+
+Example:
+    >>> forecast = Forecast(context, stream.block_positions, horizon=8)  # doctest: +SKIP
+    >>> forecast.restart(0); forecast.advance(0)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from mixplane.load.assemble import ReadContext
+
+MAX_HORIZON = 256  # blocks
+
+
+def block_shards(context: ReadContext, positions: np.ndarray) -> np.ndarray:
+    """The distinct shard numbers the sequences at `positions` read."""
+    block = context.plan.block(positions)
+    parts = [
+        context.resolved.ranges[c].shard_of(block.spans.document[lo:hi])
+        for c, lo, hi in block.groups
+    ]
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+
+class Forecast:
+    """The remote shards of the `horizon` blocks after the one being planned."""
+
+    def __init__(
+        self,
+        context: ReadContext,
+        blocks: Callable[[int], Iterator[tuple[np.ndarray, np.ndarray]]],
+        horizon: int = 8,
+    ):
+        self.context = context
+        self.blocks = blocks  # start -> (local indices, global positions) of each block
+        self.horizon = horizon
+        self._ahead: deque[tuple[int, np.ndarray]] = deque()  # (first local index, shards)
+        self._upcoming: Iterator[tuple[np.ndarray, np.ndarray]] | None = None
+        self._misses = 0
+
+    def restart(self, start: int) -> None:
+        """The reader starts over from local index `start` (a resume or a weight change)."""
+        self._ahead.clear()
+        self._upcoming = self.blocks(start)
+
+    def advance(self, start: int) -> None:
+        """The reader is planning the block that begins at local index `start`."""
+        source = self.context.source
+        cache = source.cache
+        misses = cache.counters["misses"]
+        if misses > self._misses:  # it waited for a download: look further ahead
+            self.horizon = min(MAX_HORIZON, self.horizon * 2)
+        self._misses = misses
+        while self._ahead and self._ahead[0][0] <= start:
+            self._ahead.popleft()
+        while self._upcoming is not None and len(self._ahead) < self.horizon:
+            try:
+                local, positions = next(self._upcoming)
+            except StopIteration:
+                self._upcoming = None
+                break
+            if int(local[0]) > start:
+                shards = block_shards(self.context, positions)
+                self._ahead.append((int(local[0]), shards[source.remote[shards]]))
+        # Shards of the mixture not needed within the horizon come after those that are,
+        # and before files of other mixtures (which have no next use at all).
+        next_use = dict.fromkeys(source.remote_urls(), float(len(self._ahead) + 1))
+        order: list[int] = []
+        for rank, (_, shards) in enumerate(self._ahead):
+            for number in shards.tolist():
+                url = source.remote_url(number)
+                if next_use[url] > rank:
+                    next_use[url] = float(rank)
+                    order.append(number)
+        cache.plan(next_use)
+        cache.prefetch([source.remote_file(number) for number in order])
