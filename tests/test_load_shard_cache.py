@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import s3fs
+import yaml
 
 from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError, MixplaneError
@@ -306,3 +308,21 @@ def test_the_limit_comes_from_the_environment(stores, s3_server, tmp_path, monke
     monkeypatch.setenv("MIXPLANE_CACHE_LIMIT", "lots")
     with pytest.raises(ConfigError, match="'lots' is not a size"):
         MixtureDataset(spec, read_ahead=1)
+
+
+def test_the_readme_remote_mixture_as_written(stores, s3_server, tmp_path):
+    """The README's object-storage lines, with this bucket, this server and a small limit."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)
+    snippet = next(block for block in blocks if "cache_limit" in block)
+    text = snippet.replace("s3://my-bucket/catalog.duckdb", stores["catalog"])
+    text = text.replace("https://s3.example.com", s3_server["endpoint_url"])
+    text = text.replace("200GB", "36400B").replace("shuffle_window: 8", "shuffle_window: 1")
+    spec = yaml.safe_load(text)
+    assert spec["storage_options"] == {"endpoint_url": s3_server["endpoint_url"]}
+    spec["storage_options"] = s3_server  # with this server's credentials
+    spec |= {k: v for k, v in mixture("", tmp_path, {}).items() if k not in spec}
+    got, dataset = read_stream(spec, 200)
+    local = dict(mixture(stores["local"], tmp_path / "local", {}), shuffle_window=1)
+    assert np.array_equal(got, MixtureDataset(local).read_positions(np.arange(200))["input_ids"])
+    assert dataset.source.cache.stats()["downloads"] > 0

@@ -2,7 +2,8 @@
 
 A remote file is copied once under the cache directory, keyed by its URL, and copied again
 only when its size or modification stamp changes. Copies appear atomically, so concurrent
-processes (ranks on one machine) never read half a file.
+processes (ranks on one machine) never read half a file; transient failures are retried.
+(Token shards have a cache of their own, with a size limit: `shard_cache`.)
 
 Example:
     >>> local_copy("s3://bucket/catalog.duckdb", "/tmp/cache")  # doctest: +SKIP
@@ -21,6 +22,7 @@ import xxhash
 
 from mixplane.errors import InputError
 from mixplane.io.atomic import is_local, local_path
+from mixplane.io.retry import CorruptRead, Retry
 from mixplane.io.urls import url_filesystem
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "mixplane")
@@ -39,10 +41,8 @@ def local_copy(url: str, cache_dir: str | None, storage_options: dict[str, Any] 
             raise InputError(f"{path}: not found")
         return path
     fs, path = url_filesystem(url, storage_options)
-    try:
-        info = fs.info(path)
-    except FileNotFoundError:
-        raise InputError(f"{url}: not found") from None
+    retry = Retry()
+    info = retry.call(lambda: fs.info(path), what=url)
     stamp = {
         "size": info.get("size"),
         "changed": str(info.get("LastModified") or info.get("mtime")),
@@ -57,7 +57,13 @@ def local_copy(url: str, cache_dir: str | None, storage_options: dict[str, Any] 
     os.makedirs(folder, exist_ok=True)
     partial = f"{target}.{uuid.uuid4().hex[:8]}.partial"
     try:
-        fs.get_file(path, partial)
+
+        def download() -> None:
+            fs.get_file(path, partial)
+            if stamp["size"] is not None and os.path.getsize(partial) != stamp["size"]:
+                raise CorruptRead(f"{os.path.getsize(partial)} bytes of {stamp['size']}")
+
+        retry.call(download, what=url)
         os.replace(partial, target)
     finally:
         if os.path.exists(partial):
