@@ -22,7 +22,7 @@ import xxhash
 
 from mixplane.errors import InputError
 from mixplane.io.atomic import is_local, local_path
-from mixplane.io.retry import CorruptRead, Retry
+from mixplane.io.retry import Retry
 from mixplane.io.urls import url_filesystem
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "mixplane")
@@ -57,13 +57,7 @@ def local_copy(url: str, cache_dir: str | None, storage_options: dict[str, Any] 
     os.makedirs(folder, exist_ok=True)
     partial = f"{target}.{uuid.uuid4().hex[:8]}.partial"
     try:
-
-        def download() -> None:
-            fs.get_file(path, partial)
-            if stamp["size"] is not None and os.path.getsize(partial) != stamp["size"]:
-                raise CorruptRead(f"{os.path.getsize(partial)} bytes of {stamp['size']}")
-
-        retry.call(download, what=url)
+        retry.call(lambda: fs.get_file(path, partial), what=url)
         os.replace(partial, target)
     finally:
         if os.path.exists(partial):
