@@ -21,6 +21,7 @@ from mixplane.load.assemble import ReadContext, plan_block
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.partition import Layout
 from mixplane.load.plan import SamplePlan
+from mixplane.load.plan_cache import epoch_orders
 from mixplane.load.resolve import resolve_mixture
 from mixplane.load.resolved import ResolvedMixture
 from mixplane.load.source import TokenSource
@@ -79,7 +80,13 @@ class MixtureDataset:
         self.layout = Layout(rank=rank, world_size=world_size)
         resolved = resolved or resolve_mixture(spec, catalog)
         self.spec = resolved.spec
-        plan = SamplePlan(self.spec, resolved.tree, resolved.lengths, runs=resolved.runs())
+        plan = SamplePlan(
+            self.spec,
+            resolved.tree,
+            resolved.lengths,
+            runs=resolved.runs() if self.spec.shuffle_window is not None else None,
+            orders=epoch_orders(resolved),  # None: not cached, orders kept in memory
+        )
         source = resolved.source(output_dtype(dtype, resolved.datasets))
         self.context = ReadContext(plan, resolved, source, boundaries)
         self.prefetch = prefetch

@@ -10,6 +10,8 @@ the last of which is also the first of the next sequence, as in Megatron's GPT d
 
 Sequence k of epoch e is found with two binary searches in the cumulative token counts of
 the epoch's order; only two arrays per epoch are held (the order and its cumulative ends).
+With an `orders` store (the plan cache's `EpochOrders`) they are computed once per machine
+and memory-mapped from disk, so a rank holds no copy of them; without one, in memory.
 
 Example:
     >>> packed = PackedComponent(np.array([5, 3, 9, 2]), seq_len=4, seed=0, key="a")
@@ -23,10 +25,12 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -63,6 +67,15 @@ class Spans:
         return Spans(*(getattr(self, f)[order] for f in Spans.FIELDS))
 
 
+Order = tuple[np.ndarray, np.ndarray]  # (documents in epoch order, cumulative token ends)
+
+
+class OrderStore(Protocol):
+    """Where epoch orders are kept between processes (see `plan_cache.EpochOrders`)."""
+
+    def load(self, name: str, epoch: int, build: Callable[[], Order]) -> Order: ...
+
+
 def stable_key(name: str) -> int:
     """A 64-bit number for a component name, the same on every machine and Python run."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
@@ -84,6 +97,7 @@ class PackedComponent:
         overlap: int = 0,
         runs: tuple[np.ndarray, np.ndarray] | None = None,
         window: int | None = None,
+        orders: OrderStore | None = None,
     ):
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
         self.seq_len = int(seq_len)
@@ -98,7 +112,7 @@ class PackedComponent:
                 f"documents, less than one sequence of seq_len {self.seq_len}: widen its "
                 "predicate or lower seq_len"
             )
-        if np.any(self.lengths <= 0):
+        if self.lengths.min() <= 0:  # no temporary array: lengths may be 1e8 long
             raise ConfigError(f"component {key!r} has documents without tokens")
         # Shuffling by windows of `window` groups (shards): `runs` = (group, documents) of
         # each run of consecutive documents in the same group.
@@ -106,7 +120,8 @@ class PackedComponent:
             raise ValueError("a shuffle window needs the documents' runs of shards")
         self.runs = runs if window is not None else None
         self.window = window
-        self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.orders = orders
+        self._cache: OrderedDict[int, Order] = OrderedDict()
         self._cached_epochs = cached_epochs
         self._lock = threading.Lock()
 
@@ -122,26 +137,43 @@ class PackedComponent:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def order(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
+    def order(self, epoch: int) -> Order:
         """`(documents in epoch order, cumulative token ends in that order)`."""
         with self._lock:
             if epoch in self._cache:
                 self._cache.move_to_end(epoch)
                 return self._cache[epoch]
-        seeds = np.random.SeedSequence([self.seed, stable_key(self.key), epoch])
-        generator = np.random.Generator(np.random.PCG64(seeds))
-        if self.window is None:
-            permutation = generator.permutation(len(self.lengths))
+        if self.orders is None:
+            permutation, ends = self.build_order(epoch)
         else:
-            permutation = windowed_permutation(generator, *self.runs, self.window)  # type: ignore[misc]
-        index_type = np.int32 if len(self.lengths) < 2**31 else np.int64
-        permutation = permutation.astype(index_type)
-        ends = np.cumsum(self.lengths[permutation])
+            permutation, ends = self.orders.load(self.name, epoch, lambda: self.build_order(epoch))
         with self._lock:
             self._cache[epoch] = (permutation, ends)
             while len(self._cache) > self._cached_epochs:
                 self._cache.popitem(last=False)
         return permutation, ends
+
+    @property
+    def name(self) -> str:
+        """What this component's orders are stored under: a digest of everything they depend
+        on besides the documents' token counts (which the store's cache entry fixes)."""
+        text = json.dumps([self.key, self.seed, self.window, len(self), self.total_tokens])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def build_order(self, epoch: int) -> Order:
+        """Compute epoch `epoch`'s order (a few seconds at 1e8 documents)."""
+        seeds = np.random.SeedSequence([self.seed, stable_key(self.key), epoch])
+        generator = np.random.Generator(np.random.PCG64(seeds))
+        index_type = np.int32 if len(self.lengths) < 2**31 else np.int64
+        if self.window is None:
+            # What `generator.permutation(n)` does, in the narrow type: half the memory.
+            permutation = np.arange(len(self.lengths), dtype=index_type)
+            generator.shuffle(permutation)
+        else:
+            permutation = windowed_permutation(generator, *self.runs, self.window)  # type: ignore[misc]
+            permutation = permutation.astype(index_type)
+        ends = self.lengths[permutation]
+        return permutation, np.cumsum(ends, out=ends)
 
     def spans(self, indices: np.ndarray, rows: np.ndarray | None = None) -> Spans:
         """The document pieces of the component's sequences `indices` (over all epochs),

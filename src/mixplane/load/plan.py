@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import ConfigError
-from mixplane.load.packing import PackedComponent, Spans
+from mixplane.load.packing import OrderStore, PackedComponent, Spans
 from mixplane.mix.blend import NO_CAP, Blend
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
@@ -60,7 +60,8 @@ class SamplePlan:
     `lengths[c]` holds the token count of every document of leaf c (EOS included when one is
     appended); with a `shuffle_window`, `runs[c]` gives the shards of its documents as
     (shard, documents) of each run of consecutive documents. `weight_changes` are
-    `{"step": s, "weights": {...}}` made by `set_weights`.
+    `{"step": s, "weights": {...}}` made by `set_weights`. With `orders` (the plan cache's
+    `EpochOrders`), the components' epoch orders are kept on disk and memory-mapped.
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class SamplePlan:
         lengths: Sequence[np.ndarray],
         weight_changes: Sequence[Mapping[str, Any]] = (),
         runs: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+        orders: OrderStore | None = None,
     ):
         if len(lengths) != len(tree.leaves):
             raise ValueError(f"expected {len(tree.leaves)} components, got {len(lengths)}")
@@ -84,6 +86,7 @@ class SamplePlan:
                 overlap=int(spec.labels),
                 runs=runs[c] if runs is not None else None,
                 window=spec.shuffle_window,
+                orders=orders,
             )
             for c, leaf in enumerate(tree.leaves)
         ]

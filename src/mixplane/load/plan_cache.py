@@ -6,27 +6,34 @@ never matches an old entry. An entry is one `.npy` file per array and a JSON des
 each written atomically, the JSON last. The arrays are memory-mapped when loaded: a start
 reads only the pages it uses, and the ranks and workers of one machine share one copy.
 
+The entry also holds the components' epoch orders (`EpochOrders`), computed by one process
+of the machine when first needed and memory-mapped by every rank and worker, so that no
+process holds a per-document array of its own.
+
 Example:
     >>> cached = load_resolved(spec, "/data/catalog.duckdb", "/tmp/cache")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import hashlib
-import io
 import json
 import os
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from mixplane.io.atomic import write_bytes
+from mixplane.io.atomic import atomic_open, write_bytes
 from mixplane.load.cache import cache_root
-from mixplane.load.ranges import DocumentRanges
+from mixplane.load.ranges import DocumentRanges, ShardKey
 from mixplane.load.resolved import ResolvedMixture
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) -> str:
@@ -51,12 +58,13 @@ def save_resolved(resolved: ResolvedMixture, folder: str) -> None:
         arrays[f"shard{i}"] = ranges.shard
         arrays[f"start{i}"] = ranges.start
         arrays[f"end{i}"] = ranges.end
+        arrays[f"bases{i}"] = ranges.bases
         arrays[f"lengths{i}"] = lengths.astype(np.int64)  # the dtype the plan uses: no copy
         arrays[f"starts{i}"] = resolved.starts[i]
+        arrays[f"used{i}"] = resolved.shards_of(i)
     for name, array in arrays.items():
-        buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(array))
-        write_bytes(os.path.join(folder, f"{name}.npy"), buffer.getvalue())
+        with atomic_open(os.path.join(folder, f"{name}.npy")) as handle:
+            np.save(handle, np.ascontiguousarray(array))
     description = {
         "format": CACHE_FORMAT,
         "arrays": sorted(arrays),
@@ -83,13 +91,13 @@ def load_resolved(spec: MixtureSpec, folder: str) -> ResolvedMixture | None:
         return None
     tree = MixtureTree(spec)
     shards = tuple((uri, stem) for uri, stem in description["shards"])
-    ranges, lengths, starts = [], [], []
+    ranges, lengths, starts, used = [], [], [], []
     for i in range(len(tree.leaves)):
-        ranges.append(
-            DocumentRanges(shards, arrays[f"shard{i}"], arrays[f"start{i}"], arrays[f"end{i}"])
-        )
+        fields = (arrays[f"{name}{i}"] for name in ("shard", "start", "end", "bases"))
+        ranges.append(PresummedRanges(shards, *fields))
         lengths.append(arrays[f"lengths{i}"])
         starts.append(arrays[f"starts{i}"])
+        used.append(arrays[f"used{i}"])
     return ResolvedMixture(
         spec,
         tree,
@@ -101,4 +109,112 @@ def load_resolved(spec: MixtureSpec, folder: str) -> ResolvedMixture | None:
         description["eos_id"],
         description["datasets"],
         description["fingerprint"],
+        folder,
+        used,
     )
+
+
+class PresummedRanges(DocumentRanges):
+    """`DocumentRanges` given their running document counts (`bases`): mapped from the cache,
+    or those of ranges over the same documents. Summed again, they would cost each process a
+    pass over the ranges and 8 bytes per range (about one range per two documents for a
+    predicate on a property scattered through shards)."""
+
+    def __init__(
+        self,
+        shards: tuple[ShardKey, ...],
+        shard: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        bases: np.ndarray,
+    ):
+        values = {"shards": shards, "shard": shard, "start": start, "end": end, "bases": bases}
+        for name, value in values.items():
+            object.__setattr__(self, name, value)  # frozen, as its parent
+
+
+@contextlib.contextmanager
+def locked(path: str, wait: bool = True) -> Iterator[bool]:
+    """Hold an exclusive lock on file `path` (made if missing); yields False when `wait` is
+    off and another process holds it. The kernel releases it if the process dies."""
+    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(handle)  # closing releases the lock
+
+
+Order = tuple[np.ndarray, np.ndarray]
+
+
+class EpochOrders:
+    """Components' epoch orders beside a cached plan: `orders/NAME-EPOCH.order.npy` and
+    `.ends.npy` per component and epoch (NAME from `PackedComponent.name`).
+
+    The first process of a machine to need one computes it under the component's lock file
+    and writes both files atomically; the others wait for the lock, then map them. A file is
+    only ever seen complete, so a killed writer leaves nothing that is read: its temporaries
+    are removed by the next writer, which holds the lock. A process that maps epoch e deletes
+    the component's epochs before e - 1: disk stays at about three epochs per component (12
+    bytes per document each) however long training runs, and a rank that lags just behind
+    an epoch boundary still finds the previous one. An older epoch is computed again if asked
+    for (a restart from an old checkpoint); processes that mapped it keep their mapping.
+    """
+
+    def __init__(self, folder: str):
+        self.folder = os.path.join(folder, "orders")
+
+    def load(self, name: str, epoch: int, build: Callable[[], Order]) -> Order:
+        paths = [os.path.join(self.folder, f"{name}-{epoch}.{part}.npy") for part in ORDER_PARTS]
+        found = _mapped(paths)
+        if found is None:
+            os.makedirs(self.folder, exist_ok=True)
+            with locked(os.path.join(self.folder, f"{name}.lock")):
+                found = _mapped(paths)  # computed by the process this one waited for
+                if found is None:
+                    for stale in glob.glob(os.path.join(self.folder, f".{name}-*.tmp")):
+                        os.remove(stale)  # a killed writer's
+                    for path, array in zip(paths, build(), strict=True):
+                        with atomic_open(path) as handle:
+                            np.save(handle, array)
+                    found = _mapped(paths)
+        if found is None:
+            raise OSError(f"{paths[0]}: written, but cannot be read back")
+        self._prune(name, epoch)
+        return found
+
+    def _prune(self, name: str, epoch: int) -> None:
+        old = [
+            path
+            for path in glob.glob(os.path.join(self.folder, f"{name}-*.npy"))
+            if int(os.path.basename(path)[len(name) + 1 :].split(".")[0]) < epoch - 1
+        ]
+        if not old:
+            return
+        # Not while another process writes this component's orders (it may be an old one).
+        with locked(os.path.join(self.folder, f"{name}.lock"), wait=False) as held:
+            for path in old if held else []:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+
+
+ORDER_PARTS = ("order", "ends")
+
+
+def _mapped(paths: list[str]) -> Order | None:
+    try:
+        # Plain views of the mappings: slicing an np.memmap costs far more.
+        order, ends = (np.load(path, mmap_mode="r").view(np.ndarray) for path in paths)
+    except (FileNotFoundError, ValueError):
+        return None
+    return order, ends
+
+
+def epoch_orders(resolved: ResolvedMixture) -> EpochOrders | None:
+    """Where the plan of `resolved` keeps its epoch orders (None when it is not cached)."""
+    return EpochOrders(resolved.folder) if resolved.folder is not None else None

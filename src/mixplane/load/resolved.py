@@ -29,10 +29,19 @@ class ResolvedMixture:
     eos_id: int | None
     datasets: list[dict[str, Any]]  # ref, fingerprint, tokenizer of every dataset used
     fingerprint: str  # of the spec and the exact data versions
+    folder: str | None = None  # its plan-cache entry, when cached
+    used: list[np.ndarray] | None = None  # per leaf, the shards it reads (when cached)
 
     def runs(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per leaf, the shard and document count of each run of its documents."""
         return [(r.shard, r.end - r.start) for r in self.ranges]
+
+    def shards_of(self, c: int) -> np.ndarray:
+        """The shard numbers leaf `c` reads, in order (cached with the plan: finding them is
+        a pass over its ranges, which may number half its documents)."""
+        if self.used is not None:
+            return self.used[c]
+        return np.flatnonzero(np.bincount(self.ranges[c].shard, minlength=len(self.shards)))
 
     def source(self, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
         spec = self.spec
@@ -45,5 +54,5 @@ class ResolvedMixture:
             spec.storage_options,
             spec.cache_dir,
             cache_limit(spec.cache_limit),
-            working_sets=[(np.unique(r.shard), at_once) for r in self.ranges],
+            working_sets=[(self.shards_of(c), at_once) for c in range(len(self.ranges))],
         )
