@@ -63,7 +63,9 @@ class Forecast:
         if misses > self._misses:  # it waited for a download: look further ahead
             self.horizon = min(MAX_HORIZON, self.horizon * 2)
         self._misses = misses
-        while self._ahead and self._ahead[0][0] <= start:
+        # The block at `start` counts (rank 0): its shards are pinned only once it is planned,
+        # after this, so until then they must not look evictable to a prefetch.
+        while self._ahead and self._ahead[0][0] < start:
             self._ahead.popleft()
         while self._upcoming is not None and len(self._ahead) < self.horizon:
             try:
@@ -71,7 +73,7 @@ class Forecast:
             except StopIteration:
                 self._upcoming = None
                 break
-            if int(local[0]) > start:
+            if int(local[0]) >= start:
                 shards = block_shards(self.context, positions)
                 self._ahead.append((int(local[0]), shards[source.remote[shards]]))
         # Shards of the mixture not needed within the horizon come after those that are,

@@ -155,7 +155,22 @@ class ShardCache:
 
     def prefetch(self, files: Iterable[RemoteFile], threads: int = 4) -> None:
         """Download `files` (soonest first) in the background, as far as the cache has room
-        without evicting anything needed sooner."""
+        without evicting anything needed sooner.
+
+        Only the first files that fit in the limit together (with the others pinned here) are
+        taken: a download in flight cannot be evicted, so one reaching further would leave a
+        file needed sooner no room but the place of another one needed soon, fetched again."""
+        files = list(files)
+        if self.limit is not None:
+            listed = {file.url for file in files}
+            with self._lock:
+                others = [url for url in self._pins if url not in listed]
+            room = self.limit - sum(os.path.getsize(self.path(url)) for url in others)
+            for count, file in enumerate(files):
+                room -= file.size
+                if room < 0:
+                    files = files[:count]
+                    break
         if self._prefetcher is None:
             self._prefetcher = ThreadPoolExecutor(threads, thread_name_prefix="mixplane-fetch")
         for file in files:
@@ -211,10 +226,14 @@ class ShardCache:
         room only by evicting files needed later than that rank (a prefetch's own rank)."""
         target = self.path(file.url)
         while True:
-            fcntl.flock(lock, fcntl.LOCK_SH)
+            waited = not _try_lock(lock, fcntl.LOCK_SH)  # a download of it is under way
+            if waited:
+                fcntl.flock(lock, fcntl.LOCK_SH)
             if _complete(target, file.size):
                 if pin:
-                    self._count("hits")
+                    # Waiting for a download still in flight (a prefetch started too late)
+                    # is a miss too: the reader stalled, so the forecast must look further.
+                    self._count("misses" if waited else "hits")
                     return
                 fcntl.flock(lock, fcntl.LOCK_UN)
                 return
