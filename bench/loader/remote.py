@@ -1,0 +1,516 @@
+"""Remote loader benchmark: the three-component mixture read from object storage over a slow,
+narrow link, mixplane and MosaicML streaming in the same run.
+
+An S3 server (moto, in a subprocess) on loopback holds the data for both tools: mixplane's
+datasets wiki, code and web (written as data.py writes them, in shards of `--shard-mb`) with
+their catalog, and MDS shards of the same size holding each component's packed 2048-token
+sequences (wiki, code, web_de: one pass over its documents) for MosaicML. Every request goes
+through a `FlakyProxy` in this process (HEAD answers mended: `head_fixed_proxy`) that adds
+`--latency` seconds per request and limits all bodies together to `--bandwidth` bytes/s.
+Both tools get the same cache limit, a quarter of mixplane's shards, and shuffle a few shards
+at a time (mixplane `shuffle_window: 1`: two windows per component fit the cache; MosaicML
+`shuffle_block_size` of three shards' samples, since its default block spans the whole data
+and would re-download shards all the time).
+
+Tools, each measurement a fresh process with an empty cache folder (for mixplane an empty plan
+cache too, so its first batch includes copying the catalog and planning):
+- `mixplane`: `MixtureDataset(spec, prefetch=2)` through `torch_loader`, batches of 8;
+- `mosaic`: `StreamingDataset` over three remote `Stream`s (bench/.venvs/streaming);
+- `local`: mixplane over the same shards on local disk (the local figure);
+- `wire`: the shards fetched through the proxy in 16 MB ranged GETs, 4 at a time, as
+  mixplane's cache does (what the link delivers on this machine).
+
+Figures per run: time to first batch (cold), steady sequences/s over `--batches` batches after
+`--warmup`, bytes through the proxy per byte handed to the loop over that steady window (and
+over the whole run), peak bytes in the cache folder and in the part the limit governs (sampled
+every 50 ms). Every tool runs once per round and worker count, in an order that rotates;
+ratios are paired within a round. Goals: first batch < 2 s cold; steady MB/s >= 90% of the
+lower of the bandwidth and the local figure; >= 2x MosaicML. Results go to
+bench/results/loader-remote.json; the data (about 2 GB on disk) to bench/data/loader-remote.
+
+    python bench/loader/remote.py            # 5e8 tokens (1 GB), workers 0 and 2, 3 rounds
+    python bench/loader/remote.py --tokens 3e7 --shard-mb 2 --cache-fraction 0.5 \
+        --batches 600 --warmup 100 --rounds 1                     # quick check (1 minute)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(BENCH))
+
+from consume import add_run_options, consume, report  # noqa: E402
+from data import MEAN_TOKENS, SHARES, WEIGHTS, mixture_spec  # noqa: E402
+
+from bench.measure import measure, paired_ratios, rotated, spread  # noqa: E402
+from bench.peer_venv import ensure_venv  # noqa: E402
+
+TOOLS = ("mixplane", "mosaic", "local", "wire")
+MOSAIC_PACKAGES = ["torch==2.13.0", "mosaicml-streaming"]  # the local benchmark's venv
+BUCKET = "bench"
+CREDENTIALS = {"key": "testing", "secret": "testing", "client_kwargs": {"region_name": "us-east-1"}}
+RESULT = ROOT / "bench" / "results" / "loader-remote.json"
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def prepare(folder: Path, tokens: int, seq_len: int, shard_bytes: int) -> dict:
+    """mixplane's datasets and local catalog, and each component's packed sequences (for the
+    MDS shards); built once under `folder` and reused while the sizes match."""
+    import numpy as np
+
+    from mixplane.load import MixtureDataset
+    from mixplane.load.synthetic import write_catalog
+
+    stamp = folder / "_bench.json"
+    wanted = {"tokens": tokens, "seq_len": seq_len, "shard_bytes": shard_bytes, "format": 1}
+    if stamp.exists() and json.loads(stamp.read_text()) == wanted:
+        return json.loads((folder / "_prepared.json").read_text())
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    started = time.perf_counter()
+    datasets = {
+        name: {
+            "documents": int(tokens * share / MEAN_TOKENS),
+            "seed": seed,
+            "source": name,
+            "mean_tokens": MEAN_TOKENS,
+            "vocab_size": 50_000,
+            "shard_bytes": shard_bytes,
+        }
+        for seed, (name, share) in enumerate(SHARES.items())
+    }
+    catalog = folder / "catalog.duckdb"
+    write_catalog(str(folder), datasets, catalog=str(catalog))
+    prepared = {"generate_seconds": round(time.perf_counter() - started, 1), "sequences": {}}
+    spec = mixture_spec(catalog, seq_len) | {"cache_dir": str(folder / "cache")}
+    (folder / "packed").mkdir()
+    for name, component in spec["components"].items():
+        alone = spec | {"components": {name: component | {"weight": 1}}}
+        dataset = MixtureDataset(alone, dtype="uint16", boundaries="none")
+        count = int(dataset.resolved.lengths[0].sum()) // seq_len
+        packed = dataset.read_positions(np.arange(count))["input_ids"]
+        np.save(folder / "packed" / f"{name}.npy", packed)
+        prepared["sequences"][name] = count
+    shutil.rmtree(folder / "cache")
+    prepared["shard_bytes"] = {
+        name: sum(p.stat().st_size for p in (folder / name).glob("*.bin")) for name in SHARES
+    }
+    (folder / "_prepared.json").write_text(json.dumps(prepared))
+    stamp.write_text(json.dumps(wanted))
+    return prepared
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_s3() -> tuple[subprocess.Popen, str]:
+    """A moto S3 server on loopback in its own process (objects kept in memory)."""
+    port = free_port()
+    env = os.environ | {"MOTO_S3_DEFAULT_KEY_BUFFER_SIZE": str(1 << 31)}
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    server = subprocess.Popen(command, env=env, **quiet)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    server.kill()
+    raise RuntimeError("the moto S3 server did not start")
+
+
+def upload(folder: Path, endpoint: str) -> str:
+    """Put mixplane's datasets and the MDS folders on the server (directly, not through the
+    proxy), register the datasets under their s3 URLs; returns the remote catalog's URL."""
+    import s3fs
+
+    from mixplane.catalog import Catalog
+
+    options = {"endpoint_url": endpoint, **CREDENTIALS}
+    fs = s3fs.S3FileSystem(**options, skip_instance_cache=True)
+    fs.call_s3("create_bucket", Bucket=BUCKET)
+    for local, remote in [(folder / n, f"tokens/{n}") for n in SHARES] + [
+        (folder / "mds" / n, f"mds/{n}") for n in WEIGHTS
+    ]:
+        for path in sorted(local.rglob("*")):
+            if path.is_file():
+                fs.put_file(str(path), f"{BUCKET}/{remote}/{path.relative_to(local)}")
+    catalog = folder / "remote.duckdb"
+    catalog.unlink(missing_ok=True)
+    registry = Catalog(str(catalog), storage_options=options)
+    for name in SHARES:
+        registry.register(f"s3://{BUCKET}/tokens/{name}", name=name)
+    fs.put_file(str(catalog), f"{BUCKET}/catalog.duckdb")
+    return f"s3://{BUCKET}/catalog.duckdb"
+
+
+def head_fixed_proxy(endpoint: str, faults):
+    """A `FlakyProxy` whose HEAD answers keep the object's Content-Length.
+
+    Work-around: flaky_proxy.py answers every HEAD with `Content-Length: 0` (it sends the
+    length of the body it read, empty for a HEAD), so clients that size an object by HEAD
+    (s3fs `open` without a listing, boto3 `download_file`) see an empty object. Here a HEAD is
+    forwarded as is, with the same added latency.
+    """
+    import http.client
+    from http.server import ThreadingHTTPServer
+
+    from mixplane.io import flaky_proxy
+
+    class Handler(flaky_proxy._Handler):
+        def do_HEAD(self) -> None:  # noqa: N802
+            owner = self.owner
+            owner._count("requests")
+            time.sleep(owner.faults.latency)
+            headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+            upstream = http.client.HTTPConnection(*owner.upstream, timeout=60)
+            try:
+                upstream.request("HEAD", self.path, headers=headers | {"Host": endpoint[7:]})
+                response = upstream.getresponse()
+                response.read()
+            finally:
+                upstream.close()
+            self.send_response(response.status, response.reason)
+            for key, value in response.getheaders():
+                if key.lower() not in flaky_proxy.HOP_HEADERS:
+                    self.send_header(key, value)
+            self.end_headers()
+
+    class Proxy(flaky_proxy.FlakyProxy):
+        def start(self) -> str:
+            self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            self._server.daemon_threads = True
+            Handler.owner = self
+            threading.Thread(target=self._server.serve_forever, daemon=True).start()
+            return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    return Proxy(endpoint, faults)
+
+
+# -- measuring -------------------------------------------------------------------------------
+
+
+def folder_bytes(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):  # evicted while we looked
+                total += os.stat(os.path.join(root, name)).st_size
+    return total
+
+
+class Sampler:
+    """Every 50 ms: wall time, bytes the proxy has sent, bytes in the cache folder and in its
+    part that the limit governs (`shards`: mixplane's shard files, MosaicML's whole folder)."""
+
+    def __init__(self, proxy, cache: Path, shards: Path):
+        self.proxy, self.cache, self.shards, self.samples = proxy, cache, shards, []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.take()
+            time.sleep(0.05)
+
+    def take(self) -> None:
+        sent = self.proxy.counters["bytes"]
+        self.samples.append(
+            (time.time(), sent, folder_bytes(self.cache), folder_bytes(self.shards))
+        )
+
+    def __enter__(self) -> Sampler:
+        self.take()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.take()
+
+    def peak_mb(self, column: int) -> float:
+        return max(sample[column] for sample in self.samples) / 1e6
+
+    def sent_between(self, start: float, end: float) -> float:
+        import numpy as np
+
+        times, sent = (np.array([x[i] for x in self.samples], dtype=float) for i in (0, 1))
+        return float(np.interp(end, times, sent) - np.interp(start, times, sent))
+
+
+def command_for(tool: str, workers: int, run_dir: Path, setup: dict, args) -> tuple[list, dict]:
+    """The command line and environment of one measured run."""
+    options = ["--workers", str(workers), "--batch", str(args.batch), "--seq-len"]
+    options += [str(args.seq_len), "--batches", str(args.batches), "--warmup", str(args.warmup)]
+    env = os.environ | {"PYTHONWARNINGS": "ignore"}
+    cache = run_dir / "cache"
+    if tool == "mosaic":
+        env |= {
+            "S3_ENDPOINT_URL": setup["proxy"],
+            "AWS_ACCESS_KEY_ID": CREDENTIALS["key"],
+            "AWS_SECRET_ACCESS_KEY": CREDENTIALS["secret"],
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+        options += ["--remote", f"s3://{BUCKET}/mds", "--cache-limit", str(setup["cache_limit"])]
+        options += ["--shuffle-block", str(setup["shuffle_block"])]
+        runner = [setup["mosaic_python"], str(BENCH / "mosaic_remote_runner.py"), "run"]
+        return [*runner, str(cache), *options], env
+    storage = {"endpoint_url": setup["proxy"], **CREDENTIALS}
+    spec = mixture_spec(setup["folder"] / "catalog.duckdb", args.seq_len)
+    spec |= {"cache_dir": str(cache), "shuffle_window": args.shuffle_window}
+    if tool == "mixplane":
+        spec |= {"catalog": setup["catalog"], "storage_options": storage}
+        spec |= {"cache_limit": setup["cache_limit"]}
+    if tool == "wire":
+        spec = {"storage_options": storage, "bytes": setup["cache_limit"] * 2}
+    (run_dir / "spec.json").write_text(json.dumps(spec))
+    runner = [sys.executable, str(Path(__file__).resolve()), "run", tool]
+    return [*runner, str(run_dir / "spec.json"), *options], env
+
+
+def run_tool(tool: str, workers: int, setup: dict, args, proxy) -> dict:
+    """One measurement in a fresh process, with an empty cache folder."""
+    run_dir = setup["folder"] / "runs" / tool
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    command, env = command_for(tool, workers, run_dir, setup, args)
+    cache = run_dir / "cache"
+    before = proxy.counters["bytes"]
+    with Sampler(proxy, cache, cache / "shards" if tool == "mixplane" else cache) as sampler:
+        done = measure(command, env=env)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if done.returncode != 0 or line is None:
+        raise RuntimeError(f"{tool} with {workers} workers failed:\n{done.stderr[-3000:]}")
+    result = json.loads(line[len("RESULT ") :]) | {"peak_rss_mb": round(done.peak_rss_mb, 1)}
+    if tool not in ("mixplane", "mosaic"):
+        return result
+    result["proxy_mb"] = (proxy.counters["bytes"] - before) / 1e6
+    result["peak_cache_mb"], result["peak_shards_mb"] = sampler.peak_mb(2), sampler.peak_mb(3)
+    # Bytes through the link while the clock ran, per byte handed to the loop.
+    start = result["steady_end"] - result["steady_seconds"]
+    sent = sampler.sent_between(start, result["steady_end"])
+    result["link_mb_per_second"] = sent / 1e6 / result["steady_seconds"]
+    result["bytes_per_byte_steady"] = sent / (args.batches * args.batch * args.seq_len * 2)
+    consumed = (1 + args.warmup + args.batches) * args.batch * args.seq_len * 2
+    result["bytes_per_byte_run"] = result["proxy_mb"] * 1e6 / consumed
+    return result
+
+
+# -- runners (fresh processes) ---------------------------------------------------------------
+
+
+def runner(argv: list[str]) -> None:
+    """`remote.py run TOOL SPEC_JSON ...`: one measured run of mixplane, local or wire."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tool", choices=["mixplane", "local", "wire"])
+    add_run_options(parser)
+    args = parser.parse_args(argv)
+    spec = json.loads(args.data.read_text())
+    if args.tool == "wire":
+        report(wire(spec["storage_options"], spec["bytes"]))
+        return
+    import torch
+
+    from mixplane.load import MixtureDataset
+    from mixplane.load.torch_adapter import torch_loader
+
+    torch.set_num_threads(1)
+    made = {}
+
+    def make_loader():
+        made["dataset"] = MixtureDataset(spec, dtype="uint16", prefetch=2)
+        return torch_loader(made["dataset"], args.batch, num_workers=args.workers)
+
+    result = consume(make_loader, args.batches, args.warmup, args.batch, args.seq_len)
+    result["steady_end"] = time.time()
+    result["steady_seconds"] = args.batches * args.batch / result["samples_per_second"]
+    if args.tool == "mixplane" and args.workers == 0:  # the node cache of this process
+        result["cache_stats"] = made["dataset"].source.cache.stats()
+    report(result)
+
+
+def wire(storage_options: dict, total: int, chunk: int = 16 << 20, threads: int = 4) -> dict:
+    """Fetch shards through the link as mixplane's cache does, until `total` bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**storage_options, skip_instance_cache=True)
+    ranges, planned = [], 0
+    for path in sorted(fs.glob(f"{BUCKET}/tokens/*/*.bin")):
+        size = fs.size(path)
+        ranges += [(path, start, min(size, start + chunk)) for start in range(0, size, chunk)]
+        planned += size
+        if planned >= total:
+            break
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        got = sum(pool.map(lambda r: len(fs.cat_file(r[0], start=r[1], end=r[2])), ranges))
+    seconds = time.perf_counter() - started
+    return {"mb_per_second": got / seconds / 1e6, "seconds": seconds, "bytes": got}
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tokens", type=float, default=5e8)
+    parser.add_argument("--seq-len", type=int, default=2048)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--batches", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
+    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
+    parser.add_argument("--shard-mb", type=float, default=32)
+    parser.add_argument("--shuffle-window", type=int, default=1)
+    parser.add_argument("--cache-fraction", type=float, default=0.25)
+    parser.add_argument("--latency", type=float, default=0.02, help="seconds per request")
+    parser.add_argument("--bandwidth", type=float, default=200e6, help="bytes per second")
+    parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "loader-remote")
+    args = parser.parse_args()
+
+    from mixplane.io.flaky_proxy import Faults
+
+    tokens, shard_bytes = int(args.tokens), int(args.shard_mb * 1e6)
+    folder = (args.data / f"{tokens}").resolve()
+    prepared = prepare(folder, tokens, args.seq_len, shard_bytes)
+    print(f"data ready in {folder}: {json.dumps(prepared)}", file=sys.stderr)
+    needed = (1 + args.warmup + args.batches) * args.batch
+    if needed > sum(prepared["sequences"].values()):
+        raise SystemExit(f"{needed} sequences needed: raise --tokens or lower --batches")
+    setup = {"folder": folder}
+    setup["cache_limit"] = int(sum(prepared["shard_bytes"].values()) * args.cache_fraction)
+    setup["shuffle_block"] = 3 * (shard_bytes // (args.seq_len * 2))
+    if "mosaic" in args.tools:
+        setup["mosaic_python"] = ensure_venv("streaming", MOSAIC_PACKAGES)
+        build = [setup["mosaic_python"], str(BENCH / "mosaic_remote_runner.py"), "build"]
+        built = measure([*build, str(folder), "--shard-bytes", str(shard_bytes)])
+        if built.returncode != 0:
+            raise RuntimeError(f"MDS build failed:\n{built.stderr[-3000:]}")
+
+    server, endpoint = start_s3()
+    faults = Faults(latency=args.latency, bandwidth=args.bandwidth)
+    proxy = head_fixed_proxy(endpoint, faults)
+    try:
+        started = time.perf_counter()
+        setup["catalog"] = upload(folder, endpoint)
+        print(f"uploaded in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        setup["proxy"] = proxy.start()
+        runs: dict[str, list[dict]] = {}
+        order = []
+        for number in range(args.rounds):
+            for workers in args.workers:
+                tools = [t for t in args.tools if t != "wire" or workers == args.workers[0]]
+                order.append([f"{t}/{workers}" for t in rotated(tools, number)])
+                for tool in rotated(tools, number):
+                    run = run_tool(tool, workers, setup, args, proxy)
+                    runs.setdefault(f"{tool}/{workers}", []).append(run)
+                    print(f"{tool}/{workers} #{number}: {json.dumps(run)}", file=sys.stderr)
+    finally:
+        proxy.stop()
+        server.terminate()
+        server.wait()
+    write_results(args, prepared, setup, runs, order)
+
+
+def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) -> None:
+    keys = ("first_batch_seconds", "samples_per_second", "mb_per_second", "peak_rss_mb")
+    keys += ("peak_cache_mb", "peak_shards_mb", "proxy_mb", "link_mb_per_second")
+    keys += ("bytes_per_byte_steady",)
+    keys += ("bytes_per_byte_run",)
+    results = {
+        key: {k: spread([r[k] for r in measured]) for k in keys if k in measured[0]}
+        | {"runs": measured}
+        for key, measured in runs.items()
+    }
+    ratios, goals = {}, {}
+    bandwidth_mb = args.bandwidth / 1e6
+    for workers in args.workers:
+        measured = {
+            tool: runs[f"{tool}/{workers}"] for tool in TOOLS if f"{tool}/{workers}" in runs
+        }
+        rounds = [
+            {t: m[n]["mb_per_second"] for t, m in measured.items()} for n in range(args.rounds)
+        ]
+        for other in ("mosaic", "local"):
+            if paired := paired_ratios(rounds, "mixplane", other):
+                ratios[f"mixplane/{other}/{workers}"] = paired
+        if f"mixplane/{workers}" not in results:
+            continue
+        ours = results[f"mixplane/{workers}"]
+        local = results.get(f"local/{workers}", {}).get("mb_per_second", {}).get("median")
+        target = 0.9 * min(bandwidth_mb, local or bandwidth_mb)
+        goals[f"workers={workers}"] = {
+            "first_batch_under_2s": ours["first_batch_seconds"]["median"] < 2,
+            "steady_target_mb_per_second": round(target, 1),
+            "steady_at_least_90_percent": ours["mb_per_second"]["median"] >= target,
+            "at_least_2x_mosaic": ratios.get(f"mixplane/mosaic/{workers}", {}).get("median", 0)
+            >= 2,
+        }
+    output = {
+        "settings": vars(args) | {"data": str(args.data)},
+        "machine_cores": os.cpu_count(),
+        "cache_limit_bytes": setup["cache_limit"],
+        "mosaic_shuffle_block_size": setup["shuffle_block"],
+        "prepared": prepared,
+        "order": order,
+        "results": results,
+        "ratios": ratios,
+        "goals": goals,
+    }
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(output, indent=2, default=str).replace(f"{ROOT}/", ""))
+    print_table(results, ratios, goals)
+    print(f"written {RESULT}", file=sys.stderr)
+
+
+def print_table(results: dict, ratios: dict, goals: dict) -> None:
+    """Medians as a markdown table, then the paired ratios and the goals."""
+    print("| tool | workers | seq/s | MB/s | first batch (s) | link MB/s | link B per B read |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    formats = {"samples_per_second": ",.0f", "mb_per_second": ",.0f"}
+    formats |= {"first_batch_seconds": ".2f", "link_mb_per_second": ",.0f"}
+    formats |= {"bytes_per_byte_steady": ".2f"}
+    for key, value in results.items():
+        cells = [
+            format(value[name]["median"], spec) if name in value else "-"
+            for name, spec in formats.items()
+        ]
+        print(f"| {' | '.join(key.split('/'))} | " + " | ".join(cells) + " |")
+    for key, value in results.items():
+        if "peak_shards_mb" in value:
+            shards, folder = value["peak_shards_mb"]["max"], value["peak_cache_mb"]["max"]
+            print(f"{key}: peak cache {shards:,.0f} MB of shards, {folder:,.0f} MB in all")
+    for key, ratio in ratios.items():
+        print(f"{key}: {ratio['median']:.2f}x (rounds {ratio['min']:.2f}-{ratio['max']:.2f})")
+    print(json.dumps(goals, indent=2))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "run":
+        runner(sys.argv[2:])
+    else:
+        main()
