@@ -326,3 +326,14 @@ def test_the_readme_remote_mixture_as_written(stores, s3_server, tmp_path):
     local = dict(mixture(stores["local"], tmp_path / "local", {}), shuffle_window=1)
     assert np.array_equal(got, MixtureDataset(local).read_positions(np.arange(200))["input_ids"])
     assert dataset.source.cache.stats()["downloads"] > 0
+
+
+def test_the_proxy_passes_object_sizes_on_head(stores, s3_server):
+    """Clients that size an object by HEAD (boto3's downloads, s3fs without a listing) see
+    its real size through the proxy, and the same bytes."""
+    path = stores["shards"][0]
+    with FlakyProxy(s3_server["endpoint_url"], Faults(latency=0.001)) as url:
+        fs = s3fs.S3FileSystem(**through(url, s3_server), skip_instance_cache=True)
+        assert fs.info(path)["size"] == stores["shard_bytes"][path]
+        with fs.open(path, "rb") as handle:
+            assert handle.read() == stores["fs"].cat_file(path)

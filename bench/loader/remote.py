@@ -5,7 +5,7 @@ An S3 server (moto, in a subprocess) on loopback holds the data for both tools: 
 datasets wiki, code and web (written as data.py writes them, in shards of `--shard-mb`) with
 their catalog, and MDS shards of the same size holding each component's packed 2048-token
 sequences (wiki, code, web_de: one pass over its documents) for MosaicML. Every request goes
-through a `FlakyProxy` in this process (HEAD answers mended: `head_fixed_proxy`) that adds
+through a `FlakyProxy` in this process that adds
 `--latency` seconds per request and limits all bodies together to `--bandwidth` bytes/s.
 Both tools get the same cache limit, a quarter of mixplane's shards, and shuffle a few shards
 at a time (mixplane `shuffle_window: 1`: two windows per component fit the cache; MosaicML
@@ -161,49 +161,6 @@ def upload(folder: Path, endpoint: str) -> str:
         registry.register(f"s3://{BUCKET}/tokens/{name}", name=name)
     fs.put_file(str(catalog), f"{BUCKET}/catalog.duckdb")
     return f"s3://{BUCKET}/catalog.duckdb"
-
-
-def head_fixed_proxy(endpoint: str, faults):
-    """A `FlakyProxy` whose HEAD answers keep the object's Content-Length.
-
-    Work-around: flaky_proxy.py answers every HEAD with `Content-Length: 0` (it sends the
-    length of the body it read, empty for a HEAD), so clients that size an object by HEAD
-    (s3fs `open` without a listing, boto3 `download_file`) see an empty object. Here a HEAD is
-    forwarded as is, with the same added latency.
-    """
-    import http.client
-    from http.server import ThreadingHTTPServer
-
-    from mixplane.io import flaky_proxy
-
-    class Handler(flaky_proxy._Handler):
-        def do_HEAD(self) -> None:  # noqa: N802
-            owner = self.owner
-            owner._count("requests")
-            time.sleep(owner.faults.latency)
-            headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-            upstream = http.client.HTTPConnection(*owner.upstream, timeout=60)
-            try:
-                upstream.request("HEAD", self.path, headers=headers | {"Host": endpoint[7:]})
-                response = upstream.getresponse()
-                response.read()
-            finally:
-                upstream.close()
-            self.send_response(response.status, response.reason)
-            for key, value in response.getheaders():
-                if key.lower() not in flaky_proxy.HOP_HEADERS:
-                    self.send_header(key, value)
-            self.end_headers()
-
-    class Proxy(flaky_proxy.FlakyProxy):
-        def start(self) -> str:
-            self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-            self._server.daemon_threads = True
-            Handler.owner = self
-            threading.Thread(target=self._server.serve_forever, daemon=True).start()
-            return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    return Proxy(endpoint, faults)
 
 
 # -- measuring -------------------------------------------------------------------------------
@@ -392,7 +349,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "loader-remote")
     args = parser.parse_args()
 
-    from mixplane.io.flaky_proxy import Faults
+    from mixplane.io.flaky_proxy import Faults, FlakyProxy
 
     tokens, shard_bytes = int(args.tokens), int(args.shard_mb * 1e6)
     folder = (args.data / f"{tokens}").resolve()
@@ -413,7 +370,7 @@ def main() -> None:
 
     server, endpoint = start_s3()
     faults = Faults(latency=args.latency, bandwidth=args.bandwidth)
-    proxy = head_fixed_proxy(endpoint, faults)
+    proxy = FlakyProxy(endpoint, faults)
     try:
         started = time.perf_counter()
         setup["catalog"] = upload(folder, endpoint)

@@ -168,12 +168,14 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             upstream.close()
         self.send_response(response.status, response.reason)
+        head = self.command == "HEAD"  # its Content-Length is the object's: passed through
         for key, value in response.getheaders():
-            if key.lower() not in HOP_HEADERS and key.lower() != "content-length":
+            if key.lower() not in HOP_HEADERS and (head or key.lower() != "content-length"):
                 self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
+        if not head:
+            self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        if self.command == "HEAD":
+        if head:
             return
         if fault == "flip" and data:
             middle = len(data) // 2
