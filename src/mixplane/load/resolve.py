@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 import orjson
@@ -35,6 +37,9 @@ from mixplane.load.resolved import ResolvedMixture
 from mixplane.load.source import TokenSource
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
+
+T = TypeVar("T")
+REMOTE_READS_IN_FLIGHT = 16  # shards' token counts read side by side from object storage
 
 EVERYTHING = "TRUE"
 
@@ -114,7 +119,11 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
         stored = source.stored_lengths(number)
         return stored + appended[number], np.cumsum(stored) - stored
 
-    lengths, starts = _per_document(selected, len(shards), of_shard)
+    if source.remote.any():  # each read is a round trip: many in flight, used in order
+        ahead = _in_order(of_shard, range(len(shards)), REMOTE_READS_IN_FLIGHT)
+        lengths, starts = _per_document(selected, len(shards), lambda n: _take(ahead, n))
+    else:
+        lengths, starts = _per_document(selected, len(shards), of_shard)
     fingerprint = _fingerprint(spec, infos)
     return ResolvedMixture(
         spec, tree, shards, selected, lengths, starts, appended, eos_id, infos, fingerprint
@@ -188,6 +197,30 @@ def _per_document(
             lengths[c][targets] = whole[0][sources]
             starts[c][targets] = whole[1][sources]
     return lengths, starts
+
+
+def _in_order(
+    function: Callable[[int], T], numbers: Iterable[int], depth: int
+) -> Iterator[tuple[int, T]]:
+    """`(n, function(n))` for each n in order, computed up to `depth` ahead in threads."""
+    with ThreadPoolExecutor(depth) as pool:
+        pending: deque[tuple[int, Future]] = deque()
+        for number in numbers:
+            pending.append((number, pool.submit(function, number)))
+            if len(pending) >= depth:
+                first, future = pending.popleft()
+                yield first, future.result()
+        while pending:
+            first, future = pending.popleft()
+            yield first, future.result()
+
+
+def _take(ahead: Iterator[tuple[int, T]], number: int) -> T:
+    """The value for `number` from `_in_order` (numbers asked for in increasing order)."""
+    for found, value in ahead:
+        if found == number:
+            return value
+    raise KeyError(number)
 
 
 def _shared_shards(selected: list[DocumentRanges]):
