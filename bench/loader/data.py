@@ -60,16 +60,7 @@ def prepare(folder: Path, tokens: int, seq_len: int, sequences: int) -> dict:
             path = folder / child
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(True)
         started = time.perf_counter()
-        datasets = {
-            name: {
-                "documents": int(tokens * share / MEAN_TOKENS),
-                "seed": seed,
-                "source": name,
-                "mean_tokens": MEAN_TOKENS,
-                "vocab_size": 50_000,
-            }
-            for seed, (name, share) in enumerate(SHARES.items())
-        }
+        datasets = dataset_settings(tokens)
         write_catalog(str(folder), datasets, catalog=str(catalog))
         timings["generate_seconds"] = time.perf_counter() - started
         mixture.write_text(yaml.safe_dump(mixture_spec(catalog, seq_len), sort_keys=False))
@@ -78,6 +69,21 @@ def prepare(folder: Path, tokens: int, seq_len: int, sequences: int) -> dict:
         timings["pack_seconds"] = time.perf_counter() - started
         stamp.write_text(json.dumps(wanted))
     return {"catalog": str(catalog), "mixture": str(mixture), **timings}
+
+
+def dataset_settings(tokens: float, **extra) -> dict[str, dict]:
+    """`write_catalog` settings of the benchmark's datasets for `tokens` tokens in all."""
+    return {
+        name: {
+            "documents": int(tokens * share / MEAN_TOKENS),
+            "seed": seed,
+            "source": name,
+            "mean_tokens": MEAN_TOKENS,
+            "vocab_size": 50_000,
+            **extra,
+        }
+        for seed, (name, share) in enumerate(SHARES.items())
+    }
 
 
 def pack(mixture: Path, out: Path, sequences: int) -> None:

@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
 from consume import add_run_options, consume, report  # noqa: E402
-from data import MEAN_TOKENS, SHARES, WEIGHTS, mixture_spec  # noqa: E402
+from data import SHARES, WEIGHTS, dataset_settings, mixture_spec  # noqa: E402
 
 from bench.measure import measure, paired_ratios, rotated, spread  # noqa: E402
 from bench.peer_venv import ensure_venv  # noqa: E402
@@ -83,17 +83,7 @@ def prepare(folder: Path, tokens: int, seq_len: int, shard_bytes: int) -> dict:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     started = time.perf_counter()
-    datasets = {
-        name: {
-            "documents": int(tokens * share / MEAN_TOKENS),
-            "seed": seed,
-            "source": name,
-            "mean_tokens": MEAN_TOKENS,
-            "vocab_size": 50_000,
-            "shard_bytes": shard_bytes,
-        }
-        for seed, (name, share) in enumerate(SHARES.items())
-    }
+    datasets = dataset_settings(tokens, shard_bytes=shard_bytes)
     catalog = folder / "catalog.duckdb"
     write_catalog(str(folder), datasets, catalog=str(catalog))
     prepared = {"generate_seconds": round(time.perf_counter() - started, 1), "sequences": {}}

@@ -17,16 +17,16 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 
 from mixplane.io.atomic import atomic_open, write_bytes
+from mixplane.io.locks import locked
 from mixplane.load.cache import cache_root
 from mixplane.load.ranges import DocumentRanges, ShardKey
 from mixplane.load.resolved import ResolvedMixture
@@ -131,22 +131,6 @@ class PresummedRanges(DocumentRanges):
         values = {"shards": shards, "shard": shard, "start": start, "end": end, "bases": bases}
         for name, value in values.items():
             object.__setattr__(self, name, value)  # frozen, as its parent
-
-
-@contextlib.contextmanager
-def locked(path: str, wait: bool = True) -> Iterator[bool]:
-    """Hold an exclusive lock on file `path` (made if missing); yields False when `wait` is
-    off and another process holds it. The kernel releases it if the process dies."""
-    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(handle)  # closing releases the lock
 
 
 Order = tuple[np.ndarray, np.ndarray]

@@ -23,13 +23,13 @@ import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError, InputError, MixplaneError
+from mixplane.io.locks import locked
 from mixplane.load import ranges as iv
 from mixplane.load.cache import local_copy
 from mixplane.load.plan_cache import (
     PresummedRanges,
     entry_folder,
     load_resolved,
-    locked,
     save_resolved,
 )
 from mixplane.load.ranges import DocumentRanges, ShardKey

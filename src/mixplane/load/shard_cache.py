@@ -35,7 +35,8 @@ from typing import Any
 
 import xxhash
 
-from mixplane.errors import ConfigError, InputError, MixplaneError
+from mixplane.errors import ConfigError, MixplaneError
+from mixplane.io.locks import locked, try_lock
 from mixplane.io.retry import CorruptRead, Retry
 from mixplane.io.sizes import parse_size, size_text
 from mixplane.io.urls import url_filesystem
@@ -226,7 +227,7 @@ class ShardCache:
         room only by evicting files needed later than that rank (a prefetch's own rank)."""
         target = self.path(file.url)
         while True:
-            waited = not _try_lock(lock, fcntl.LOCK_SH)  # a download of it is under way
+            waited = not try_lock(lock, fcntl.LOCK_SH)  # a download of it is under way
             if waited:
                 fcntl.flock(lock, fcntl.LOCK_SH)
             if _complete(target, file.size):
@@ -240,7 +241,7 @@ class ShardCache:
             fcntl.flock(lock, fcntl.LOCK_UN)
             if pin:
                 self._count("misses")  # the reader waits for this file
-            if not _try_lock(lock, fcntl.LOCK_EX):  # another process is downloading it
+            if not try_lock(lock, fcntl.LOCK_EX):  # another process is downloading it
                 self._count("waited")
                 fcntl.flock(lock, fcntl.LOCK_EX)
             try:
@@ -308,7 +309,7 @@ class ShardCache:
             )
         deadline = time.monotonic() + self.wait_seconds
         while True:
-            with _Locked(os.path.join(self.root, ".lock")):
+            with locked(os.path.join(self.root, ".lock")):
                 if self._make_room(file.size, before):
                     with open(partial, "wb") as handle:
                         _allocate(handle.fileno(), file.size)
@@ -353,7 +354,7 @@ class ShardCache:
         """A `.partial` whose lock nobody holds was left by a killed download: remove it."""
         lock = os.open(stem + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if not _try_lock(lock, fcntl.LOCK_EX):
+            if not try_lock(lock, fcntl.LOCK_EX):
                 return False
             with contextlib.suppress(FileNotFoundError):
                 os.remove(partial)
@@ -386,7 +387,7 @@ class ShardCache:
         """Remove a cached file unless some process has it pinned or is writing it."""
         lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if not _try_lock(lock, fcntl.LOCK_EX):
+            if not try_lock(lock, fcntl.LOCK_EX):
                 return False
             try:
                 os.remove(path)
@@ -408,29 +409,6 @@ class ShardCache:
 
 class _NoRoom(Exception):
     """A prefetch found no room without evicting something needed sooner."""
-
-
-class _Locked:
-    """An exclusive flock on a file for the duration of a `with`."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def __enter__(self) -> _Locked:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
-
-
-def _try_lock(fd: int, kind: int) -> bool:
-    try:
-        fcntl.flock(fd, kind | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
 
 
 def _complete(path: str, size: int) -> bool:
@@ -455,11 +433,3 @@ def _read_range(fs, path: str, start: int, end: int) -> bytes:
     if len(data) != end - start:
         raise CorruptRead(f"bytes {start}-{end}: {len(data)} arrived instead of {end - start}")
     return data
-
-
-def remote_file(url: str, manifest: dict[str, Any], name: str) -> RemoteFile:
-    """The `RemoteFile` of output `name` of a dataset's manifest."""
-    for output in manifest.get("outputs", []):
-        if output.get("path") == name:
-            return RemoteFile(url, int(output["size"]), output["hash"])
-    raise InputError(f"{url}: its dataset's manifest lists no {name}")

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from mixplane.errors import ConfigError
+from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.retry import Retry
 from mixplane.io.sizes import size_text
 from mixplane.load.cache import cache_root
 from mixplane.load.ranges import ShardKey
-from mixplane.load.shard_cache import RemoteFile, ShardCache, remote_file
+from mixplane.load.shard_cache import RemoteFile, ShardCache
 from mixplane.store.dataset import TokenizedDataset
 from mixplane.store.format import BIN
 from mixplane.store.reader import ShardReader
@@ -65,6 +65,9 @@ class TokenSource:
         self._pins = np.zeros(len(self.shards), dtype=np.int64)  # planned blocks using each
         self._kept = np.zeros(len(self.shards), dtype=bool)  # mapped for good once opened
         self._datasets: dict[str, TokenizedDataset] = {}
+        self._outputs: dict[str, dict[str, dict[str, Any]]] = {}  # per dataset, by file name
+        self._files: dict[int, RemoteFile] = {}
+        self._urls: list[str] | None = None
         self._cache: ShardCache | None = None
         self._lock = threading.RLock()
 
@@ -129,12 +132,25 @@ class TokenSource:
 
     def remote_urls(self) -> list[str]:
         """The token files of every remote shard."""
-        return [self.remote_url(number) for number in np.flatnonzero(self.remote).tolist()]
+        if self._urls is None:
+            self._urls = [self.remote_url(n) for n in np.flatnonzero(self.remote).tolist()]
+        return self._urls
 
     def remote_file(self, number: int) -> RemoteFile:
-        """A remote shard's token file, with the size and hash its manifest gives."""
-        uri, stem = self.shards[number]
-        return remote_file(join_url(uri, stem + BIN), self._dataset(uri).manifest, stem + BIN)
+        """A remote shard's token file, with the size and hash its manifest gives (looked up
+        once: the forecast asks for it at every block)."""
+        found = self._files.get(number)
+        if found is None:
+            uri, stem = self.shards[number]
+            if uri not in self._outputs:
+                outputs = self._dataset(uri).manifest.get("outputs", [])
+                self._outputs[uri] = {output["path"]: output for output in outputs}
+            output = self._outputs[uri].get(stem + BIN)
+            if output is None:
+                raise InputError(f"{uri}: its manifest lists no {stem + BIN}")
+            found = RemoteFile(self.remote_url(number), int(output["size"]), output["hash"])
+            self._files[number] = found
+        return found
 
     def reader(self, number: int) -> ShardReader:
         found = self._readers.get(number)
