@@ -17,6 +17,7 @@ from mixplane import run_pipeline
 from mixplane.errors import ConfigError, InputError
 from mixplane.manifest import read_json
 from mixplane.store import ShardReader, TokenizedDataset
+from mixplane.store.checksums import UnitSums, shard_sums
 from mixplane.tokenize import load_tokenizer, tokenize_dataset
 
 LANGUAGES = ["en", "de", "zh", "ja", "ar"]
@@ -118,8 +119,14 @@ def test_manifest_describes_shards_tokenizer_and_parents(workspace: Path, tmp_pa
     ]
     assert [s["documents"] for s in manifest["shards"]] == [120, 160, 200]
     for shard in manifest["shards"]:
-        assert set(shard["files"]) == {"bin", "idx", "meta"}
+        assert set(shard["files"]) == {"bin", "idx", "meta", "sums"}
         assert all(f["hash"].startswith("xxh3_128:") for f in shard["files"].values())
+        # The range checksums are those of the shard's documents as written.
+        reader = ShardReader(out / shard["name"])
+        written = UnitSums.decode((out / (shard["name"] + ".sums")).read_bytes(), "sums")
+        expected = shard_sums(np.asarray(reader.tokens), reader.lengths())
+        assert np.array_equal(written.starts, expected.starts)
+        assert np.array_equal(written.hashes, expected.hashes)
     assert len(manifest["inputs"]) == 3 and all("fingerprint" in i for i in manifest["inputs"])
     stats = json.loads((out / "_stats.json").read_text())
     assert stats["documents"] == 480 and stats["tokens"] == manifest["totals"]["tokens"]

@@ -63,7 +63,8 @@ class PlannedBlock:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
         tokens = self.arrays["input_ids"]
         try:
-            copy_pieces(tokens, self.source.arrays, self.shard, self.first, self.take, self.target)
+            sources, shard, first = self.source.piece_sources(self.shard, self.first, self.take)
+            copy_pieces(tokens, sources, shard, first, self.take, self.target)
         finally:
             self.release()
         if len(self.eos_at):

@@ -55,4 +55,5 @@ class ResolvedMixture:
             spec.cache_dir,
             cache_limit(spec.cache_limit),
             working_sets=[(self.shards_of(c), at_once) for c in range(len(self.ranges))],
+            cache_mode=spec.cache,
         )

@@ -25,10 +25,11 @@ from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.retry import Retry
 from mixplane.io.sizes import size_text
 from mixplane.load.cache import cache_root
+from mixplane.load.range_reads import RangeReader
 from mixplane.load.ranges import ShardKey
 from mixplane.load.shard_cache import RemoteFile, ShardCache
 from mixplane.store.dataset import TokenizedDataset
-from mixplane.store.format import BIN
+from mixplane.store.format import BIN, SUMS
 from mixplane.store.reader import ShardReader
 
 
@@ -45,6 +46,7 @@ class TokenSource:
         cache_limit: int | None = None,
         retry: Retry | None = None,
         working_sets: Sequence[tuple[np.ndarray, int | None]] = (),
+        cache_mode: str = "shards",
     ):
         self.shards = tuple(shards)
         self.eos_id = eos_id
@@ -55,6 +57,8 @@ class TokenSource:
         self.retry = retry or Retry()
         # Per component: its shards, and how many it reads at once (None: all of them).
         self.working_sets = tuple(working_sets)
+        # "shards": remote shards are cached whole; "ranges": only the pieces read are fetched.
+        self.cache_mode = cache_mode
         self.remote = np.array([not is_local(uri) for uri, _ in self.shards], dtype=bool)
         self._reset()
 
@@ -69,11 +73,12 @@ class TokenSource:
         self._files: dict[int, RemoteFile] = {}
         self._urls: list[str] | None = None
         self._cache: ShardCache | None = None
+        self._ranges: RangeReader | None = None
         self._lock = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
-                "retry", "working_sets", "remote")  # fmt: skip
+                "retry", "working_sets", "cache_mode", "remote")  # fmt: skip
         return {key: self.__dict__[key] for key in keep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -85,15 +90,48 @@ class TokenSource:
         """The machine's cache of remote shards (made on first use, after checking that the
         limit holds every shard the mixture reads)."""
         if self._cache is None:
-            if self.cache_limit is not None:
+            if self.cache_limit is not None and self.cache_mode == "shards":
                 self._check_room()
             self._cache = ShardCache(
                 cache_root(self.cache_dir), self.cache_limit, self.storage_options, self.retry
             )
             # Keep every shard of the mixture before the files of other mixtures that share
             # the machine's cache (a `Forecast` refines this as the reader goes).
-            self._cache.plan(dict.fromkeys(self.remote_urls(), 0))
+            urls = self.remote_urls()
+            if self.cache_mode == "ranges":
+                urls = [url[: -len(BIN)] + SUMS for url in urls]
+            self._cache.plan(dict.fromkeys(urls, 0))
         return self._cache
+
+    @property
+    def ranges(self) -> RangeReader:
+        """Fetches the pieces of remote shards read with `cache: ranges`."""
+        with self._lock:
+            if self._ranges is None:
+                self._ranges = RangeReader(self)
+            return self._ranges
+
+    def piece_sources(
+        self, shard: np.ndarray, first: np.ndarray, take: np.ndarray
+    ) -> tuple[list[Any], np.ndarray, np.ndarray]:
+        """What `copy_pieces` reads pieces `[first, first + take)` of `shard` from: the
+        opened shards, and with `cache: ranges` the fetched ranges of remote ones (with the
+        pieces' indices moved to them)."""
+        if self.cache_mode == "ranges" and self.remote.any():
+            return self.ranges.read(shard, first, take)
+        return self._arrays, shard, first
+
+    def stats(self) -> dict[str, Any]:
+        """What this process fetched: the cache's counters (and the ranges' with
+        `cache: ranges`), retries, and bytes downloaded per byte of tokens read."""
+        out = self.cache.stats() if self.remote.any() else {}
+        if self._ranges is not None:
+            ranges = dict(self._ranges.counters)
+            out["ranges"] = ranges
+            if ranges["consumed_bytes"]:
+                downloaded = ranges["bytes"] + out["downloaded_bytes"]
+                out["downloaded_per_consumed"] = downloaded / ranges["consumed_bytes"]
+        return out
 
     def _check_room(self) -> None:
         """Refuse, before reading, a limit that cannot hold the shards a reader needs at
@@ -142,15 +180,24 @@ class TokenSource:
         found = self._files.get(number)
         if found is None:
             uri, stem = self.shards[number]
-            if uri not in self._outputs:
-                outputs = self._dataset(uri).manifest.get("outputs", [])
-                self._outputs[uri] = {output["path"]: output for output in outputs}
-            output = self._outputs[uri].get(stem + BIN)
+            output = self.manifest_entry(uri, stem + BIN)
             if output is None:
                 raise InputError(f"{uri}: its manifest lists no {stem + BIN}")
             found = RemoteFile(self.remote_url(number), int(output["size"]), output["hash"])
             self._files[number] = found
         return found
+
+    def manifest_entry(self, uri: str, name: str) -> dict[str, Any] | None:
+        """The manifest's output entry (path, size, hash) of a dataset's file, if listed."""
+        with self._lock:
+            if uri not in self._outputs:
+                outputs = self._dataset(uri).manifest.get("outputs", [])
+                self._outputs[uri] = {output["path"]: output for output in outputs}
+        return self._outputs[uri].get(name)
+
+    def stored_dtype(self, number: int) -> np.dtype:
+        """The token type a shard is stored in (uint16 or uint32)."""
+        return self._dataset(self.shards[number][0]).dtype
 
     def reader(self, number: int) -> ShardReader:
         found = self._readers.get(number)
@@ -254,6 +301,8 @@ class TokenSource:
         pinned = numbers[self.remote[numbers]]
         for number in numbers[~self.remote[numbers]].tolist():
             self.tokens(number)
+        if self.cache_mode == "ranges":
+            return _NONE  # remote pieces are fetched when the block is filled
         for number in pinned.tolist():
             self._pin(number)
         return pinned
@@ -265,6 +314,8 @@ class TokenSource:
             self._opened[:] = False
             self._pins[:] = 0
             self._kept[:] = False
+            if self._ranges is not None:
+                self._ranges.close()
             if self._cache is not None:
                 self._cache.close()
 

@@ -55,7 +55,9 @@ class Stream:
         source = context.source
         self._forecast = (
             Forecast(context, self.block_positions)
-            if source.cache_limit is not None and source.remote.any()
+            if source.cache_limit is not None
+            and source.remote.any()
+            and source.cache_mode == "shards"
             else None
         )
         self.restart()

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.manifest import write_manifest
-from mixplane.store.format import FORMAT_NAME, FORMAT_VERSION, token_dtype
+from mixplane.store.format import FILE_SUFFIXES, FORMAT_NAME, FORMAT_VERSION, token_dtype
 from mixplane.store.writer import TaskShardWriter
 
 LANGUAGES = ("en", "de", "fr", "es")
@@ -74,7 +74,7 @@ def write_token_dataset(
     outputs = [
         {"path": record["name"] + suffix, **record["files"][key]}
         for record in records
-        for key, suffix in (("bin", ".bin"), ("idx", ".idx"), ("meta", ".meta.parquet"))
+        for key, suffix in FILE_SUFFIXES.items()
     ]
     tokens_total = sum(record["tokens"] for record in records)
     write_bytes(join_url(folder, "_stats.json"), b"{}", storage_options)

@@ -186,6 +186,13 @@ class MixtureSpec(BaseModel):
         description="most bytes of remote shards the machine's cache holds (200GB, 512MiB; "
         "default $MIXPLANE_CACHE_LIMIT, else no limit)",
     )
+    cache: Literal["shards", "ranges"] = Field(
+        "shards",
+        description="how remote shards are read: shards (copied whole into the machine's "
+        "cache, read from there) or ranges (only the bytes of the document pieces read, "
+        "fetched in ranged requests and checked against the shards' .sums; for shards too "
+        "big or too many to cache whole)",
+    )
     storage_options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("components")
@@ -241,7 +248,7 @@ class MixtureSpec(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the stream (not where files are cached)."""
-        local = {"cache_dir", "cache_limit", "storage_options"}
+        local = {"cache", "cache_dir", "cache_limit", "storage_options"}
         decisive = self.model_dump(mode="json", exclude=local)
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

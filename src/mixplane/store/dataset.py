@@ -17,7 +17,7 @@ from mixplane.errors import InputError, MixplaneError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.urls import url_filesystem
 from mixplane.manifest import MANIFEST, file_digest, read_json
-from mixplane.store.format import BIN, FORMAT_NAME, FORMAT_VERSION, IDX, META
+from mixplane.store.format import BIN, FILE_SUFFIXES, FORMAT_NAME, FORMAT_VERSION, IDX, META
 from mixplane.store.reader import ShardReader, verify_files
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "mixplane", "shards")
@@ -150,9 +150,11 @@ class TokenizedDataset:
 
         Raises `MixplaneError` naming the first shard whose content changed.
         """
-        for name in self.shard_names:
-            for suffix in (BIN, IDX, META):
-                self.local_file(name + suffix)
+        for record in self.shards:
+            name = record["name"]
+            for key, suffix in FILE_SUFFIXES.items():
+                if key in record["files"]:
+                    self.local_file(name + suffix)
             stem = self._local_stem(name)
             verify_files(stem, self.manifest)
             ShardReader(stem).check_offsets()

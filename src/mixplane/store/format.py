@@ -31,8 +31,11 @@ OFFSET_DTYPE = np.dtype("<u8")
 DTYPES: dict[int, np.dtype] = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 UINT16_VOCAB_LIMIT = 1 << 16
 
-BIN, IDX, META = ".bin", ".idx", ".meta.parquet"
-SUFFIXES = (BIN, IDX, META)
+BIN, IDX, META, SUMS = ".bin", ".idx", ".meta.parquet", ".sums"
+SUFFIXES = (BIN, IDX, META, SUMS)
+# The manifest's key for each file of a shard (`.sums`: see `store.checksums`; datasets
+# tokenized before it existed have none).
+FILE_SUFFIXES = {"bin": BIN, "idx": IDX, "meta": META, "sums": SUMS}
 _STEM = re.compile(r"^shard-(\d{5,})-(\d{3,})$")
 
 

@@ -16,6 +16,7 @@ from mixplane.errors import MixplaneError
 from mixplane.manifest import MANIFEST, file_digest, read_json
 from mixplane.store.format import (
     BIN,
+    FILE_SUFFIXES,
     HEADER_SIZE,
     IDX,
     META,
@@ -23,8 +24,6 @@ from mixplane.store.format import (
     decode_header,
     strip_suffix,
 )
-
-_VERIFIED_FILES = (("bin", BIN), ("idx", IDX), ("meta", META))
 
 
 class ShardReader:
@@ -87,7 +86,7 @@ class ShardReader:
         return pq.read_table(self.meta_path, columns=columns)
 
     def verify(self, manifest: dict[str, Any] | None = None) -> None:
-        """Recompute the three files' hashes and compare them with the manifest's.
+        """Recompute the files' hashes and compare them with the manifest's.
 
         `manifest` defaults to the `_manifest.json` beside the shard. Raises
         `MixplaneError` naming the shard and the file whose content changed.
@@ -107,7 +106,7 @@ class ShardReader:
 
 
 def verify_files(stem: str, manifest: dict[str, Any]) -> None:
-    """Compare the hashes of a shard's three files with the manifest's, before parsing them.
+    """Compare the hashes of a shard's files with the manifest's, before parsing them.
 
     Raises `MixplaneError` naming the shard and the first file whose content changed.
     """
@@ -115,8 +114,10 @@ def verify_files(stem: str, manifest: dict[str, Any]) -> None:
     record = next((s for s in manifest.get("shards", []) if s["name"] == name), None)
     if record is None:
         raise MixplaneError(f"shard {name}: not listed in the dataset's manifest")
-    for key, suffix in _VERIFIED_FILES:
-        expected = record["files"][key]
+    for key, suffix in FILE_SUFFIXES.items():
+        expected = record["files"].get(key)
+        if expected is None and key == "sums":
+            continue  # written before shards had range checksums
         if not os.path.exists(stem + suffix):
             raise MixplaneError(f"shard {name}: {name}{suffix} is missing")
         size, digest = file_digest(stem + suffix)

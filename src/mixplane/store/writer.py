@@ -21,7 +21,8 @@ from mixplane.io.atomic import is_local, join_url, local_path, write_bytes
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import ParquetTableWriter
 from mixplane.manifest import file_digest
-from mixplane.store.format import BIN, IDX, META, OFFSET_DTYPE, encode_index, shard_stem
+from mixplane.store.checksums import UNIT_TOKENS, UnitSums, hash_units, unit_starts
+from mixplane.store.format import BIN, IDX, META, OFFSET_DTYPE, SUMS, encode_index, shard_stem
 
 META_ROW_GROUP = 65_536
 EMPTY_META = pa.schema([("id", pa.string()), ("n_tokens", pa.int64()), ("source", pa.string())])
@@ -149,6 +150,8 @@ class _OpenShard:
         self.bytes = 0
         self.documents = 0
         self._lengths: list[np.ndarray] = []
+        self._unit_starts: list[np.ndarray] = []  # of each write, in shard tokens
+        self._unit_hashes: list[np.ndarray] = []
         self._bin_url = join_url(folder, name + BIN)
         self._bin_hash = xxhash.xxh3_128()
         self._staged = _stage_path(self._bin_url)
@@ -163,6 +166,9 @@ class _OpenShard:
         data = np.ascontiguousarray(tokens, dtype=self.dtype.newbyteorder("<")).tobytes()
         self._bin.write(data)
         self._bin_hash.update(data)
+        starts = unit_starts(lengths, UNIT_TOKENS)
+        self._unit_hashes.append(hash_units(data, starts, self.dtype.itemsize))
+        self._unit_starts.append(starts[:-1] + np.uint64(self.bytes // self.dtype.itemsize))
         self.bytes += len(data)
         self.documents += len(lengths)
         self._lengths.append(lengths)
@@ -204,6 +210,12 @@ class _OpenShard:
         np.cumsum(lengths, out=offsets[1:])
         index = encode_index(self.dtype, offsets)
         write_bytes(join_url(self.folder, self.name + IDX), index, self.storage_options)
+        sums = UnitSums(
+            UNIT_TOKENS,
+            np.concatenate([*self._unit_starts, offsets[-1:]]),
+            np.concatenate([np.zeros(0, np.uint64), *self._unit_hashes]),
+        ).encode()
+        write_bytes(join_url(self.folder, self.name + SUMS), sums, self.storage_options)
         if self._meta_pending:
             self._flush_meta(self._meta_pending)
         self._meta.close(EMPTY_META)
@@ -213,6 +225,7 @@ class _OpenShard:
             "bin": {"size": self.bytes, "hash": f"xxh3_128:{self._bin_hash.hexdigest()}"},
             "idx": {"size": len(index), "hash": f"xxh3_128:{xxhash.xxh3_128_hexdigest(index)}"},
             "meta": {"size": meta_size, "hash": meta_hash},
+            "sums": {"size": len(sums), "hash": f"xxh3_128:{xxhash.xxh3_128_hexdigest(sums)}"},
         }
         tokens = int(offsets[-1])
         return ShardRecord(self.name, self.documents, tokens, files)

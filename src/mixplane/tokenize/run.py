@@ -21,12 +21,10 @@ import xxhash
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.manifest import find_parent_manifests, write_manifest
 from mixplane.process.executors import ExecutorSettings, execute
-from mixplane.store.format import FORMAT_NAME, FORMAT_VERSION, token_dtype
+from mixplane.store.format import FILE_SUFFIXES, FORMAT_NAME, FORMAT_VERSION, token_dtype
 from mixplane.tokenize.config import TokenizeConfig
 from mixplane.tokenize.inputs import find_input_files
 from mixplane.tokenize.task import TokenizeContext, TokenizeTask, run_tokenize_task, task_tokenizer
-
-_FILE_SUFFIXES = {"bin": ".bin", "idx": ".idx", "meta": ".meta.parquet"}
 
 
 @dataclass
@@ -77,7 +75,9 @@ def tokenize_dataset(
         outputs.append({"path": saved.file_name, "size": len(saved.content), "hash": digest})
     shards = [shard for result in results for shard in result["shards"]]
     for shard in shards:
-        for key, suffix in _FILE_SUFFIXES.items():
+        for key, suffix in FILE_SUFFIXES.items():
+            if key not in shard["files"]:  # a shard written before `.sums` existed
+                continue
             file = shard["files"][key]
             path = shard["name"] + suffix
             outputs.append({"path": path, "size": file["size"], "hash": file["hash"]})
