@@ -122,7 +122,7 @@ class Retry:
         """`operation()`, retried on transient failures; after the last attempt (or a
         permanent failure) an `InputError` naming `what` and the last problem."""
         for attempt in range(self.attempts):
-            self._count("attempts")
+            self.count("attempts")
             try:
                 return operation()
             except Exception as error:  # noqa: BLE001 - classified just below
@@ -135,11 +135,11 @@ class Retry:
                         f"{what}: {error or describe(error)} "
                         f"(gave up after {self.attempts} attempts)"
                     ) from error
-                self._count("retries", describe(error))
+                self.count("retries", describe(error))
                 time.sleep(self.wait_seconds(attempt))
         raise AssertionError("unreachable")
 
-    def _count(self, key: str, reason: str | None = None) -> None:
+    def count(self, key: str, reason: str | None = None) -> None:
         with self._lock:
             self.counters[key] += 1
             if reason is not None:

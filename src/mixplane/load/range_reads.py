@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mixplane.errors import ConfigError
+from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import join_url
-from mixplane.io.retry import CorruptRead
+from mixplane.io.retry import CorruptRead, describe, is_transient
 from mixplane.io.urls import url_filesystem
 from mixplane.load.ranges import SHARD_SPAN
-from mixplane.load.shard_cache import RemoteFile, read_range
+from mixplane.load.shard_cache import RemoteFile
 from mixplane.store.checksums import UnitSums, hash_units
 from mixplane.store.format import SUMS
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 GAP_BYTES = 8 * 1024  # join two ranges this close: one request costs more than the gap
 CHUNK_BYTES = 4 * 2**20  # at most this much per GET, so a long range is fetched in parallel
+CONCURRENT = 64  # requests in flight: small ranges over a slow link are latency-bound
 SUMS_MEMORY = 64 * 2**20  # parsed `.sums` kept in memory, most recently used first
 
 
@@ -92,6 +94,28 @@ def plan_ranges(
     return RangePlan(plan_shard, plan_lo, plan_hi, interval)
 
 
+@dataclass(frozen=True)
+class _Chunk:
+    """Units `[lo, hi)` of a shard, fetched in one request into `buffer` (which holds the
+    interval starting at byte `begin`)."""
+
+    shard: int
+    units: UnitSums
+    lo: int
+    hi: int
+    itemsize: int
+    buffer: np.ndarray
+    begin: int
+
+    @property
+    def start(self) -> int:
+        return int(self.units.starts[self.lo]) * self.itemsize
+
+    @property
+    def end(self) -> int:
+        return int(self.units.starts[self.hi]) * self.itemsize
+
+
 class RangeReader:
     """Fetches and verifies the token ranges of remote pieces for a `TokenSource`."""
 
@@ -99,6 +123,7 @@ class RangeReader:
         self.source = source
         self.threads = threads
         self.gap_bytes = GAP_BYTES
+        self._paths: dict[int, tuple[Any, str]] = {}
         self._sums: OrderedDict[int, UnitSums] = OrderedDict()
         self._sums_bytes = 0
         self._lock = threading.Lock()
@@ -183,47 +208,98 @@ class RangeReader:
     # -- fetching ------------------------------------------------------------------------
 
     def _fetch(self, plan: RangePlan) -> tuple[list[np.ndarray], np.ndarray]:
-        """Each interval's tokens, fetched in chunks of whole units, in parallel, and the
-        token each one starts at in its shard."""
-        buffers, jobs = [], []
+        """Each interval's tokens, fetched in chunks of whole units, and the token each one
+        starts at in its shard."""
+        buffers, chunks = [], []
         base = np.empty(len(plan.lo), dtype=np.int64)
         intervals = zip(plan.shard.tolist(), plan.lo.tolist(), plan.hi.tolist(), strict=True)
         for i, (number, lo, hi) in enumerate(intervals):
             units = self.sums(number)
             dtype = self.source.stored_dtype(number)
-            itemsize = dtype.itemsize
             base[i] = int(units.starts[lo])
-            begin = int(base[i]) * itemsize
-            buffer = np.empty(int(units.starts[hi]) * itemsize - begin, dtype=np.uint8)
+            begin = int(base[i]) * dtype.itemsize
+            buffer = np.empty(int(units.starts[hi]) * dtype.itemsize - begin, dtype=np.uint8)
             buffers.append(buffer.view(dtype))
-            chunk_units = max(1, CHUNK_BYTES // (units.unit_tokens * itemsize))
-            for u in range(lo, hi, chunk_units):
-                jobs.append((number, units, u, min(hi, u + chunk_units), buffer, begin, itemsize))
-        list(self._executor().map(lambda job: self._fetch_chunk(*job), jobs))
+            step = max(1, CHUNK_BYTES // (units.unit_tokens * dtype.itemsize))
+            for u in range(lo, hi, step):
+                chunks.append(_Chunk(number, units, u, min(hi, u + step), dtype.itemsize,
+                                     buffer, begin))  # fmt: skip
+        self._get(chunks)
         return buffers, base
 
-    def _fetch_chunk(self, number, units, lo, hi, buffer, begin, itemsize) -> None:
-        url = self.source.remote_url(number)
-        start, end = int(units.starts[lo]) * itemsize, int(units.starts[hi]) * itemsize
-        fs, path = url_filesystem(url, self.source.storage_options)
-
-        def read() -> None:
-            data = read_range(fs, path, start, end)
-            got = hash_units(data, units.starts[lo : hi + 1], itemsize)
-            bad = np.flatnonzero(got != units.hashes[lo:hi])
-            if len(bad):
-                self._count("unit_mismatches")
-                unit = lo + int(bad[0])
-                raise CorruptRead(
-                    f"checksum unit {unit} (bytes {int(units.starts[unit]) * itemsize}-"
-                    f"{int(units.starts[unit + 1]) * itemsize}) does not match the shard's "
-                    ".sums: the remote shard is not the one that was registered"
+    def _get(self, chunks: list[_Chunk]) -> None:
+        """Fetch `chunks` in concurrent requests; fetch the failed or corrupt ones again
+        after a backoff, as the retry policy says."""
+        retry = self.source.retry
+        pending = chunks
+        for attempt in range(retry.attempts):
+            failed = []
+            for fs, group in self._by_filesystem(pending):
+                paths = [self._located(c.shard)[1] for c in group]
+                starts, ends = [c.start for c in group], [c.end for c in group]
+                bodies = fs.cat_ranges(
+                    paths, starts, ends, on_error="return", batch_size=CONCURRENT
                 )
-            buffer[start - begin : end - begin] = np.frombuffer(data, dtype=np.uint8)
-            self._count("requests")
-            self._count("bytes", len(data))
+                for chunk, body in zip(group, bodies, strict=True):
+                    retry.count("attempts")
+                    problem = body if isinstance(body, BaseException) else self._take(chunk, body)
+                    if problem is None:
+                        continue
+                    if not is_transient(problem):
+                        raise InputError(f"{self._where(chunk)}: {problem}") from problem
+                    failed.append((chunk, problem))
+            if not failed:
+                return
+            chunk, problem = failed[0]
+            if attempt + 1 == retry.attempts:
+                raise InputError(
+                    f"{self._where(chunk)}: {problem or describe(problem)} "
+                    f"(gave up after {retry.attempts} attempts)"
+                ) from problem
+            for _, problem in failed:
+                retry.count("retries", describe(problem))
+            time.sleep(retry.wait_seconds(attempt))
+            pending = [chunk for chunk, _ in failed]
 
-        self.source.retry.call(read, what=f"{url} bytes {start}-{end}")
+    def _located(self, number: int) -> tuple[Any, str]:
+        """(filesystem, path) of a shard's token file, looked up once."""
+        found = self._paths.get(number)
+        if found is None:
+            url = self.source.remote_url(number)
+            options = concurrent_options(url, self.source.storage_options, CONCURRENT)
+            found = self._paths[number] = url_filesystem(url, options)
+        return found
+
+    def _by_filesystem(self, chunks: list[_Chunk]) -> list[tuple[Any, list[_Chunk]]]:
+        groups: dict[int, tuple[Any, list[_Chunk]]] = {}
+        for chunk in chunks:
+            fs = self._located(chunk.shard)[0]
+            groups.setdefault(id(fs), (fs, []))[1].append(chunk)
+        return list(groups.values())
+
+    def _take(self, chunk: _Chunk, body: bytes) -> Exception | None:
+        """Check a chunk's units and copy it into place; the problem if it is short or bad."""
+        if len(body) != chunk.end - chunk.start:
+            return CorruptRead(f"{len(body)} bytes arrived instead of {chunk.end - chunk.start}")
+        units, itemsize = chunk.units, chunk.itemsize
+        got = hash_units(body, units.starts[chunk.lo : chunk.hi + 1], itemsize)
+        bad = np.flatnonzero(got != units.hashes[chunk.lo : chunk.hi])
+        if len(bad):
+            self._count("unit_mismatches")
+            unit = chunk.lo + int(bad[0])
+            return CorruptRead(
+                f"checksum unit {unit} (bytes {int(units.starts[unit]) * itemsize}-"
+                f"{int(units.starts[unit + 1]) * itemsize}) does not match the shard's "
+                ".sums: the remote shard is not the one that was registered"
+            )
+        offset = chunk.start - chunk.begin
+        chunk.buffer[offset : offset + len(body)] = np.frombuffer(body, dtype=np.uint8)
+        self._count("requests")
+        self._count("bytes", len(body))
+        return None
+
+    def _where(self, chunk: _Chunk) -> str:
+        return f"{self.source.remote_url(chunk.shard)} bytes {chunk.start}-{chunk.end}"
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -242,3 +318,13 @@ class RangeReader:
 
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
+
+
+def concurrent_options(url: str, storage_options: dict[str, Any], connections: int) -> dict:
+    """Options allowing `connections` requests at once to S3 (botocore's pool holds 10
+    unless told otherwise), unless the user set the pool size."""
+    if not url.startswith(("s3://", "s3a://")):
+        return storage_options
+    config = dict(storage_options.get("config_kwargs") or {})
+    config.setdefault("max_pool_connections", connections)
+    return dict(storage_options, config_kwargs=config)

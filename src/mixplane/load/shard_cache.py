@@ -291,7 +291,7 @@ class ShardCache:
             for start in range(0, file.size, self.chunk_bytes):
                 end = min(file.size, start + self.chunk_bytes)
                 data = self.retry.call(
-                    lambda s=start, e=end: read_range(fs, path, s, e), what=file.url
+                    lambda s=start, e=end: _read_range(fs, path, s, e), what=file.url
                 )
                 out.write(data)
                 digest.update(data)
@@ -428,7 +428,7 @@ def _allocate(fd: int, size: int) -> None:
         os.ftruncate(fd, size)
 
 
-def read_range(fs, path: str, start: int, end: int) -> bytes:
+def _read_range(fs, path: str, start: int, end: int) -> bytes:
     data = fs.cat_file(path, start=start, end=end)
     if len(data) != end - start:
         raise CorruptRead(f"bytes {start}-{end}: {len(data)} arrived instead of {end - start}")
