@@ -120,3 +120,45 @@ def test_s3_lineage_uses_the_stores_checksums_and_catches_a_changed_input(
     assert code == 2 and "verification failed for 1 of" in err and changed in err
     code, _, err = cli("lineage", output, "--storage-options", "{not json")
     assert code == 2 and "--storage-options is not valid JSON" in err
+
+
+def test_processing_and_tokenizing_on_s3_survive_a_flaky_link(
+    s3_bucket, small_corpus: Path, tmp_path: Path
+):
+    """Inputs read and outputs written through a proxy that fails one request in three
+    (503 bursts, resets, bodies cut or slowed, on reads and uploads alike), with the S3
+    client's own retries off: the outputs are those of a run without the proxy."""
+    from test_tokenize_backends import trained_tokenizer
+
+    from mixplane.io.flaky_proxy import Faults, FlakyProxy
+    from mixplane.store import TokenizedDataset
+    from mixplane.tokenize import tokenize_dataset
+
+    bucket, options = s3_bucket
+    fs = s3fs.S3FileSystem(**options)
+    upload_corpus(fs, bucket, small_corpus.parent)
+    tokenizer = str(trained_tokenizer(tmp_path))
+    process = {"input": [f"s3://{bucket}/raw/*/*"], "stages": ["custom_stages:Shout"],
+               "task_size_mb": 0.002}  # fmt: skip
+    tokenize = {"tokenizer": tokenizer, "eos": True, "shard_size_mb": 0.004}
+    # fmt: off
+    steady = tmp_path / "steady"
+    run_pipeline(process | {"output": str(steady / "clean"), "storage_options": options})
+    tokenize_dataset(tokenize | {"input": str(steady / "clean"), "output": str(steady / "tokens")})
+    faults = Faults(every=3, kinds=("error", "reset", "cut", "slow"), burst=2,
+                    methods=("GET", "PUT", "POST"), match=rf"/{bucket}/(raw|clean|tokens)/")
+    proxy = FlakyProxy(options["endpoint_url"], faults)
+    with proxy as url:
+        flaky = dict(options, endpoint_url=url, config_kwargs={"retries": {"max_attempts": 1}})
+        remote = f"s3://{bucket}"
+        run_pipeline(process | {"output": f"{remote}/clean", "storage_options": flaky})
+        tokenize_dataset(tokenize | {"input": f"{remote}/clean", "output": f"{remote}/tokens",
+                                     "storage_options": flaky})
+    # fmt: on
+    assert {"error", "reset", "cut", "slow"} <= set(proxy.counters)
+    fs.get(f"{bucket}/clean", str(tmp_path / "clean"), recursive=True)
+    assert part_hashes(tmp_path / "clean") == part_hashes(steady / "clean")
+    tokens = TokenizedDataset(f"s3://{bucket}/tokens", options, cache_dir=str(tmp_path / "c"))
+    tokens.verify()  # every shard file is as its manifest says
+    expected = TokenizedDataset(str(steady / "tokens"))
+    assert [s["files"] for s in tokens.shards] == [s["files"] for s in expected.shards]

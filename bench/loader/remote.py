@@ -15,6 +15,8 @@ and would re-download shards all the time).
 Tools, each measurement a fresh process with an empty cache folder (for mixplane an empty plan
 cache too, so its first batch includes copying the catalog and planning):
 - `mixplane`: `MixtureDataset(spec, prefetch=2)` through `torch_loader`, batches of 8;
+- `ranges`: the same with `cache: ranges` (only the checksum units of the pieces read are
+  fetched; the cache holds the `.sums` files);
 - `mosaic`: `StreamingDataset` over three remote `Stream`s (bench/.venvs/streaming);
 - `local`: mixplane over the same shards on local disk (the local figure);
 - `wire`: the shards fetched through the proxy in 16 MB ranged GETs, 4 at a time, as
@@ -25,7 +27,8 @@ Figures per run: time to first batch (cold), steady sequences/s over `--batches`
 over the whole run), peak bytes in the cache folder and in the part the limit governs (sampled
 every 50 ms). Every tool runs once per round and worker count, in an order that rotates;
 ratios are paired within a round. Goals: first batch < 2 s cold; steady MB/s >= 90% of the
-lower of the bandwidth and the local figure; >= 2x MosaicML. Results go to
+lower of the bandwidth and the local figure; >= 2x MosaicML; range mode at most 1.25 bytes
+through the link per byte read. Results go to
 bench/results/loader-remote.json; the data (about 2 GB on disk) to bench/data/loader-remote.
 
     python bench/loader/remote.py            # 5e8 tokens (1 GB), workers 0 and 2, 3 rounds
@@ -58,11 +61,12 @@ from data import SHARES, WEIGHTS, dataset_settings, mixture_spec  # noqa: E402
 from bench.measure import measure, paired_ratios, rotated, spread  # noqa: E402
 from bench.peer_venv import ensure_venv  # noqa: E402
 
-TOOLS = ("mixplane", "mosaic", "local", "wire")
+TOOLS = ("mixplane", "ranges", "mosaic", "local", "wire")
 MOSAIC_PACKAGES = ["torch==2.13.0", "mosaicml-streaming"]  # the local benchmark's venv
 BUCKET = "bench"
 CREDENTIALS = {"key": "testing", "secret": "testing", "client_kwargs": {"region_name": "us-east-1"}}
 RESULT = ROOT / "bench" / "results" / "loader-remote.json"
+GAP_ENV = "MIXPLANE_RANGE_GAP"  # range mode: join pieces this many bytes apart
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -77,7 +81,8 @@ def prepare(folder: Path, tokens: int, seq_len: int, shard_bytes: int) -> dict:
     from mixplane.load.synthetic import write_catalog
 
     stamp = folder / "_bench.json"
-    wanted = {"tokens": tokens, "seq_len": seq_len, "shard_bytes": shard_bytes, "format": 1}
+    # format 2: shards with range checksums (.sums)
+    wanted = {"tokens": tokens, "seq_len": seq_len, "shard_bytes": shard_bytes, "format": 2}
     if stamp.exists() and json.loads(stamp.read_text()) == wanted:
         return json.loads((folder / "_prepared.json").read_text())
     shutil.rmtree(folder, ignore_errors=True)
@@ -225,9 +230,11 @@ def command_for(tool: str, workers: int, run_dir: Path, setup: dict, args) -> tu
     storage = {"endpoint_url": setup["proxy"], **CREDENTIALS}
     spec = mixture_spec(setup["folder"] / "catalog.duckdb", args.seq_len)
     spec |= {"cache_dir": str(cache), "shuffle_window": args.shuffle_window}
-    if tool == "mixplane":
+    if tool in ("mixplane", "ranges"):
         spec |= {"catalog": setup["catalog"], "storage_options": storage}
         spec |= {"cache_limit": setup["cache_limit"]}
+    if tool == "ranges":
+        spec["cache"] = "ranges"
     if tool == "wire":
         spec = {"storage_options": storage, "bytes": setup["cache_limit"] * 2}
     (run_dir / "spec.json").write_text(json.dumps(spec))
@@ -243,14 +250,15 @@ def run_tool(tool: str, workers: int, setup: dict, args, proxy) -> dict:
     command, env = command_for(tool, workers, run_dir, setup, args)
     cache = run_dir / "cache"
     before = proxy.counters["bytes"]
-    with Sampler(proxy, cache, cache / "shards" if tool == "mixplane" else cache) as sampler:
+    shards = cache / "shards" if tool in ("mixplane", "ranges") else cache
+    with Sampler(proxy, cache, shards) as sampler:
         done = measure(command, env=env)
     shutil.rmtree(run_dir, ignore_errors=True)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if done.returncode != 0 or line is None:
         raise RuntimeError(f"{tool} with {workers} workers failed:\n{done.stderr[-3000:]}")
     result = json.loads(line[len("RESULT ") :]) | {"peak_rss_mb": round(done.peak_rss_mb, 1)}
-    if tool not in ("mixplane", "mosaic"):
+    if tool not in ("mixplane", "ranges", "mosaic"):
         return result
     result["proxy_mb"] = (proxy.counters["bytes"] - before) / 1e6
     result["peak_cache_mb"], result["peak_shards_mb"] = sampler.peak_mb(2), sampler.peak_mb(3)
@@ -270,7 +278,7 @@ def run_tool(tool: str, workers: int, setup: dict, args, proxy) -> dict:
 def runner(argv: list[str]) -> None:
     """`remote.py run TOOL SPEC_JSON ...`: one measured run of mixplane, local or wire."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("tool", choices=["mixplane", "local", "wire"])
+    parser.add_argument("tool", choices=["mixplane", "ranges", "local", "wire"])
     add_run_options(parser)
     args = parser.parse_args(argv)
     spec = json.loads(args.data.read_text())
@@ -292,8 +300,8 @@ def runner(argv: list[str]) -> None:
     result = consume(make_loader, args.batches, args.warmup, args.batch, args.seq_len)
     result["steady_end"] = time.time()
     result["steady_seconds"] = args.batches * args.batch / result["samples_per_second"]
-    if args.tool == "mixplane" and args.workers == 0:  # the node cache of this process
-        result["cache_stats"] = made["dataset"].source.cache.stats()
+    if args.tool in ("mixplane", "ranges") and args.workers == 0:  # this process's fetches
+        result["cache_stats"] = made["dataset"].source.stats()
     report(result)
 
 
@@ -337,6 +345,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per request")
     parser.add_argument("--bandwidth", type=float, default=200e6, help="bytes per second")
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "loader-remote")
+    parser.add_argument("--result", type=Path, default=RESULT, help="where the JSON goes")
     args = parser.parse_args()
 
     from mixplane.io.flaky_proxy import Faults, FlakyProxy
@@ -402,9 +411,9 @@ def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) ->
         rounds = [
             {t: m[n]["mb_per_second"] for t, m in measured.items()} for n in range(args.rounds)
         ]
-        for other in ("mosaic", "local"):
-            if paired := paired_ratios(rounds, "mixplane", other):
-                ratios[f"mixplane/{other}/{workers}"] = paired
+        for ours, other in (("mixplane", "mosaic"), ("mixplane", "local"), ("ranges", "mosaic")):
+            if paired := paired_ratios(rounds, ours, other):
+                ratios[f"{ours}/{other}/{workers}"] = paired
         if f"mixplane/{workers}" not in results:
             continue
         ours = results[f"mixplane/{workers}"]
@@ -417,8 +426,16 @@ def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) ->
             "at_least_2x_mosaic": ratios.get(f"mixplane/mosaic/{workers}", {}).get("median", 0)
             >= 2,
         }
+        if f"ranges/{workers}" in results:
+            ranged = results[f"ranges/{workers}"]["bytes_per_byte_run"]["median"]
+            goals[f"workers={workers}"]["ranges_at_most_1.25_bytes_per_byte"] = ranged <= 1.25
     output = {
-        "settings": vars(args) | {"data": str(args.data)},
+        "settings": vars(args)
+        | {
+            "data": str(args.data),
+            "result": str(args.result),
+            "range_gap": os.environ.get(GAP_ENV, "default"),
+        },
         "machine_cores": os.cpu_count(),
         "cache_limit_bytes": setup["cache_limit"],
         "mosaic_shuffle_block_size": setup["shuffle_block"],
@@ -428,10 +445,10 @@ def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) ->
         "ratios": ratios,
         "goals": goals,
     }
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(output, indent=2, default=str).replace(f"{ROOT}/", ""))
+    args.result.parent.mkdir(parents=True, exist_ok=True)
+    args.result.write_text(json.dumps(output, indent=2, default=str).replace(f"{ROOT}/", ""))
     print_table(results, ratios, goals)
-    print(f"written {RESULT}", file=sys.stderr)
+    print(f"written {args.result}", file=sys.stderr)
 
 
 def print_table(results: dict, ratios: dict, goals: dict) -> None:

@@ -7,6 +7,7 @@ known when it is written, without reading it back (a second download for object 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from typing import IO, Any
 
 import xxhash
 
+from mixplane.io.retry import Retry
 from mixplane.io.urls import url_filesystem
 
 
@@ -63,8 +65,8 @@ class HashingWriter:
 def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iterator[HashingWriter]:
     """Open `url` for binary writing; it appears only if the block finishes without error.
 
-    Local files are written under a hidden temporary name and renamed. Object stores make an
-    upload visible only when it completes, so remote files are written in place. The handle
+    Local files are written under a hidden temporary name and renamed; remote ones are
+    written to a local temporary file and uploaded whole once the block ends. The handle
     knows the size and hash of what was written (also after the block).
     """
     if is_local(url):
@@ -82,9 +84,23 @@ def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iter
             if os.path.exists(temporary):
                 os.remove(temporary)
     else:
-        fs, path = url_filesystem(url, storage_options)
-        with fs.open(path, "wb") as handle:
-            yield HashingWriter(handle)
+        # Staged on local disk, then uploaded whole: an upload is retried as a unit, and
+        # the object appears only once complete.
+        handle, staged = tempfile.mkstemp(prefix="mixplane-upload-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as raw:
+                yield HashingWriter(raw)
+            upload(staged, url, storage_options)
+        finally:
+            if os.path.exists(staged):
+                os.remove(staged)
+
+
+def upload(local: str, url: str, storage_options: dict[str, Any] | None = None) -> None:
+    """Copy a finished local file to `url` on object storage, retried with backoff on
+    transient failures (5xx, resets, timeouts)."""
+    fs, path = url_filesystem(url, storage_options)
+    Retry().call(lambda: fs.put_file(local, path), what=url)
 
 
 def write_bytes(url: str, data: bytes, storage_options: dict[str, Any] | None = None) -> None:

@@ -3,8 +3,8 @@
 Put it in front of an S3-compatible endpoint (point `endpoint_url` at it) to rehearse what a
 training job meets on real networks: 5xx bursts, reset connections, bodies cut mid-way,
 slow bodies, corrupted bytes, added latency and a bandwidth limit. Faults are injected
-deterministically: every `every`-th GET whose path matches `match` gets the next kind of
-fault in `kinds`, so a test can say exactly what happened.
+deterministically: every `every`-th request (GET by default) whose path matches `match` gets
+the next kind of fault in `kinds`, so a test can say exactly what happened.
 
 Example:
     >>> proxy = FlakyProxy("http://127.0.0.1:5000", Faults(every=3, match=r"\\.bin$"))
@@ -35,8 +35,10 @@ HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "proxy-connectio
 class Faults:
     """What the proxy does to the traffic.
 
-    `every`: one matching GET in `every` gets a fault (0: none), its kind taken in turn from
-    `kinds`; `burst`: an `error` fault answers that many consecutive matching GETs with 503;
+    `every`: one matching request in `every` gets a fault (0: none), its kind taken in turn
+    from `kinds`; `methods`: the requests that may get one (GETs: reads; add PUT and POST
+    to fail uploads); `burst`: an `error` fault answers that many consecutive matching
+    requests with 503;
     `latency`: seconds added before every response; `bandwidth`: bytes per second over all
     response bodies (None: unlimited); `match`: a regex on the request path: only requests
     that match are touched (faults, latency and bandwidth alike).
@@ -48,6 +50,7 @@ class Faults:
     latency: float = 0.0
     bandwidth: float | None = None
     match: str = ""
+    methods: tuple[str, ...] = ("GET",)
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -120,7 +123,7 @@ class FlakyProxy:
         """The fault (or None) for the next request, in the deterministic order."""
         faults = self.faults
         self._count("requests")
-        if method != "GET" or not faults.every or not re.search(faults.match, path):
+        if method not in faults.methods or not faults.every or not re.search(faults.match, path):
             return None
         with self._lock:
             if self._burst_left:

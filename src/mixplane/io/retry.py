@@ -53,6 +53,15 @@ class CorruptRead(Exception):
     """Bytes that arrived but are not what the manifest says: short, long or another hash."""
 
 
+def read_exact(fs, path: str, start: int, end: int) -> bytes:
+    """Bytes `[start, end)` of a file in one ranged request; a short body is a `CorruptRead`
+    (so it is retried)."""
+    data = fs.cat_file(path, start=start, end=end)
+    if len(data) != end - start:
+        raise CorruptRead(f"bytes {start}-{end}: {len(data)} arrived instead of {end - start}")
+    return data
+
+
 def status_of(error: BaseException) -> int | None:
     """The HTTP status of a client error, when it carries one (botocore's, aiohttp's)."""
     response = getattr(error, "response", None)

@@ -37,7 +37,7 @@ import xxhash
 
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.locks import locked, try_lock
-from mixplane.io.retry import CorruptRead, Retry
+from mixplane.io.retry import Retry, read_exact
 from mixplane.io.sizes import parse_size, size_text
 from mixplane.io.urls import url_filesystem
 
@@ -291,7 +291,7 @@ class ShardCache:
             for start in range(0, file.size, self.chunk_bytes):
                 end = min(file.size, start + self.chunk_bytes)
                 data = self.retry.call(
-                    lambda s=start, e=end: _read_range(fs, path, s, e), what=file.url
+                    lambda s=start, e=end: read_exact(fs, path, s, e), what=file.url
                 )
                 out.write(data)
                 digest.update(data)
@@ -426,10 +426,3 @@ def _allocate(fd: int, size: int) -> None:
         os.posix_fallocate(fd, 0, size)
     except OSError:  # file systems without fallocate: a sparse file of the right length
         os.ftruncate(fd, size)
-
-
-def _read_range(fs, path: str, start: int, end: int) -> bytes:
-    data = fs.cat_file(path, start=start, end=end)
-    if len(data) != end - start:
-        raise CorruptRead(f"bytes {start}-{end}: {len(data)} arrived instead of {end - start}")
-    return data

@@ -17,8 +17,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from mixplane.io.atomic import is_local, join_url, local_path, write_bytes
-from mixplane.io.urls import url_filesystem
+from mixplane.io.atomic import is_local, join_url, local_path, upload, write_bytes
 from mixplane.io.writers import ParquetTableWriter
 from mixplane.manifest import file_digest
 from mixplane.store.checksums import UNIT_TOKENS, UnitSums, hash_units, unit_starts
@@ -254,7 +253,6 @@ def _publish(staged: str, url: str, storage_options) -> None:
         os.replace(staged, local_path(url))
         return
     try:
-        fs, path = url_filesystem(url, storage_options)
-        fs.put_file(staged, path)
+        upload(staged, url, storage_options)
     finally:
         os.remove(staged)
