@@ -83,6 +83,27 @@ def test_ranges_fetch_exactly_the_units_of_the_pieces_read(stores, s3_server, tm
     )
 
 
+def test_ranges_with_dataloader_workers_resume_exactly(stores, s3_server, tmp_path):
+    """Two DataLoader workers, each fetching its own blocks' ranges; stopped after 5 batches
+    and resumed from the state dict, the batches are those of one uninterrupted pass."""
+    from mixplane.load.torch_adapter import torch_loader
+
+    spec = ranged(mixture(stores["catalog"], tmp_path / "cache", s3_server))
+    expected = stores["expected"]["input_ids"][:80]
+    dataset = MixtureDataset(spec, read_ahead=8)
+    loader = torch_loader(dataset, 8, num_workers=2)
+    first = [batch["input_ids"].numpy() for _, batch in zip(range(5), loader, strict=False)]
+    state = dataset.state_dict()
+    del loader
+    resumed = MixtureDataset(spec, read_ahead=8)
+    resumed.load_state_dict(state)
+    rest = [
+        b["input_ids"].numpy()
+        for _, b in zip(range(5), torch_loader(resumed, 8, num_workers=2), strict=False)
+    ]
+    assert np.array_equal(np.concatenate(first + rest), expected)
+
+
 def test_a_changed_byte_is_caught_and_named_with_its_range(stores, s3_server, tmp_path):
     fs, path = stores["fs"], stores["shards"][0]
     original = fs.cat_file(path)

@@ -106,11 +106,16 @@ def cache_bytes(cache: Path) -> int:
     folder = cache / "shards"
     if not folder.exists():
         return 0
+    # A listing is not a snapshot: a download renamed while it is read can show up under
+    # both names (NAME.partial, then NAME), and must be counted once.
+    entries = {e.name: e for e in os.scandir(folder)
+               if not e.name.endswith(".lock") and not e.name.startswith(".")}  # fmt: skip
     total = 0
-    for entry in os.scandir(folder):
-        if not entry.name.endswith(".lock") and not entry.name.startswith("."):
-            with contextlib.suppress(FileNotFoundError):  # removed while we looked
-                total += entry.stat().st_size
+    for name, entry in entries.items():
+        if name.endswith(".partial") and name.removesuffix(".partial") in entries:
+            continue
+        with contextlib.suppress(FileNotFoundError):  # removed while we looked
+            total += entry.stat().st_size
     return total
 
 

@@ -267,7 +267,10 @@ class ShardCache:
             for attempt in range(self.retry.attempts):
                 digest = self._copy(file, partial)
                 if digest == file.digest:
-                    os.replace(partial, target)
+                    # Under the cache's lock: a scan that lists the `.partial` and then
+                    # finds it renamed would count the file nowhere and overfill the cache.
+                    with locked(os.path.join(self.root, ".lock")):
+                        os.replace(partial, target)
                     self._count("downloads")
                     return
                 self._count("hash_mismatches")
