@@ -10,7 +10,14 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_load_shard_cache import SEQUENCES, mixture, stores, through, watching
+from test_load_shard_cache import (
+    SEQUENCES,
+    mixture,
+    one_byte_changed,
+    stores,
+    through,
+    watching,
+)
 
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import write_bytes
@@ -105,12 +112,7 @@ def test_ranges_with_dataloader_workers_resume_exactly(stores, s3_server, tmp_pa
 
 
 def test_a_changed_byte_is_caught_and_named_with_its_range(stores, s3_server, tmp_path):
-    fs, path = stores["fs"], stores["shards"][0]
-    original = fs.cat_file(path)
-    changed = bytearray(original)
-    changed[len(changed) // 2] ^= 0x01
-    fs.pipe_file(path, bytes(changed))
-    try:
+    with one_byte_changed(stores) as path:
         spec = ranged(mixture(stores["catalog"], tmp_path / "cache", s3_server))
         dataset = MixtureDataset(spec, read_ahead=SEQUENCES, prefetch=0)
         dataset.source.retry.base_seconds = 0.01
@@ -119,8 +121,6 @@ def test_a_changed_byte_is_caught_and_named_with_its_range(stores, s3_server, tm
             for _ in dataset:
                 pass
         assert dataset.source.stats()["ranges"]["unit_mismatches"] == dataset.source.retry.attempts
-    finally:
-        fs.pipe_file(path, original)
 
 
 def test_a_dataset_without_checksums_is_refused_with_what_to_do(stores, s3_server, tmp_path):

@@ -274,13 +274,23 @@ def test_a_download_killed_midway_is_never_read(stores, s3_server, tmp_path):
     assert dataset.source.cache.stats()["stale_partials_removed"] >= 1
 
 
-def test_a_changed_remote_shard_is_named_after_the_retries(stores, s3_server, tmp_path):
+@contextmanager
+def one_byte_changed(stores: dict):
+    """The first remote shard with its middle byte flipped, restored afterwards; yields its
+    path."""
     fs, path = stores["fs"], stores["shards"][0]
     original = fs.cat_file(path)
     changed = bytearray(original)
     changed[len(changed) // 2] ^= 0x01
     fs.pipe_file(path, bytes(changed))
     try:
+        yield path
+    finally:
+        fs.pipe_file(path, original)
+
+
+def test_a_changed_remote_shard_is_named_after_the_retries(stores, s3_server, tmp_path):
+    with one_byte_changed(stores) as path:
         spec = mixture(stores["catalog"], tmp_path / "cache", s3_server)
         dataset = MixtureDataset(spec, read_ahead=1, prefetch=0)
         dataset.source.retry.base_seconds = 0.01
@@ -290,8 +300,6 @@ def test_a_changed_remote_shard_is_named_after_the_retries(stores, s3_server, tm
         assert "manifest" in str(caught.value)
         assert dataset.source.cache.stats()["hash_mismatches"] == dataset.source.retry.attempts
         assert not list((tmp_path / "cache" / "shards").glob("*.partial"))
-    finally:
-        fs.pipe_file(path, original)
 
 
 def test_a_limit_below_the_mixtures_shards_is_refused_before_reading(stores, s3_server, tmp_path):
