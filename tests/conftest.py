@@ -89,20 +89,25 @@ def s3_server():
     server.stop()
 
 
-@pytest.fixture
-def s3_bucket(s3_server):
-    """A fresh bucket on the loopback S3 server; yields (bucket name, storage options)."""
+def create_bucket(s3_server: dict, name: str) -> str:
+    """Make bucket `name` on the loopback S3 server; returns the name."""
     import boto3
-    import s3fs
 
-    name = f"bucket-{free_port()}"
-    client = boto3.client(
+    boto3.client(
         "s3",
         endpoint_url=s3_server["endpoint_url"],
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
         region_name="us-east-1",
-    )
-    client.create_bucket(Bucket=name)
+    ).create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture
+def s3_bucket(s3_server):
+    """A fresh bucket on the loopback S3 server; yields (bucket name, storage options)."""
+    import s3fs
+
+    name = create_bucket(s3_server, f"bucket-{free_port()}")
     yield name, s3_server
     s3fs.S3FileSystem(**s3_server).rm(name, recursive=True)

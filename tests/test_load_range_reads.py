@@ -64,27 +64,33 @@ def test_ranges_fetch_exactly_the_units_of_the_pieces_read(stores, s3_server, tm
     local = MixtureDataset(mixture(stores["local"], tmp_path / "local", {}))
     positions = np.arange(400)[0::4]  # rank 0 of 4 reads every fourth sequence
     assert np.array_equal(got, local.read_positions(positions)["input_ids"])
+    every_sums: dict[int, UnitSums] = {}
+
+    def sums_of(shard: int) -> UnitSums:
+        if shard not in every_sums:
+            uri, stem = local.source.shards[shard]
+            reader = ShardReader(f"{uri}/{stem}")
+            every_sums[shard] = shard_sums(np.asarray(reader.tokens), reader.lengths())
+        return every_sums[shard]
+
     expected = 0
-    for block in np.split(positions, 4):  # the blocks of 25 sequences read above
-        planned = plan_block(local.context, block)
+    planned_blocks = [plan_block(local.context, b) for b in np.split(positions, 4)]
+    for planned in planned_blocks:  # the blocks of 25 sequences read above
         live = planned.take > 0
         units = set()
         for shard, first, take in zip(
             planned.shard[live], planned.first[live], planned.take[live], strict=True
         ):
-            uri, stem = local.source.shards[int(shard)]
-            reader = ShardReader(f"{uri}/{stem}")
-            sums = shard_sums(np.asarray(reader.tokens), reader.lengths())
+            sums = sums_of(int(shard))
             lo, hi = sums.covering(np.array([first]), np.array([first + take]))
-            units |= {(stem, uri, int(u), int(sums.starts[u + 1] - sums.starts[u]))
+            units |= {(int(shard), int(u), int(sums.starts[u + 1] - sums.starts[u]))
                       for u in range(int(lo[0]), int(hi[0]))}  # fmt: skip
         expected += 2 * sum(size for *_, size in units)  # uint16 tokens
     stats = dataset.source.stats()
     assert stats["ranges"]["bytes"] == expected
     assert expected < 0.5 * sum(stores["shard_bytes"].values())
     consumed = stats["ranges"]["consumed_bytes"]
-    assert consumed == 2 * sum(int(p.take.sum()) for p in [
-        plan_block(local.context, b) for b in np.split(positions, 4)])  # fmt: skip
+    assert consumed == 2 * sum(int(p.take.sum()) for p in planned_blocks)
     assert stats["downloaded_per_consumed"] == pytest.approx(
         (expected + stats["downloaded_bytes"]) / consumed
     )

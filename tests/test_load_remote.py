@@ -31,19 +31,25 @@ def mixture(catalog: str, cache: Path, options: dict | None = None) -> dict:
     }
 
 
-def test_remote_catalog_streams_like_the_local_one(s3_bucket, tmp_path: Path):
-    bucket, options = s3_bucket
-    local_catalog = write_catalog(str(tmp_path / "local"), DATASETS)
-    remote = Catalog(str(tmp_path / "remote.duckdb"), storage_options=options)
-    for name, settings in DATASETS.items():
+def upload_catalog(datasets: dict, bucket: str, options: dict, folder: Path) -> str:
+    """Write `datasets` under s3://BUCKET/tokens/, register them in a catalog made in
+    `folder`, and put the catalog at s3://BUCKET/catalog.duckdb (returned)."""
+    remote = Catalog(str(folder / "remote.duckdb"), storage_options=options)
+    for name, settings in datasets.items():
         url = f"s3://{bucket}/tokens/{name}"
         write_token_dataset(url, storage_options=options, **settings)
         remote.register(url, name=name)
-    fs = s3fs.S3FileSystem(**options)
-    fs.put_file(str(tmp_path / "remote.duckdb"), f"{bucket}/catalog.duckdb")
+    s3fs.S3FileSystem(**options).put_file(str(folder / "remote.duckdb"), f"{bucket}/catalog.duckdb")
+    return f"s3://{bucket}/catalog.duckdb"
+
+
+def test_remote_catalog_streams_like_the_local_one(s3_bucket, tmp_path: Path):
+    bucket, options = s3_bucket
+    local_catalog = write_catalog(str(tmp_path / "local"), DATASETS)
+    catalog = upload_catalog(DATASETS, bucket, options, tmp_path)
 
     cache = tmp_path / "cache"
-    spec = mixture(f"s3://{bucket}/catalog.duckdb", cache, options)
+    spec = mixture(catalog, cache, options)
     streamed = MixtureDataset(spec).read_positions(np.arange(60))
     expected = MixtureDataset(mixture(local_catalog, tmp_path / "local-cache")).read_positions(
         np.arange(60)

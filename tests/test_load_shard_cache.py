@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 import s3fs
 import yaml
+from conftest import create_bucket
+from test_load_remote import upload_catalog
 
-from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.flaky_proxy import Faults, FlakyProxy
 from mixplane.load import MixtureDataset
-from mixplane.load.synthetic import write_catalog, write_token_dataset
+from mixplane.load.synthetic import write_catalog
 
 DATASETS = {
     "wiki": {"documents": 240, "seed": 1, "source": "wiki", "mean_tokens": 40},
@@ -55,26 +56,12 @@ def mixture(catalog: str, cache: Path, options: dict, limit: int | str | None = 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, s3_server):
     """The same datasets on local disk and on the S3 server, each with its own catalog."""
-    import boto3
-
     folder = tmp_path_factory.mktemp("stores")
-    bucket = "shard-cache"
-    boto3.client(
-        "s3",
-        endpoint_url=s3_server["endpoint_url"],
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).create_bucket(Bucket=bucket)
+    bucket = create_bucket(s3_server, "shard-cache")
     settings = {name: dict(s, shard_bytes=SHARD_BYTES) for name, s in DATASETS.items()}
     local = write_catalog(str(folder / "local"), settings)
-    remote = Catalog(str(folder / "remote.duckdb"), storage_options=s3_server)
-    for name, options in settings.items():
-        url = f"s3://{bucket}/tokens/{name}"
-        write_token_dataset(url, storage_options=s3_server, **options)
-        remote.register(url, name=name)
+    catalog = upload_catalog(settings, bucket, s3_server, folder)
     fs = s3fs.S3FileSystem(**s3_server)
-    fs.put_file(str(folder / "remote.duckdb"), f"{bucket}/catalog.duckdb")
     shards = sorted(fs.glob(f"{bucket}/tokens/*/*.bin"))
     expected = MixtureDataset(mixture(local, folder / "local-cache", {})).read_positions(
         np.arange(SEQUENCES)
@@ -82,7 +69,7 @@ def stores(tmp_path_factory, s3_server):
     return {
         "local": local,
         "bucket": bucket,
-        "catalog": f"s3://{bucket}/catalog.duckdb",
+        "catalog": catalog,
         "shards": shards,
         "shard_bytes": {path: fs.size(path) for path in shards},
         "expected": expected,
