@@ -9,7 +9,7 @@ LEAN := .venv-lean
 LEAN_STAMP := $(LEAN)/.installed
 SOURCES := pyproject.toml setup.py src/mixplane/load/_pieces.c
 
-.PHONY: demo test test-lean lint format bench clean
+.PHONY: demo test test-lean lint format bench clean browser
 
 # torch is pinned so pip takes the CPU wheel; the [load] extra accepts any recent torch.
 $(STAMP): $(SOURCES)
@@ -28,7 +28,12 @@ $(LEAN_STAMP): $(SOURCES)
 demo: $(STAMP)
 	$(BIN)/mixplane demo
 
-test: $(STAMP) test-lean
+# The dashboard's tests drive a real headless Chromium: Debian's, installed once.
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) test-lean browser
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/pytest -q

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from mixplane.io.urls import url_filesystem
 from mixplane.manifest import MANIFEST, read_json, recompute
 
 HASH_THREADS = 4
+PART = re.compile(r"^part-\d+\.parquet$")  # a processing step's kept records
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,59 @@ def verify(
 
     with ThreadPoolExecutor(HASH_THREADS) as pool:
         return list(pool.map(check, recorded_files(steps)))
+
+
+def document_origin(
+    steps: list[Step], document_id: str, storage_options: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Where the document `document_id` was on the way back: for each processing step that
+    kept it, the output part holding it and the input file (and byte range) of the task that
+    wrote that part. The last entry is nearest to the raw data.
+
+    Example:
+        >>> document_origin(trace("out/tokens"), "urn:uuid:9f1c...")  # doctest: +SKIP
+        [{'folder': 'out/clean', 'part': 'out/clean/part-00003.parquet',
+          'input': {'url': 'raw/web-0003.warc.gz', 'start': 0, 'end': None}}]
+    """
+    found = []
+    for step in steps:
+        if step.kind != "process":
+            continue
+        part = _part_holding(step, document_id, storage_options)
+        if part is None:
+            continue
+        index = int(posixpath.basename(part).split("-")[1].split(".")[0])
+        marker = join_url(step.folder, "_tasks", f"task-{index:05d}.json")
+        try:
+            task = read_json(marker, storage_options)
+        except FileNotFoundError:
+            task = {}
+        found.append({"folder": step.folder, "part": part, "input": task.get("shard")})
+    return found
+
+
+def _part_holding(
+    step: Step, document_id: str, storage_options: dict[str, Any] | None
+) -> str | None:
+    """The kept Parquet part of a processing step that holds `document_id`, if any."""
+    from mixplane.catalog.engine import parquet_source, sandbox  # DuckDB only when asked
+
+    parts = [
+        join_url(step.folder, str(output["path"]))
+        for output in step.outputs
+        if PART.match(str(output.get("path", "")))
+    ]
+    if not parts:
+        return None
+    connection = sandbox(parts, storage_options)
+    try:
+        row = connection.execute(
+            f"SELECT file_index FROM {parquet_source(parts)} WHERE id = ? LIMIT 1",
+            [document_id],
+        ).fetchone()
+    finally:
+        connection.close()
+    return None if row is None else parts[int(row[0])]
 
 
 def recorded_files(steps: list[Step]) -> list[tuple[Step, RecordedFile]]:

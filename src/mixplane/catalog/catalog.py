@@ -110,6 +110,11 @@ class CatalogSession:
         self._engines.clear()
         self.registry.close()
 
+    def interrupt(self) -> None:
+        """Stop the queries running on this session (from another thread: a time limit)."""
+        for engine in list(self._engines.values()):
+            engine.interrupt()
+
     def resolve(self, datasets: Sequence[str] | None = None) -> list[DatasetVersion]:
         """The given refs' versions, or the latest of every dataset."""
         key = tuple(datasets or ())
@@ -133,7 +138,7 @@ class CatalogSession:
         """As `Catalog.select`."""
         versions = self.resolve(datasets)
         columns = columns_of(versions)
-        engine = self._engine(versions)
+        engine = self.engine(versions)
         predicate = check_predicate(where, columns, engine)
         parts = []
         for version in versions:
@@ -147,7 +152,8 @@ class CatalogSession:
             parts.append(select_version(engine, version, predicate, missing, storage))
         return Selection(where, tuple(parts))
 
-    def _engine(self, versions: list[DatasetVersion]):
+    def engine(self, versions: list[DatasetVersion]):
+        """The sandboxed query connection over `versions`' shard metadata (opened once)."""
         key = tuple(version.ref for version in versions)
         if key not in self._engines:
             self._engines[key] = open_engine(versions, self.catalog.storage_options)

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from mixplane.catalog.selection import DatasetSelection
 from mixplane.errors import MixplaneError
+from mixplane.io.atomic import join_url
 from mixplane.io.urls import url_filesystem
 
 
@@ -54,6 +55,35 @@ def sample_documents(part: DatasetSelection, k: int, decode: bool = True) -> lis
             example["text"] = decoder.text(stem, index)
         examples.append(example)
     return examples
+
+
+def read_document(
+    uri: str, stem: str, index: int, storage_options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One document of a dataset folder: its properties and (when the folder has a tokenizer)
+    its text, decoded from its tokens."""
+    properties = _meta_row(join_url(uri, stem + ".meta.parquet"), index, storage_options)
+    return {"properties": properties, "text": _Decoder(uri, storage_options).text(stem, index)}
+
+
+def json_value(value: Any) -> Any:
+    """A property value as JSON carries it: lists and mappings item by item, other types
+    (dates, decimals, bytes) as text.
+
+    Example:
+        >>> import datetime
+        >>> json_value({"when": datetime.date(2024, 5, 1), "tags": ["a", 1]})
+        {'when': '2024-05-01', 'tags': ['a', 1]}
+    """
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return {str(key): json_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(item) for item in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
 
 
 def _meta_row(url: str, index: int, storage_options: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,0 +1,108 @@
+"""Routes about what was done and what runs: processing runs, mixture previews, the plan
+service and the metrics training jobs push."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from fastapi.responses import FileResponse
+
+from mixplane.catalog.sample import json_value
+from mixplane.load.preview import preview_mixture
+from mixplane.serve import models
+from mixplane.serve.plans import UnknownPlan
+from mixplane.serve.runs import find_runs, run_details
+from mixplane.serve.service import Service, service
+
+router = APIRouter(prefix="/api")
+JobName = Path(pattern=models.JOB_NAME, description="letters, digits, '_', '-', '.'")
+
+
+@router.get("/runs", response_model=list[models.Run], tags=["runs"])
+def runs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
+    """Processing steps behind the catalog's datasets, newest first."""
+    catalog = svc.queries.catalog
+    return svc.queries.run(("runs",), lambda _: find_runs(catalog))
+
+
+@router.get("/runs/{run}", response_model=models.RunDetails, tags=["runs"])
+def run(run: str, svc: Service = Depends(service)) -> dict[str, Any]:
+    """One run, with what it excluded and quarantined by stage and reason."""
+    catalog = svc.queries.catalog
+    found = svc.queries.run(("run", run), lambda _: run_details(catalog, run))
+    if found is None:
+        raise HTTPException(404, f"no run {run!r}; see /api/runs")
+    return found
+
+
+@router.post("/mixtures/preview", tags=["mixtures"])
+def preview(body: models.PreviewRequest, svc: Service = Depends(service)) -> dict[str, Any]:
+    """Requested vs realized shares per component over the first `steps` of a mixture,
+    resolved on the service's catalog."""
+    spec = svc.plans.spec(body.mixture)
+    report = preview_mixture(spec, body.steps, show=body.show, catalog=svc.queries.catalog)
+    return json_value(report)
+
+
+@router.post("/plans", response_model=models.Plan, tags=["mixtures"])
+def plan(body: models.MixtureRequest, svc: Service = Depends(service)) -> dict[str, Any]:
+    """Resolve a mixture on the service's catalog (once) and list the plan's files."""
+    return svc.plans.resolve(body.mixture)
+
+
+@router.get(
+    "/plans/{plan}/{name}",
+    tags=["mixtures"],
+    response_class=FileResponse,
+    responses={200: {"content": {"application/octet-stream": {}}}},
+)
+def plan_file(plan: str, name: str, svc: Service = Depends(service)) -> FileResponse:
+    """One file of a resolved plan, byte for byte."""
+    try:
+        path = svc.plans.path(plan, name)
+    except UnknownPlan as error:
+        raise HTTPException(404, str(error)) from None
+    return FileResponse(path, media_type="application/octet-stream")
+
+
+@router.post(
+    "/jobs/{job}/metrics",
+    response_model=models.StoredSample,
+    response_model_exclude_none=True,
+    tags=["jobs"],
+)
+def push(
+    sample: models.MetricSample, job: str = JobName, svc: Service = Depends(service)
+) -> dict[str, Any]:
+    """A training job's loader figures at a step (the job is created by its first sample)."""
+    return svc.jobs.push(job, sample.model_dump(exclude_none=True))
+
+
+@router.get(
+    "/jobs",
+    response_model=list[models.JobSummary],
+    response_model_exclude_none=True,
+    tags=["jobs"],
+)
+def jobs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
+    """Jobs that pushed metrics, the most recent first."""
+    return svc.jobs.list()
+
+
+@router.get(
+    "/jobs/{job}/metrics",
+    response_model=models.JobSamples,
+    response_model_exclude_none=True,
+    tags=["jobs"],
+)
+def job_metrics(
+    job: str = JobName,
+    since: int = Query(0, ge=0, description="samples the reader already has"),
+    svc: Service = Depends(service),
+) -> dict[str, Any]:
+    """A job's samples after the first `since`, in arrival order."""
+    found = svc.jobs.samples(job, since)
+    if found is None:
+        raise HTTPException(404, f"no job {job!r} has pushed metrics")
+    return {"job": job, "samples": found}

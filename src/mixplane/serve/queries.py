@@ -1,0 +1,91 @@
+"""Catalog queries under the service's limits: a time limit per query, and answers cached.
+
+Dataset versions are immutable, so an answer stays right as long as the catalog file is the
+same; the cache key includes the file's size and modification time, which registering a
+version changes.
+
+Example:
+    >>> runner = QueryRunner("catalog.duckdb", timeout=10)  # doctest: +SKIP
+    >>> runner.run(("count", "language = 'de'"), lambda s: s.select("language = 'de'").summary())
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from mixplane.catalog import Catalog
+from mixplane.catalog.catalog import CatalogSession
+from mixplane.errors import MixplaneError
+
+T = TypeVar("T")
+CACHED_ANSWERS = 512
+
+
+class QueryTimeout(MixplaneError):
+    """A query ran past the service's time limit."""
+
+
+class QueryRunner:
+    """Runs functions of a catalog session with a deadline, remembering their answers."""
+
+    def __init__(self, catalog: str, timeout: float, cached: int = CACHED_ANSWERS):
+        self.catalog = Catalog(catalog)
+        self.timeout = timeout
+        self.cached = cached
+        self._answers: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def stamp(self) -> tuple[int, int]:
+        """The catalog file's size and modification time: what a cached answer depends on."""
+        try:
+            info = os.stat(self.catalog.path)
+        except FileNotFoundError:
+            raise MixplaneError(f"no catalog at {self.catalog.path}") from None
+        return info.st_size, info.st_mtime_ns
+
+    def run(self, key: Hashable, query: Callable[[CatalogSession], T]) -> T:
+        """`query(session)`, or its answer from the cache; `QueryTimeout` past the limit."""
+        full_key = (self.stamp(), key)
+        with self._lock:
+            if full_key in self._answers:
+                self._answers.move_to_end(full_key)
+                self.hits += 1
+                return self._answers[full_key]
+            self.misses += 1
+        answer = self.run_uncached(query)
+        with self._lock:
+            self._answers[full_key] = answer
+            while len(self._answers) > self.cached:
+                self._answers.popitem(last=False)
+        return answer
+
+    def run_uncached(self, query: Callable[[CatalogSession], T]) -> T:
+        """`query(session)` on a fresh session, interrupted after the time limit."""
+        expired, done = threading.Event(), threading.Event()
+        with self.catalog.session() as session:
+
+            def watch() -> None:
+                if done.wait(self.timeout):
+                    return
+                expired.set()
+                while not done.wait(0.05):  # again, for engines opened after the first stop
+                    session.interrupt()
+
+            threading.Thread(target=watch, daemon=True).start()
+            try:
+                return query(session)
+            except MixplaneError:
+                if expired.is_set():
+                    raise QueryTimeout(
+                        f"the query ran longer than {self.timeout:g} s; narrow the predicate "
+                        "or the datasets"
+                    ) from None
+                raise
+            finally:
+                done.set()

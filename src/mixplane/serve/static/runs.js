@@ -1,0 +1,165 @@
+// Runs view: the processing runs behind the registered datasets, and why documents were
+// excluded or quarantined in one of them.
+
+import { api } from "./api.js";
+import { barChart, color } from "./charts.js";
+import { empty, h, selectRow, showError, table } from "./dom.js";
+import { fmtInt, fmtNum, fmtShare, fmtTime } from "./format.js";
+
+/** {stage: {reason: n}} (or {reason: n}) -> [{stage, reason, count}], stages in given order. */
+function flatten(counts) {
+  const rows = [];
+  for (const [stage, value] of Object.entries(counts || {})) {
+    if (typeof value === "number") {
+      rows.push({ stage: "", reason: stage, count: value });
+      continue;
+    }
+    const reasons = Object.entries(value || {}).sort((a, b) => b[1] - a[1]);
+    for (const [reason, count] of reasons) rows.push({ stage, reason, count });
+  }
+  return rows;
+}
+
+function stat(label, value, id) {
+  return h("div", { class: "stat" },
+    h("span", { class: "label" }, label), h("span", { class: "value", id }, fmtInt(value)));
+}
+
+export function runsView(section) {
+  const list = section.querySelector('[data-role="list"]');
+  const detail = section.querySelector('[data-role="detail"]');
+  const error = section.querySelector('[data-role="error"]');
+  let loaded = false;
+  let request = 0;
+
+  async function load() {
+    showError(error, "");
+    list.replaceChildren(h("p", { class: "hint" }, "Loading…"));
+    let runs;
+    try {
+      runs = await api("runs");
+      loaded = true;
+    } catch (failure) {
+      list.replaceChildren();
+      showError(error, failure.message);
+      return;
+    }
+    if (!runs.length) {
+      list.replaceChildren(
+        empty("No processing run was found behind the registered datasets (their folders carry "
+          + "no manifests of earlier steps)."),
+      );
+      return;
+    }
+    list.replaceChildren(
+      table({
+        id: "runs-table",
+        columns: [
+          { label: "Run" }, { label: "Kind" }, { label: "Folder" }, { label: "Created" },
+          { label: "In", num: true }, { label: "Kept", num: true },
+          { label: "Excluded", num: true }, { label: "Quarantined", num: true },
+        ],
+        rows: runs.map((run) => ({
+          attrs: {
+            class: "clickable",
+            "data-run": run.id,
+            "data-kind": run.kind,
+            onclick: (event) => select(run.id, event.currentTarget),
+          },
+          cells: [
+            { value: run.id, class: "mono" }, run.kind, { value: run.folder, class: "mono" },
+            fmtTime(run.created_at), fmtInt(run.documents_in), fmtInt(run.kept),
+            fmtInt(run.excluded), fmtInt(run.quarantined),
+          ],
+        })),
+      }),
+    );
+    select(runs[0].id, list.querySelector("tbody tr"));
+  }
+
+  async function select(id, row) {
+    selectRow(row);
+    const mine = ++request;
+    detail.replaceChildren(h("p", { class: "hint" }, "Loading…"));
+    try {
+      const run = await api(`runs/${encodeURIComponent(id)}`);
+      if (mine === request) renderDetail(run);
+    } catch (failure) {
+      if (mine === request) detail.replaceChildren(h("div", { class: "error" }, failure.message));
+    }
+  }
+
+  /** A bar chart and a table of counts by stage and reason. */
+  function reasons(id, counts, total, none) {
+    const rows = flatten(counts);
+    if (!rows.length) return [empty(none)];
+    const stages = [...new Set(rows.map((row) => row.stage))];
+    return [
+      h("div", { class: "chart" },
+        barChart({
+          id: `${id}-bars`,
+          rows: rows.map((row) => ({
+            label: row.stage ? `${row.stage} / ${row.reason}` : row.reason,
+            value: row.count,
+            color: color(stages.indexOf(row.stage)),
+          })),
+          format: fmtInt,
+        })),
+      table({
+        id: `${id}-table`,
+        columns: [{ label: "Stage" }, { label: "Reason" }, { label: "Count", num: true },
+          { label: "Share", num: true }],
+        rows: rows.map((row) => ({
+          attrs: { "data-stage": row.stage, "data-reason": row.reason },
+          cells: [
+            { value: row.stage, class: "stage mono" }, { value: row.reason, class: "reason mono" },
+            { value: fmtInt(row.count), class: "count" },
+            { value: fmtShare(total ? row.count / total : 0), class: "share" },
+          ],
+        })),
+      }),
+    ];
+  }
+
+  function renderDetail(run) {
+    const seconds = Object.entries(run.seconds || {});
+    const made = run.datasets || [];
+    detail.replaceChildren(
+      h("h2", {}, `${run.kind} run `, h("span", { class: "mono" }, run.id)),
+      h("p", { class: "hint mono" }, run.folder, " · ", fmtTime(run.created_at)),
+      h("div", { class: "stats" },
+        stat("Documents in", run.documents_in, "run-documents-in"),
+        stat("Kept", run.kept, "run-kept"),
+        stat("Excluded", run.excluded, "run-excluded"),
+        stat("Quarantined", run.quarantined, "run-quarantined")),
+      h("h3", {}, "Excluded by stage and reason"),
+      ...reasons("excluded", run.excluded_by, run.excluded, "Nothing was excluded in this run."),
+      flatten(run.quarantined_by).length ? h("h3", {}, "Quarantined by reason") : null,
+      ...(flatten(run.quarantined_by).length
+        ? reasons("quarantined", run.quarantined_by, run.quarantined, "")
+        : []),
+      seconds.length ? h("h3", {}, "Time per stage") : null,
+      seconds.length
+        ? table({
+          id: "seconds-table",
+          columns: [{ label: "Stage" }, { label: "Seconds", num: true }],
+          rows: seconds.map(([stage, value]) => ({
+            attrs: { "data-stage": stage },
+            cells: [{ value: stage, class: "mono" }, fmtNum(value, 3)],
+          })),
+        })
+        : null,
+      made.length ? h("h3", {}, "Datasets made from it") : null,
+      made.length
+        ? h("p", { class: "mono" }, made.map((item) => (typeof item === "string" ? item : item.dataset || JSON.stringify(item))).join(", "))
+        : null,
+    );
+  }
+
+  return {
+    show() {
+      if (!loaded) load();
+    },
+    hide() {},
+  };
+}
