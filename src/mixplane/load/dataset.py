@@ -56,8 +56,10 @@ class MixtureDataset:
 
     Options: `catalog` (a `Catalog` to query instead of the spec's), `boundaries`
     (document_ids, position_ids, both or none), `dtype` of `input_ids`, `prefetch` (blocks
-    filled ahead by a background thread; 0: none) and `read_ahead` (sequences per block;
-    default: about 2M tokens, rounded up to whole batches). Planning costs a fixed ~0.5 ms
+    filled ahead by a background thread; 0: none), `read_ahead` (sequences per block;
+    default: about 2M tokens, rounded up to whole batches) and `plan_url` (a `mixplane
+    serve` service that resolves the mixture once for all ranks, instead of each machine
+    querying the catalog; the same as the spec's `plan_url`). Planning costs a fixed ~0.5 ms
     per block, so blocks of a few hundred sequences or more keep it small per sequence.
     """
 
@@ -73,8 +75,11 @@ class MixtureDataset:
         prefetch: int = 2,
         read_ahead: int | None = None,
         resolved: ResolvedMixture | None = None,
+        plan_url: str | None = None,
     ):
         spec = load_mixture(mixture)
+        if plan_url:
+            spec = spec.model_copy(update={"plan_url": plan_url})
         if boundaries not in ("document_ids", "position_ids", "both", "none"):
             raise ConfigError("boundaries must be document_ids, position_ids, both or none")
         self.layout = Layout(rank=rank, world_size=world_size)

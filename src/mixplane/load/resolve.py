@@ -63,6 +63,10 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
     MixtureTree(spec)  # the spec's own mistakes are reported before any file is opened
     if catalog is not None:
         return _resolve(spec, catalog)
+    if spec.plan_url:
+        from mixplane.load.plan_service import fetch_resolved
+
+        return fetch_resolved(spec)
     path = catalog_path(spec)
     if not use_cache:
         return _query(spec, path)

@@ -194,6 +194,11 @@ class MixtureSpec(BaseModel):
         "big or too many to cache whole)",
     )
     storage_options: dict[str, Any] = Field(default_factory=dict)
+    plan_url: str | None = Field(
+        None,
+        description="a `mixplane serve` service that resolves the mixture on its catalog, "
+        "once for all ranks (http://HOST:PORT; its token from $MIXPLANE_SERVE_TOKEN)",
+    )
 
     @field_validator("components")
     @classmethod
@@ -248,7 +253,7 @@ class MixtureSpec(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the stream (not where files are cached)."""
-        local = {"cache", "cache_dir", "cache_limit", "storage_options"}
+        local = {"cache", "cache_dir", "cache_limit", "storage_options", "plan_url"}
         decisive = self.model_dump(mode="json", exclude=local)
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

@@ -4,7 +4,7 @@
 import { api, hasToken, initToken, onUnauthorized } from "./api.js";
 import { compositionView } from "./composition.js";
 import { datasetsView } from "./datasets.js";
-import { h } from "./dom.js";
+import { fill, h } from "./dom.js";
 import { createDocumentViewer } from "./documents.js";
 import { jobsView } from "./jobs.js";
 import { runsView } from "./runs.js";
@@ -22,7 +22,7 @@ initToken();
 
 const banner = document.getElementById("banner");
 onUnauthorized(() => {
-  banner.replaceChildren(
+  fill(banner,
     h("strong", {}, "This service needs a token. "),
     hasToken() ? "The token this tab holds was refused. " : "",
     "Open the page as ",

@@ -14,6 +14,11 @@ export function color(i) {
   return PALETTE[i % PALETTE.length];
 }
 
+/** The width to draw a chart at: its container's, so text is not scaled up or down. */
+export function widthOf(element, fallback = 760) {
+  return Math.max(480, Math.round((element && element.clientWidth) || fallback));
+}
+
 /** Round `step` up to 1, 2 or 5 times a power of ten. */
 function niceStep(raw) {
   if (!(raw > 0)) return 1;
@@ -40,6 +45,8 @@ function niceScale(low, high, count = 5) {
   return { low: start, high: end, ticks, format: (v) => fmtNum(v, digits) };
 }
 
+const LABEL = 46; // characters of a bar's label before it is cut
+
 /** Long category labels are cut; the full text stays in the bar's tooltip. */
 function cut(text, max) {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -50,8 +57,8 @@ function cut(text, max) {
  * Returns an <svg> element.
  */
 export function barChart({ rows, format, id, width = 760, rowHeight = 24 }) {
-  const longest = Math.max(4, ...rows.map((row) => cut(String(row.label), 34).length));
-  const labelWidth = Math.min(250, 14 + longest * 6.8);
+  const longest = Math.max(4, ...rows.map((row) => cut(String(row.label), LABEL).length));
+  const labelWidth = Math.min(330, 14 + longest * 6.8);
   const valueWidth = 96;
   const plotWidth = width - labelWidth - valueWidth;
   const height = rows.length * rowHeight + 8;
@@ -72,7 +79,7 @@ export function barChart({ rows, format, id, width = 760, rowHeight = 24 }) {
         {},
         s("title", {}, row.tooltip || `${row.label}: ${format(row.value)}`),
         s("text", { x: labelWidth - 8, y: y + rowHeight / 2, "text-anchor": "end",
-          "dominant-baseline": "middle" }, cut(String(row.label), 34)),
+          "dominant-baseline": "middle" }, cut(String(row.label), LABEL)),
         s("rect", { x: labelWidth, y: y + 4, width: barWidth.toFixed(1), height: rowHeight - 8,
           rx: 2, fill: row.color || color(0) }),
         s("text", { class: "bar-label", x: labelWidth + barWidth + 6, y: y + rowHeight / 2,

@@ -1,8 +1,8 @@
 // Composition view: documents and tokens per value of one column, as bars and a table.
 
 import { api } from "./api.js";
-import { barChart } from "./charts.js";
-import { empty, h, showError, table } from "./dom.js";
+import { barChart, widthOf } from "./charts.js";
+import { empty, fill, h, showError, table } from "./dom.js";
 import { fmtInt, fmtShare } from "./format.js";
 
 const NUMERIC = /^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL.*|NUMERIC.*)$/i;
@@ -47,7 +47,7 @@ export function compositionView(section, context) {
   function fillColumns() {
     const previous = bySelect.value;
     const usable = columns();
-    bySelect.replaceChildren(
+    fill(bySelect,
       ...usable.map(([name, type]) => h("option", { value: name, "data-type": type }, name)),
     );
     const names = usable.map(([name]) => name);
@@ -78,10 +78,10 @@ export function compositionView(section, context) {
     }
     if (!datasets.length) {
       result.hidden = false;
-      chart.replaceChildren(empty("No dataset is registered in this catalog yet."));
+      fill(chart, empty("No dataset is registered in this catalog yet."));
       return;
     }
-    datasetSelect.replaceChildren(
+    fill(datasetSelect,
       ...datasets.map((dataset) => h("option", { value: dataset.dataset }, dataset.dataset)),
       datasets.length > 1 ? h("option", { value: ALL }, "all datasets") : null,
     );
@@ -129,11 +129,11 @@ export function compositionView(section, context) {
       `${fmtInt(totalDocuments)} documents, ${fmtInt(totalTokens)} tokens ` +
       `in ${fmtInt(groups.length)} groups by ${answer.by}` + (answer.where ? ` where ${answer.where}` : "");
     if (!groups.length) {
-      chart.replaceChildren(empty("No document matches."));
-      tableBox.replaceChildren();
+      fill(chart, empty("No document matches."));
+      fill(tableBox);
       return;
     }
-    chart.replaceChildren(
+    fill(chart,
       barChart({
         id: "composition-bars",
         rows: groups.map((group) => ({
@@ -141,10 +141,11 @@ export function compositionView(section, context) {
           value: group[key],
           tooltip: `${group.value}: ${fmtInt(group.documents)} documents, ${fmtInt(group.tokens)} tokens`,
         })),
-        format: (value) => `${fmtInt(value)} ${key === "tokens" ? "tok" : "docs"}`,
+        format: (value) => `${fmtInt(value)} ${key === "tokens" ? "tokens" : "documents"}`,
+        width: widthOf(chart),
       }),
     );
-    tableBox.replaceChildren(
+    fill(tableBox,
       table({
         id: "composition-table",
         columns: [

@@ -1,7 +1,7 @@
 // Datasets view: the latest version of every dataset; one selected shows columns and versions.
 
 import { api } from "./api.js";
-import { empty, h, selectRow, showError, table } from "./dom.js";
+import { empty, fill, h, selectRow, showError, table } from "./dom.js";
 import { fmtInt, fmtTime, fmtTokenizer } from "./format.js";
 
 export function datasetsView(section, context) {
@@ -12,25 +12,25 @@ export function datasetsView(section, context) {
 
   async function load() {
     showError(error, "");
-    list.replaceChildren(h("p", { class: "hint" }, "Loading…"));
+    fill(list, h("p", { class: "hint" }, "Loading…"));
     try {
       render(await context.datasets(true));
       loaded = true;
     } catch (failure) {
-      list.replaceChildren();
+      fill(list);
       showError(error, failure.message);
     }
   }
 
   function render(datasets) {
     if (!datasets.length) {
-      list.replaceChildren(
+      fill(list,
         empty("No dataset is registered in this catalog yet: ",
           h("code", {}, "mixplane catalog register FOLDER --name NAME"), "."),
       );
       return;
     }
-    list.replaceChildren(
+    fill(list,
       table({
         id: "datasets-table",
         columns: [
@@ -59,11 +59,11 @@ export function datasetsView(section, context) {
 
   async function select(dataset, row) {
     selectRow(row);
-    detail.replaceChildren(h("p", { class: "hint" }, "Loading…"));
+    fill(detail, h("p", { class: "hint" }, "Loading…"));
     try {
       renderDetail(await api(`datasets/${encodeURIComponent(dataset.name)}`));
     } catch (failure) {
-      detail.replaceChildren(h("div", { class: "error" }, failure.message));
+      fill(detail, h("div", { class: "error" }, failure.message));
     }
   }
 
@@ -71,7 +71,7 @@ export function datasetsView(section, context) {
     const versions = info.versions || [];
     const latest = versions[versions.length - 1] || {};
     const columns = Object.entries(latest.columns || {});
-    detail.replaceChildren(
+    fill(detail,
       h("h2", { id: "dataset-title" }, info.name),
       h("p", { class: "hint mono" }, latest.uri || ""),
       h("h3", {}, `Columns of ${latest.dataset || info.name} (${fmtInt(columns.length)})`),

@@ -1,7 +1,7 @@
 // Document viewer: one document's properties, full text and its way back to the raw file.
 
 import { api } from "./api.js";
-import { h, showError } from "./dom.js";
+import { fill, h, showError } from "./dom.js";
 import { fmtInt, fmtTime, fmtValue } from "./format.js";
 
 /** A step of the document's way back: kind, folder, time, and the part that kept it. */
@@ -58,21 +58,22 @@ export function createDocumentViewer(dialog) {
     const steps = doc.lineage || [];
     const origins = doc.origin || [];
     const byFolder = new Map(origins.map((origin) => [origin.folder, origin]));
-    content.replaceChildren(
-      h("h3", {}, `Properties (${fmtInt(properties.length)})`),
-      h("div", { class: "table-wrap" },
-        h("table", { class: "props", id: "document-properties" },
-          h("tbody", {}, properties.map(([key, value]) =>
-            h("tr", { "data-property": key }, h("td", { class: "mono" }, key),
-              h("td", {}, fmtValue(value))))))),
+    fill(content,
       h("h3", {}, "Text"),
       h("pre", { class: "text", id: "document-text" }, doc.text ?? ""),
+      doc.truncated ? h("p", { class: "hint" }, `Text cut at ${fmtInt(doc.text.length)} characters.`) : null,
       h("h3", {}, "Lineage"),
       steps.length
         ? h("ol", { class: "lineage", id: "document-lineage" },
           steps.map((step) => stepItem(step, byFolder.get(step.folder))),
           rawItem(origins[origins.length - 1]))
         : h("p", { class: "hint" }, "No lineage recorded for this document."),
+      h("h3", {}, `Properties (${fmtInt(properties.length)})`),
+      h("div", { class: "table-wrap" },
+        h("table", { class: "props", id: "document-properties" },
+          h("tbody", {}, properties.map(([key, value]) =>
+            h("tr", { "data-property": key }, h("td", { class: "mono" }, key),
+              h("td", {}, fmtValue(value))))))),
     );
   }
 
@@ -80,7 +81,7 @@ export function createDocumentViewer(dialog) {
     const mine = ++request;
     title.textContent = `${dataset} · ${shard}#${index}`;
     showError(error, "");
-    content.replaceChildren(h("p", { class: "hint" }, "Loading…"));
+    fill(content, h("p", { class: "hint" }, "Loading…"));
     if (!dialog.open) dialog.showModal();
     try {
       const path = ["documents", dataset, shard, String(index)].map(encodeURIComponent).join("/");
@@ -88,7 +89,7 @@ export function createDocumentViewer(dialog) {
       if (mine === request) render(doc);
     } catch (failure) {
       if (mine !== request) return;
-      content.replaceChildren();
+      fill(content);
       showError(error, failure.message);
     }
   }

@@ -74,3 +74,10 @@ export function selectRow(row) {
   }
   row.classList.add("selected");
 }
+
+/** Replace an element's children; null, false and undefined children are skipped. */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  append(element, children);
+  return element;
+}

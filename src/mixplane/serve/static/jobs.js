@@ -3,8 +3,8 @@
 // the samples it has not seen (`since`).
 
 import { api } from "./api.js";
-import { color, lineChart } from "./charts.js";
-import { empty, h, s, showError, table } from "./dom.js";
+import { color, lineChart, widthOf } from "./charts.js";
+import { empty, fill, h, s, showError, table } from "./dom.js";
 import { fmtBytes, fmtFixed, fmtInt, fmtNum, fmtTime } from "./format.js";
 
 const PERIOD_MS = 1000;
@@ -61,7 +61,7 @@ export function jobsView(section) {
   function renderList(jobs) {
     if (!jobs.length) {
       rows.clear();
-      list.replaceChildren(
+      fill(list,
         empty("No training job has reported yet. A job shows up here as soon as it pushes a "
           + "sample to ", h("code", {}, "POST /api/jobs/{job}/metrics"), "."),
       );
@@ -70,7 +70,7 @@ export function jobsView(section) {
     }
     let body = list.querySelector("#jobs-table tbody");
     if (!body) {
-      list.replaceChildren(
+      fill(list,
         table({
           id: "jobs-table",
           columns: [
@@ -129,7 +129,7 @@ export function jobsView(section) {
   function draw() {
     const last = samples[samples.length - 1] || {};
     const cache = last.cache || {};
-    latest.replaceChildren(
+    fill(latest,
       stat("Step", fmtInt(last.step)),
       stat("Sequences/s", fmtNum(last.sequences_per_second, 1)),
       stat("Tokens/s", fmtInt(last.tokens_per_second)),
@@ -143,7 +143,7 @@ export function jobsView(section) {
     const points = (key) => samples
       .filter((sample) => typeof sample[key] === "number")
       .map((sample) => [sample.step, sample[key]]);
-    throughputBox.replaceChildren(
+    fill(throughputBox,
       lineChart({
         id: "throughput-chart",
         series: [
@@ -154,6 +154,7 @@ export function jobsView(section) {
         yLabel: "sequences per second",
         y2Label: "wait seconds",
         legend: true,
+        width: widthOf(throughputBox, 640),
       }),
     );
 
@@ -171,19 +172,20 @@ export function jobsView(section) {
         .map((sample) => [sample.step, sample.weights[name]]),
     }));
     const lastWeighted = weighted[weighted.length - 1];
-    weightsBox.replaceChildren(
+    fill(weightsBox,
       lineChart({
         id: "weights-chart",
         series,
         xLabel: "step",
         yLabel: "weight",
+        width: widthOf(weightsBox, 640),
         attrs: {
           "data-points": weighted.length,
           "data-last-step": lastWeighted ? lastWeighted.step : "",
         },
       }),
     );
-    legendBox.replaceChildren(
+    fill(legendBox,
       ...series.map((line) => {
         const latestWeight = line.points.length ? line.points[line.points.length - 1][1] : null;
         return h("span", { class: "legend-item", "data-component": line.name },

@@ -2,8 +2,8 @@
 // excluded or quarantined in one of them.
 
 import { api } from "./api.js";
-import { barChart, color } from "./charts.js";
-import { empty, h, selectRow, showError, table } from "./dom.js";
+import { barChart, color, widthOf } from "./charts.js";
+import { empty, fill, h, selectRow, showError, table } from "./dom.js";
 import { fmtInt, fmtNum, fmtShare, fmtTime } from "./format.js";
 
 /** {stage: {reason: n}} (or {reason: n}) -> [{stage, reason, count}], stages in given order. */
@@ -34,24 +34,24 @@ export function runsView(section) {
 
   async function load() {
     showError(error, "");
-    list.replaceChildren(h("p", { class: "hint" }, "Loading…"));
+    fill(list, h("p", { class: "hint" }, "Loading…"));
     let runs;
     try {
       runs = await api("runs");
       loaded = true;
     } catch (failure) {
-      list.replaceChildren();
+      fill(list);
       showError(error, failure.message);
       return;
     }
     if (!runs.length) {
-      list.replaceChildren(
+      fill(list,
         empty("No processing run was found behind the registered datasets (their folders carry "
           + "no manifests of earlier steps)."),
       );
       return;
     }
-    list.replaceChildren(
+    fill(list,
       table({
         id: "runs-table",
         columns: [
@@ -74,18 +74,20 @@ export function runsView(section) {
         })),
       }),
     );
-    select(runs[0].id, list.querySelector("tbody tr"));
+    // Start on the newest processing run: it is the one that excludes and quarantines.
+    const first = runs.find((run) => run.kind === "process") || runs[0];
+    select(first.id, list.querySelector(`tbody tr:nth-child(${runs.indexOf(first) + 1})`));
   }
 
   async function select(id, row) {
     selectRow(row);
     const mine = ++request;
-    detail.replaceChildren(h("p", { class: "hint" }, "Loading…"));
+    fill(detail, h("p", { class: "hint" }, "Loading…"));
     try {
       const run = await api(`runs/${encodeURIComponent(id)}`);
       if (mine === request) renderDetail(run);
     } catch (failure) {
-      if (mine === request) detail.replaceChildren(h("div", { class: "error" }, failure.message));
+      if (mine === request) fill(detail, h("div", { class: "error" }, failure.message));
     }
   }
 
@@ -104,6 +106,7 @@ export function runsView(section) {
             color: color(stages.indexOf(row.stage)),
           })),
           format: fmtInt,
+          width: widthOf(detail),
         })),
       table({
         id: `${id}-table`,
@@ -124,7 +127,7 @@ export function runsView(section) {
   function renderDetail(run) {
     const seconds = Object.entries(run.seconds || {});
     const made = run.datasets || [];
-    detail.replaceChildren(
+    fill(detail,
       h("h2", {}, `${run.kind} run `, h("span", { class: "mono" }, run.id)),
       h("p", { class: "hint mono" }, run.folder, " · ", fmtTime(run.created_at)),
       h("div", { class: "stats" },

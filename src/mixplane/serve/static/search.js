@@ -1,7 +1,7 @@
 // Search view: count the documents and tokens a predicate selects, and show a few samples.
 
 import { api } from "./api.js";
-import { h, showError, table } from "./dom.js";
+import { fill, h, showError, table } from "./dom.js";
 import { fmtInt, fmtShare } from "./format.js";
 
 const SAMPLES = 5;
@@ -49,9 +49,9 @@ export function searchView(section, context) {
 
   function clear() {
     result.hidden = true;
-    perDataset.replaceChildren();
+    fill(perDataset);
     samplesTitle.hidden = true;
-    samples.replaceChildren();
+    fill(samples);
   }
 
   async function run() {
@@ -72,7 +72,7 @@ export function searchView(section, context) {
     try {
       renderSamples((await sampleRequest).samples || []);
     } catch (failure) {
-      samples.replaceChildren();
+      fill(samples);
       showError(error, `Samples: ${failure.message}`);
     } finally {
       button.disabled = false;
@@ -86,7 +86,7 @@ export function searchView(section, context) {
     const parts = count.datasets || [];
     if (parts.length <= 1) {
       const part = parts[0];
-      perDataset.replaceChildren(
+      fill(perDataset,
         part
           ? h("p", { class: "hint" },
             `${fmtShare(part.documents / (part.total_documents || 1))} of ${part.dataset}'s ` +
@@ -96,7 +96,7 @@ export function searchView(section, context) {
       );
       return;
     }
-    perDataset.replaceChildren(
+    fill(perDataset,
       table({
         id: "search-per-dataset",
         columns: [
@@ -121,10 +121,10 @@ export function searchView(section, context) {
     samplesTitle.hidden = false;
     samplesTitle.textContent = list.length ? `Samples (${list.length})` : "Samples";
     if (!list.length) {
-      samples.replaceChildren(h("li", { class: "empty" }, "No document matches."));
+      fill(samples, h("li", { class: "empty" }, "No document matches."));
       return;
     }
-    samples.replaceChildren(
+    fill(samples,
       ...list.map((sample) =>
         h("li", {
           class: "sample",
