@@ -19,6 +19,7 @@ from mixplane.cli.common import (
 from mixplane.errors import ConfigError
 
 if TYPE_CHECKING:  # the processing engine loads when a command needs it (mixplane[process])
+    from mixplane.process.exporter import ProcessExporter
     from mixplane.process.pipeline import Pipeline, PipelineResult
 
 
@@ -42,6 +43,15 @@ def process(
         False,
         "--allow-mostly-quarantined",
         help="Exit 0 even when nearly every record of an input is quarantined for one reason.",
+    ),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        min=1,
+        max=65535,
+        help="Expose Prometheus metrics (documents by outcome, stage and reason; bytes read; "
+        "tasks) on http://127.0.0.1:PORT/metrics while the run lasts.",
+        show_default=False,
     ),
     storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
@@ -68,12 +78,20 @@ def process(
     else:
         raise ConfigError("give a pipeline YAML, or both --input and --output")
     pipeline = Pipeline(settings)
+    exporter = None
+    if metrics_port is not None:
+        from mixplane.process.exporter import ProcessExporter
+
+        exporter = ProcessExporter(metrics_port)
     try:
-        result = run_with_progress(pipeline, quiet=as_json)
+        result = run_with_progress(pipeline, quiet=as_json, exporter=exporter)
     except MostlyQuarantinedError as error:
         # The run finished and wrote everything: show what it did, then the one-line error.
         report(error.result, as_json)
         raise
+    finally:
+        if exporter is not None:
+            exporter.close()
     report(result, as_json)
 
 
@@ -84,13 +102,26 @@ def report(result: PipelineResult, as_json: bool) -> None:
         print_summary(result)
 
 
-def run_with_progress(pipeline: Pipeline, quiet: bool = False) -> PipelineResult:
+def run_with_progress(
+    pipeline: Pipeline, quiet: bool = False, exporter: ProcessExporter | None = None
+) -> PipelineResult:
     with progress(quiet) as bar:
         handle = bar.add_task("processing", total=None)
+
+        def done(result: dict) -> None:
+            bar.advance(handle)
+            if exporter is not None:
+                exporter.task_done(result)
+
+        def phase(name: str, tasks: int | None) -> None:
+            bar.reset(handle, total=tasks, description=name)
+            if exporter is not None:
+                exporter.phase(name, tasks)
+
         result = pipeline.run(
             on_planned=lambda tasks: bar.update(handle, total=len(tasks)),
-            on_done=lambda _: bar.advance(handle),
-            on_phase=lambda name, tasks: bar.reset(handle, total=tasks, description=name),
+            on_done=done,
+            on_phase=phase,
         )
     return result
 
