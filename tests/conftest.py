@@ -111,3 +111,78 @@ def s3_bucket(s3_server):
     name = create_bucket(s3_server, f"bucket-{free_port()}")
     yield name, s3_server
     s3fs.S3FileSystem(**s3_server).rm(name, recursive=True)
+
+
+@pytest.fixture(scope="session")
+def demo_work(tmp_path_factory) -> Path:
+    """The demo's work folder (corpus, processed parts, tokens, catalog), built once."""
+    from mixplane.demo import run_demo
+
+    work = tmp_path_factory.mktemp("demo")
+    run_demo(work, docs=1500, workers=2, batches=5)
+    return work
+
+
+class Service:
+    """A `mixplane serve` process on loopback: its base URL, token and log."""
+
+    def __init__(self, catalog: Path, *args: str, token: str | None = None, env=None):
+        import os
+        import subprocess
+        import sys
+        import time
+        import urllib.request
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.token = token
+        command = [sys.executable, "-m", "mixplane", "serve", "--catalog", str(catalog)]
+        command += ["--port", str(self.port), *args]
+        if token:
+            command += ["--token", token]
+        self.log = Path(catalog).parent / f"serve-{self.port}.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                request = urllib.request.Request(f"{self.url}/api/health", headers=self.headers)
+                urllib.request.urlopen(request, timeout=1).read()
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"the service did not start: {self.log.read_text()}")
+                time.sleep(0.1)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def get(self, path: str, **params):
+        import httpx
+
+        return httpx.get(self.url + path, params=params, headers=self.headers, timeout=60)
+
+    def post(self, path: str, body: dict):
+        import httpx
+
+        return httpx.post(self.url + path, json=body, headers=self.headers, timeout=120)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except Exception:
+            self.process.kill()
+
+
+@pytest.fixture(scope="session")
+def demo_service(demo_work: Path, tmp_path_factory):
+    """`mixplane serve` over the demo's catalog for the whole session."""
+    cache = tmp_path_factory.mktemp("service-cache")
+    service = Service(demo_work / "catalog.duckdb", "--cache-dir", str(cache))
+    yield service
+    service.stop()

@@ -124,11 +124,15 @@ class JobReporter:
         return sample
 
     def close(self, timeout: float = 5.0) -> None:
-        """Push what is queued (waiting at most `timeout` seconds) and stop."""
+        """Push what is queued (waiting at most `timeout` seconds) and stop; the Prometheus
+        endpoint, if any, closes too."""
         if self._sender is not None:
             self._queue.put(None)
             self._sender.join(timeout)
             self._sender = None
+        if self._prometheus is not None:
+            self._prometheus.server.shutdown()
+            self._prometheus = None
 
     def _weights(self) -> dict[str, float] | None:
         if self.dataset is None:

@@ -80,7 +80,7 @@ class QueryRunner:
             threading.Thread(target=watch, daemon=True).start()
             try:
                 return query(session)
-            except MixplaneError:
+            except Exception:  # interrupted: DuckDB's error, or a MixplaneError wrapping it
                 if expired.is_set():
                     raise QueryTimeout(
                         f"the query ran longer than {self.timeout:g} s; narrow the predicate "

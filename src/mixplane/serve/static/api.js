@@ -16,16 +16,17 @@ export class ApiError extends Error {
 /**
  * Take the token from the URL fragment (#token=...) on first load, keep it in the tab's
  * session storage and drop it from the visible URL (and so from history and screenshots).
+ * Returns whether the fragment held a token.
  */
 export function initToken() {
   const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
   const token = fragment.get("token");
-  if (token) {
-    sessionStorage.setItem(TOKEN_KEY, token);
-    fragment.delete("token");
-    const rest = fragment.toString();
-    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
-  }
+  if (!token) return false;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  fragment.delete("token");
+  const rest = fragment.toString();
+  history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+  return true;
 }
 
 export function hasToken() {
@@ -83,7 +84,9 @@ function describeError(response, data, body) {
   if (typeof detail === "string") return detail;
   // Validation errors come as a list of {loc, msg}.
   if (Array.isArray(detail)) {
-    return detail.map((item) => [item.loc && item.loc.join("."), item.msg].filter(Boolean).join(": ")).join("\n");
+    return detail
+      .map((item) => [item.loc && item.loc.join("."), item.msg].filter(Boolean).join(": "))
+      .join("\n");
   }
   if (detail) return JSON.stringify(detail);
   return `${response.status} ${response.statusText}${body ? `: ${body.slice(0, 300)}` : ""}`;

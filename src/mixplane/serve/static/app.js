@@ -75,14 +75,24 @@ function showView(name) {
     views[current].controller.hide();
   }
   current = name;
-  for (const tab of tabs.children) tab.setAttribute("aria-selected", String(tab.dataset.view === name));
+  for (const tab of tabs.children) {
+    tab.setAttribute("aria-selected", String(tab.dataset.view === name));
+  }
   views[name].section.hidden = false;
   views[name].controller.show();
   // The view is kept in the fragment so a reload (or a shared link) opens the same tab.
   history.replaceState(null, "", `${location.pathname}${location.search}#${name}`);
 }
 
-window.addEventListener("hashchange", () => showView(location.hash.slice(1)));
+window.addEventListener("hashchange", () => {
+  // A token typed into the address bar of an open page changes only the fragment: keep it
+  // and start over with it.
+  if (initToken()) {
+    location.reload();
+    return;
+  }
+  showView(location.hash.slice(1));
+});
 showView(location.hash.slice(1));
 
 api("health")

@@ -58,7 +58,7 @@ function cut(text, max) {
  */
 export function barChart({ rows, format, id, width = 760, rowHeight = 24 }) {
   const longest = Math.max(4, ...rows.map((row) => cut(String(row.label), LABEL).length));
-  const labelWidth = Math.min(330, 14 + longest * 6.8);
+  const labelWidth = Math.min(330, Math.max(72, 14 + longest * 6.8));
   const valueWidth = 96;
   const plotWidth = width - labelWidth - valueWidth;
   const height = rows.length * rowHeight + 8;
@@ -88,6 +88,17 @@ export function barChart({ rows, format, id, width = 760, rowHeight = 24 }) {
     );
   });
   return svg;
+}
+
+/** [smallest, largest] of a (possibly long) list of numbers, without spreading it. */
+function extent(values) {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const value of values) {
+    if (value < low) low = value;
+    if (value > high) high = value;
+  }
+  return [low, high];
 }
 
 /** Keep at most `limit` points (evenly spaced, always the last) so big series stay cheap. */
@@ -120,18 +131,21 @@ export function lineChart({
     return svg;
   }
 
-  const xs = all.map((p) => p[0]);
-  const x = niceScale(Math.min(...xs), Math.max(...xs), 6);
+  const x = niceScale(...extent(all.map((p) => p[0])), 6);
   const axisScale = (side) => {
-    const ys = series.filter((l) => (l.axis || "left") === side).flatMap((l) => l.points.map((p) => p[1]));
+    const ys = series
+      .filter((line) => (line.axis || "left") === side)
+      .flatMap((line) => line.points.map((p) => p[1]));
     if (!ys.length) return null;
-    const low = yMin === null ? Math.min(...ys) : Math.min(yMin, ...ys);
-    return niceScale(low, Math.max(...ys), 5);
+    const [low, high] = extent(ys);
+    return niceScale(yMin === null ? low : Math.min(yMin, low), high, 5);
   };
   const left = axisScale("left");
   const right = hasRight ? axisScale("right") : null;
   const px = (v) => margin.left + ((v - x.low) / (x.high - x.low || 1)) * plotW;
-  const py = (scale, v) => margin.top + plotH - ((v - scale.low) / (scale.high - scale.low || 1)) * plotH;
+  const py = (scale, v) =>
+    margin.top + plotH - ((v - scale.low) / (scale.high - scale.low || 1)) * plotH;
+  const bottom = margin.top + plotH;
 
   // Grid and axes.
   const grid = s("g", { class: "grid" });
@@ -152,12 +166,11 @@ export function lineChart({
   }
   for (const tick of x.ticks) {
     const xPos = px(tick);
-    axes.append(s("line", { x1: xPos, x2: xPos, y1: margin.top + plotH, y2: margin.top + plotH + 4 }));
-    axes.append(s("text", { class: "tick-label", x: xPos, y: margin.top + plotH + 16,
+    axes.append(s("line", { x1: xPos, x2: xPos, y1: bottom, y2: bottom + 4 }));
+    axes.append(s("text", { class: "tick-label", x: xPos, y: bottom + 16,
       "text-anchor": "middle" }, x.format(tick)));
   }
-  axes.append(s("line", { x1: margin.left, x2: margin.left + plotW, y1: margin.top + plotH,
-    y2: margin.top + plotH }));
+  axes.append(s("line", { x1: margin.left, x2: margin.left + plotW, y1: bottom, y2: bottom }));
   axes.append(s("text", { class: "axis-label", x: margin.left + plotW / 2, y: height - 4,
     "text-anchor": "middle" }, xLabel));
   const side = (text, xPos, angle) =>
@@ -172,12 +185,15 @@ export function lineChart({
     const scale = line.axis === "right" ? right : left;
     const points = thin(line.points, Math.ceil(plotW * 2));
     if (!points.length || !scale) return;
-    const d = points.map((p, j) => `${j ? "L" : "M"}${px(p[0]).toFixed(1)},${py(scale, p[1]).toFixed(1)}`).join("");
+    const d = points
+      .map((p, j) => `${j ? "L" : "M"}${px(p[0]).toFixed(1)},${py(scale, p[1]).toFixed(1)}`)
+      .join("");
     const stroke = line.color || color(i);
     svg.append(s("path", { d, fill: "none", stroke, "stroke-width": 1.8,
       "stroke-linejoin": "round", "data-series": line.name }));
     if (points.length === 1) {
-      svg.append(s("circle", { cx: px(points[0][0]), cy: py(scale, points[0][1]), r: 3, fill: stroke }));
+      const [only] = points;
+      svg.append(s("circle", { cx: px(only[0]), cy: py(scale, only[1]), r: 3, fill: stroke }));
     }
   });
 

@@ -127,7 +127,8 @@ export function compositionView(section, context) {
     result.hidden = false;
     summary.textContent =
       `${fmtInt(totalDocuments)} documents, ${fmtInt(totalTokens)} tokens ` +
-      `in ${fmtInt(groups.length)} groups by ${answer.by}` + (answer.where ? ` where ${answer.where}` : "");
+      `in ${fmtInt(groups.length)} groups by ${answer.by}` +
+      (answer.where && answer.where !== "TRUE" ? ` where ${answer.where}` : "");
     if (!groups.length) {
       fill(chart, empty("No document matches."));
       fill(tableBox);
@@ -139,7 +140,9 @@ export function compositionView(section, context) {
         rows: groups.map((group) => ({
           label: String(group.value),
           value: group[key],
-          tooltip: `${group.value}: ${fmtInt(group.documents)} documents, ${fmtInt(group.tokens)} tokens`,
+          tooltip:
+            `${group.value}: ${fmtInt(group.documents)} documents, ` +
+            `${fmtInt(group.tokens)} tokens`,
         })),
         format: (value) => `${fmtInt(value)} ${key === "tokens" ? "tokens" : "documents"}`,
         width: widthOf(chart),
@@ -161,7 +164,9 @@ export function compositionView(section, context) {
             { value: fmtShare(totalTokens ? group.tokens / totalTokens : 0), class: "share" },
           ],
         })),
-        footer: ["Total", fmtInt(totalDocuments), fmtInt(totalTokens), fmtShare(totalTokens ? 1 : 0)],
+        footer: [
+          "Total", fmtInt(totalDocuments), fmtInt(totalTokens), fmtShare(totalTokens ? 1 : 0),
+        ],
       }),
     );
   }

@@ -13,7 +13,9 @@ function stepItem(step, origin) {
     h("div", { class: "extra" },
       [step.tool_version ? `mixplane ${step.tool_version}` : null, hash ? `config ${hash}` : null]
         .filter(Boolean).join(" · ")),
-    origin ? h("div", { class: "extra" }, "kept in ", h("span", { class: "mono" }, origin.part)) : null);
+    origin
+      ? h("div", { class: "extra" }, "kept in ", h("span", { class: "mono" }, origin.part))
+      : null);
 }
 
 /** The byte range of a raw input: start..end, an open end meaning "to the end of the file". */
@@ -29,7 +31,8 @@ function rawItem(origin) {
   const input = origin && origin.input;
   if (!input) {
     return h("li", { class: "raw", "data-kind": "raw" },
-      h("span", { class: "kind" }, "raw input"), " · ", h("span", { class: "hint" }, "not recorded"));
+      h("span", { class: "kind" }, "raw input"), " · ",
+      h("span", { class: "hint" }, "not recorded"));
   }
   const rest = Object.entries(input).filter(([key]) => !["url", "start", "end"].includes(key));
   return h("li", { class: "raw", "data-kind": "raw" },
@@ -37,7 +40,8 @@ function rawItem(origin) {
     h("span", { class: "mono", id: "document-raw-file" }, input.url || "?"), " · ",
     h("span", { id: "document-byte-range" }, byteRange(input)),
     rest.length
-      ? h("div", { class: "extra" }, rest.map(([key, value]) => `${key}: ${fmtValue(value)}`).join(" · "))
+      ? h("div", { class: "extra" },
+        rest.map(([key, value]) => `${key}: ${fmtValue(value)}`).join(" · "))
       : null);
 }
 
@@ -61,7 +65,9 @@ export function createDocumentViewer(dialog) {
     fill(content,
       h("h3", {}, "Text"),
       h("pre", { class: "text", id: "document-text" }, doc.text ?? ""),
-      doc.truncated ? h("p", { class: "hint" }, `Text cut at ${fmtInt(doc.text.length)} characters.`) : null,
+      doc.truncated
+        ? h("p", { class: "hint" }, `Text cut at ${fmtInt(doc.text.length)} characters.`)
+        : null,
       h("h3", {}, "Lineage"),
       steps.length
         ? h("ol", { class: "lineage", id: "document-lineage" },

@@ -48,7 +48,9 @@ export function table({ id, columns, rows, footer, className }) {
   const body = rows.map((row) =>
     h("tr", row.attrs || {}, row.cells.map((spec, i) => cell("td", spec, columns[i]))),
   );
-  const foot = footer ? h("tfoot", {}, h("tr", {}, footer.map((spec, i) => cell("td", spec, columns[i])))) : null;
+  const foot = footer
+    ? h("tfoot", {}, h("tr", {}, footer.map((spec, i) => cell("td", spec, columns[i]))))
+    : null;
   return h(
     "div",
     { class: "table-wrap" },

@@ -25,7 +25,7 @@ export function fmtFixed(value, digits) {
 /** A share 0..1 as a percentage: 0.1234 -> "12.3%". */
 export function fmtShare(value) {
   if (typeof value !== "number" || !Number.isFinite(value)) return "–";
-  return `${(value * 100).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 })}%`;
+  return `${fmtFixed(value * 100, 1)}%`;
 }
 
 /** Bytes in binary units: 1536 -> "1.5 KiB". */

@@ -8,6 +8,7 @@ import { empty, fill, h, s, showError, table } from "./dom.js";
 import { fmtBytes, fmtFixed, fmtInt, fmtNum, fmtTime } from "./format.js";
 
 const PERIOD_MS = 1000;
+const KEPT = 10_000; // samples kept (and drawn) per job, as many as the service keeps
 
 /** A sample's time as a number, to find the job that reported last. */
 function when(sample) {
@@ -37,6 +38,7 @@ export function jobsView(section) {
   let selected = null;
   let pinned = false; // the user picked a job: stop following the most recent one
   let samples = [];
+  let seen = 0; // samples received for the selected job (`since`), dropped ones included
   let generation = 0; // bumped when the selection changes; stale answers are dropped
 
   async function tick() {
@@ -46,6 +48,12 @@ export function jobsView(section) {
       const jobs = await api("jobs");
       showError(error, "");
       renderList(jobs);
+      const current = jobs.find((job) => job.job === selected);
+      if (selected !== null && !current) {
+        forget(); // gone from the service (restarted, or pushed out by newer jobs)
+      } else if (current && current.samples < seen) {
+        restart(); // the service started over (restarted) with this job's name
+      }
       if (!pinned && jobs.length) {
         const recent = jobs.reduce((a, b) => (when(b.last) >= when(a.last) ? b : a));
         if (recent.job !== selected) choose(recent.job, false);
@@ -85,28 +93,54 @@ export function jobsView(section) {
     }
     for (const job of jobs) {
       const last = job.last || {};
-      const cells = [job.job, fmtInt(job.samples), fmtInt(last.step), fmtNum(last.sequences_per_second, 1),
-        fmtNum(last.wait_seconds, 3), fmtTime(last.time)];
+      const cells = [
+        job.job, fmtInt(job.samples), fmtInt(last.step), fmtNum(last.sequences_per_second, 1),
+        fmtNum(last.wait_seconds, 3), fmtTime(last.time),
+      ];
       let row = rows.get(job.job);
       if (!row) {
-        row = h("tr", { class: "clickable", "data-job": job.job, onclick: () => choose(job.job, true) },
+        const onclick = () => choose(job.job, true);
+        row = h("tr", { class: "clickable", "data-job": job.job, onclick },
           cells.map((_, i) => h("td", { class: i === 0 ? "mono" : i < 5 ? "num" : null })));
         rows.set(job.job, row);
-        body.append(row);
       }
       cells.forEach((text, i) => {
         if (row.children[i].textContent !== text) row.children[i].textContent = text;
       });
       row.classList.toggle("selected", job.job === selected);
     }
+    // Rows follow the service's order (most recent first); jobs it no longer has go.
+    const names = new Set(jobs.map((job) => job.job));
+    for (const [name, row] of rows) {
+      if (!names.has(name)) {
+        row.remove();
+        rows.delete(name);
+      }
+    }
+    jobs.forEach((job, i) => {
+      const row = rows.get(job.job);
+      if (body.children[i] !== row) body.insertBefore(row, body.children[i] || null);
+    });
+  }
+
+  function restart() {
+    samples = [];
+    seen = 0;
+    generation += 1;
+  }
+
+  function forget() {
+    selected = null;
+    pinned = false;
+    restart();
+    detail.hidden = true;
   }
 
   function choose(job, byUser) {
     if (byUser) pinned = true;
     if (job === selected) return;
     selected = job;
-    samples = [];
-    generation += 1;
+    restart();
     for (const [name, row] of rows) row.classList.toggle("selected", name === job);
     title.textContent = `Job ${job}`;
     detail.hidden = false;
@@ -117,11 +151,13 @@ export function jobsView(section) {
   async function poll() {
     const mine = generation;
     const job = selected;
-    const data = await api(`jobs/${encodeURIComponent(job)}/metrics`, { since: samples.length });
+    const data = await api(`jobs/${encodeURIComponent(job)}/metrics`, { since: seen });
     if (mine !== generation) return;
     const fresh = data.samples || [];
     if (fresh.length) {
-      samples.push(...fresh);
+      seen += fresh.length;
+      samples = samples.concat(fresh);
+      if (samples.length > KEPT) samples = samples.slice(samples.length - KEPT);
       draw();
     }
   }
@@ -159,10 +195,12 @@ export function jobsView(section) {
     );
 
     // Components in the order they first appear; a line per component.
-    const weighted = samples.filter((sample) => sample.weights && typeof sample.weights === "object");
+    const weighted = samples.filter((sample) => sample.weights instanceof Object);
     const components = [];
     for (const sample of weighted) {
-      for (const name of Object.keys(sample.weights)) if (!components.includes(name)) components.push(name);
+      for (const name of Object.keys(sample.weights)) {
+        if (!components.includes(name)) components.push(name);
+      }
     }
     const series = components.map((name, i) => ({
       name,

@@ -154,7 +154,7 @@ export function runsView(section) {
         : null,
       made.length ? h("h3", {}, "Datasets made from it") : null,
       made.length
-        ? h("p", { class: "mono" }, made.map((item) => (typeof item === "string" ? item : item.dataset || JSON.stringify(item))).join(", "))
+        ? h("p", { class: "mono", id: "run-datasets" }, made.map(String).join(", "))
         : null,
     );
   }

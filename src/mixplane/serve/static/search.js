@@ -8,7 +8,11 @@ const SAMPLES = 5;
 
 /** The first few lines of a text, for a sample's excerpt. */
 function excerpt(text, lines = 3, chars = 360) {
-  const head = String(text || "").split("\n").filter((line) => line.trim()).slice(0, lines).join("\n");
+  const head = String(text || "")
+    .split("\n")
+    .filter((line) => line.trim())
+    .slice(0, lines)
+    .join("\n");
   return head.length > chars ? `${head.slice(0, chars - 1)}…` : head;
 }
 
@@ -135,7 +139,7 @@ export function searchView(section, context) {
           title: "Open this document",
           onclick: () => context.openDocument(sample.dataset, sample.shard, sample.index),
           onkeydown: (event) => {
-            if (event.key === "Enter") context.openDocument(sample.dataset, sample.shard, sample.index);
+            if (event.key === "Enter") event.currentTarget.click();
           },
         },
         h("div", { class: "where mono" }, `${sample.dataset} · ${sample.shard}#${sample.index}`),

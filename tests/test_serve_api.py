@@ -1,0 +1,218 @@
+"""The data service's API against a real `mixplane serve` process on loopback, with answers
+checked against the shards' metadata read directly (pyarrow), not through the service."""
+
+from __future__ import annotations
+
+import glob
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from mixplane.load import MixtureDataset
+from mixplane.load.telemetry import JobReporter
+
+MIXTURE = {
+    "seq_len": 128,
+    "seed": 3,
+    "components": {
+        "wiki": {"where": "source = 'wiki'", "weight": 0.6},
+        "code": {"where": "source = 'code'", "weight": 0.4},
+    },
+}
+
+
+def metadata(work: Path) -> pa.Table:
+    files = sorted(glob.glob(str(work / "tokens" / "*.meta.parquet")))
+    return pa.concat_tables(
+        [pq.read_table(f, columns=["id", "n_tokens", "source", "language"]) for f in files]
+    )
+
+
+def test_datasets_and_versions(demo_service, demo_work):
+    listed = demo_service.get("/api/datasets").json()
+    assert [d["dataset"] for d in listed] == ["demo@1"]
+    table = metadata(demo_work)
+    assert listed[0]["documents"] == table.num_rows
+    assert listed[0]["tokens"] == pc.sum(table["n_tokens"]).as_py()
+    assert listed[0]["columns"]["language"] == "VARCHAR"
+    assert demo_service.get("/api/datasets/demo").json()["versions"][0]["version"] == 1
+    assert demo_service.get("/api/datasets/nothing").status_code == 404
+
+
+def test_count_and_composition_match_the_metadata(demo_service, demo_work):
+    table = metadata(demo_work)
+    german = table.filter(pc.equal(table["language"], "de"))
+    counted = demo_service.get("/api/count", where="language = 'de'").json()
+    assert (counted["documents"], counted["tokens"]) == (
+        german.num_rows,
+        pc.sum(german["n_tokens"]).as_py(),
+    )
+    groups = demo_service.get("/api/composition", by="source").json()["groups"]
+    expected = {}
+    for source, tokens in zip(
+        table["source"].to_pylist(), table["n_tokens"].to_pylist(), strict=True
+    ):
+        documents, total = expected.get(source, (0, 0))
+        expected[source] = (documents + 1, total + tokens)
+    assert {g["value"]: (g["documents"], g["tokens"]) for g in groups} == expected
+    assert [g["tokens"] for g in groups] == sorted((g["tokens"] for g in groups), reverse=True)
+    web = demo_service.get("/api/composition", by="language", where="source = 'web'").json()
+    web_rows = table.filter(pc.equal(table["source"], "web"))
+    assert web["documents"] == web_rows.num_rows
+    assert {g["value"]: g["documents"] for g in web["groups"]} == dict(
+        Counter(web_rows["language"].to_pylist())
+    )
+
+
+def test_numeric_columns_are_bucketed(demo_service, demo_work):
+    files = sorted(glob.glob(str(demo_work / "tokens" / "*.meta.parquet")))
+    values = pa.concat_tables([pq.read_table(f, columns=["n_tokens"]) for f in files])
+    tokens = np.array(values["n_tokens"].to_pylist())
+    answer = demo_service.get("/api/histogram", column="n_tokens", bins=7).json()
+    edges = np.linspace(tokens.min(), tokens.max(), 8)
+    counts, _ = np.histogram(tokens, bins=edges)
+    assert [b["documents"] for b in answer["bins"]] == counts.tolist()
+    assert sum(b["tokens"] for b in answer["bins"]) == int(tokens.sum())
+    assert answer["bins"][0]["low"] == tokens.min() and answer["bins"][-1]["high"] == tokens.max()
+    grouped = demo_service.get("/api/composition", by="n_tokens", bins=7).json()
+    assert sum(g["documents"] for g in grouped["groups"]) == len(tokens)
+    refused = demo_service.get("/api/histogram", column="source")
+    assert refused.status_code == 400 and "not a number" in refused.json()["detail"]
+
+
+def test_samples_and_a_document_back_to_its_raw_file(demo_service, demo_work):
+    samples = demo_service.get("/api/samples", where="source = 'wiki'", k=3).json()["samples"]
+    assert len(samples) == 3
+    assert all(s["properties"]["source"] == "wiki" and s["text"] for s in samples)
+    first = samples[0]
+    document = demo_service.get(
+        f"/api/documents/{first['dataset']}/{first['shard']}/{first['index']}"
+    ).json()
+    assert document["properties"]["id"] == first["properties"]["id"]
+    assert document["text"].startswith(first["text"][:100])
+    assert [step["kind"] for step in document["lineage"]] == ["tokenize", "process"]
+    (origin,) = document["origin"]
+    raw = Path(origin["input"]["url"])
+    assert raw.is_relative_to(demo_work / "corpus" / "raw")
+    with zstandard.open(raw, "rt") as handle:  # the wiki dumps are zstd JSON Lines
+        ids = {json.loads(line)["id"] for line in handle}
+    assert first["properties"]["id"] in ids
+
+
+def test_lineage_and_runs_match_the_processing_statistics(demo_service, demo_work):
+    lineage = demo_service.get("/api/lineage/demo@1").json()
+    assert [s["kind"] for s in lineage["steps"]] == ["tokenize", "process"]
+    assert lineage["raw_inputs"] and all(
+        Path(item["url"]).is_relative_to(demo_work / "corpus") for item in lineage["raw_inputs"]
+    )
+    runs = demo_service.get("/api/runs").json()
+    (process,) = [run for run in runs if run["kind"] == "process"]
+    stats = json.loads((demo_work / "clean" / "_stats.json").read_text())
+    assert (process["documents_in"], process["kept"], process["excluded"]) == (
+        stats["documents_in"],
+        stats["kept"],
+        stats["excluded"],
+    )
+    details = demo_service.get(f"/api/runs/{process['id']}").json()
+    assert details["excluded_by"] == stats["excluded_by"]
+    assert details["datasets"] == ["demo@1"]
+    assert demo_service.get("/api/runs/0000000000000000").status_code == 404
+
+
+def test_mixture_preview(demo_service):
+    body = {"mixture": MIXTURE, "steps": 100}
+    report = demo_service.post("/api/mixtures/preview", body).json()
+    shares = {c["name"]: (c["requested"], c["realized"]) for c in report["components"]}
+    assert shares == {"wiki": (0.6, 0.6), "code": (0.4, 0.4)}
+    refused = demo_service.post("/api/mixtures/preview", {"mixture": {"seq_len": 8}, "steps": 5})
+    assert refused.status_code == 400 and "components" in refused.json()["detail"]
+
+
+def test_plans_from_the_service_are_the_local_resolution(demo_service, demo_work, tmp_path):
+    catalog = str(demo_work / "catalog.duckdb")
+    local = MixtureDataset(MIXTURE | {"catalog": catalog, "cache_dir": str(tmp_path / "local")})
+    # Several ranks of one machine ask at once: one download, the same plan for all.
+    served: list[MixtureDataset] = []
+    threads = [
+        threading.Thread(
+            target=lambda: served.append(
+                MixtureDataset(
+                    MIXTURE | {"cache_dir": str(tmp_path / "ranks")}, plan_url=demo_service.url
+                )
+            )
+        )
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(served) == 4
+    (folder,) = glob.glob(str(tmp_path / "ranks" / "plans" / "served-*"))
+    names = sorted(Path(p).name for p in glob.glob(f"{folder}/*.npy") + [f"{folder}/plan.json"])
+    assert names, "no plan files downloaded"
+    for name in names:
+        mine = Path(local.resolved.folder, name).read_bytes()
+        assert Path(folder, name).read_bytes() == mine, name
+    expected = [b["input_ids"] for _, b in zip(range(6), local.batches(4), strict=False)]
+    for dataset in served:
+        got = [b["input_ids"] for _, b in zip(range(6), dataset.batches(4), strict=False)]
+        assert all(np.array_equal(a, b) for a, b in zip(expected, got, strict=True))
+
+
+def test_a_mixture_the_service_refuses_is_a_clear_error(demo_service, tmp_path):
+    from mixplane.errors import ConfigError
+
+    bad = MIXTURE | {"components": {"x": {"where": "no_such_column = 1", "weight": 1.0}}}
+    with pytest.raises(ConfigError, match="no_such_column"):
+        MixtureDataset(bad | {"cache_dir": str(tmp_path)}, plan_url=demo_service.url)
+
+
+def test_a_training_job_pushes_its_figures(demo_service, demo_work, tmp_path):
+    catalog = str(demo_work / "catalog.duckdb")
+    mixture = MIXTURE | {"catalog": catalog, "cache_dir": str(tmp_path), "global_batch_size": 4}
+    dataset = MixtureDataset(mixture)
+    reporter = JobReporter("api-test", dataset, url=demo_service.url, every=0.0)
+    for step, _ in enumerate(reporter.watch(dataset.batches(4))):
+        if step == 10:
+            dataset.set_weights(step + 1, {"wiki": 0.25, "code": 0.75})
+        if step == 30:
+            break
+    reporter.report()
+    reporter.close()
+    assert reporter.failures == 0, reporter.last_error
+    samples = demo_service.get("/api/jobs/api-test/metrics").json()["samples"]
+    assert [s["step"] for s in samples][:3] == [1, 2, 3]
+    assert samples[0]["weights"] == {"wiki": 0.6, "code": 0.4}
+    assert samples[-1]["weights"] == {"wiki": 0.25, "code": 0.75}
+    assert all(s["sequences_per_second"] > 0 for s in samples[:-1])
+    later = demo_service.get("/api/jobs/api-test/metrics", since=len(samples) - 2).json()
+    assert later["samples"] == samples[-2:]
+    jobs = {job["job"]: job for job in demo_service.get("/api/jobs").json()}
+    assert jobs["api-test"]["samples"] == len(samples)
+    exposition = demo_service.get("/metrics").text
+    assert 'mixplane_job_weight{component="code",job="api-test"} 0.75' in exposition
+    assert 'mixplane_http_requests_total{method="GET",route="/api/jobs",status="200"}' in (
+        exposition
+    )
+
+
+def test_pushed_samples_are_validated(demo_service):
+    bad = [
+        {"weights": {"a": 0.5}},  # no step
+        {"step": -1},
+        {"step": 1, "weights": {"a": 2.0}},
+        {"step": 1, "sequences_per_second": -3},
+        {"step": 1, "extra": "field"},
+    ]
+    for body in bad:
+        assert demo_service.post("/api/jobs/j/metrics", body).status_code == 422, body
+    assert demo_service.post("/api/jobs/..%2Fx/metrics", {"step": 1}).status_code in (404, 422)
