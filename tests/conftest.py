@@ -151,10 +151,11 @@ class Service:
                 request = urllib.request.Request(f"{self.url}/api/health", headers=self.headers)
                 urllib.request.urlopen(request, timeout=1).read()
                 return
-            except OSError:
+            except OSError as error:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(f"the service did not start: {self.log.read_text()}")
+                    log = self.log.read_text()
+                    raise RuntimeError(f"the service did not start: {log}") from error
                 time.sleep(0.1)
 
     @property

@@ -3,6 +3,7 @@ limit on queries, bounded answers; and its OpenAPI spec holds under fuzzing (sch
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -132,7 +133,6 @@ def test_openapi_spec_holds_under_fuzzing(demo_service):
     (status, content type, headers, body). A well-typed predicate that names no column is
     refused with a documented 400, which is why "positive data acceptance" is not asked."""
     import schemathesis
-    from hypothesis import HealthCheck, given, settings
     from schemathesis.checks import (
         content_type_conformance,
         not_a_server_error,
@@ -150,29 +150,30 @@ def test_openapi_spec_holds_under_fuzzing(demo_service):
     ]
 
     schema = schemathesis.openapi.from_url(demo_service.url + "/openapi.json")
+    operations = [result.ok() for result in schema.get_all_operations()]
     failures, calls = [], Counter()
-    for result in schema.get_all_operations():
-        operation = result.ok()
-
-        @settings(
-            max_examples=25,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-            database=None,
-        )
-        @given(case=operation.as_strategy())
-        def check(case):
-            calls[operation.label] += 1
-            try:
-                case.call_and_validate(base_url=demo_service.url, checks=checks, timeout=30)
-            except Exception as error:  # collected so one run reports every operation
-                failures.append(f"{operation.label}: {str(error)[:500]}")
-                raise
-
-        try:
-            check()
-        except Exception:
-            pass
+    for operation in operations:
+        failures += fuzz(operation, demo_service.url, checks, calls)
     assert not failures, "\n\n".join(failures[:5])
-    operations = len(list(schema.get_all_operations()))
-    assert len(calls) == operations and calls.total() >= 200, calls
+    assert len(calls) == len(operations) and calls.total() >= 200, calls
+
+
+def fuzz(operation, url: str, checks: list, calls: Counter) -> list[str]:
+    """Up to 25 generated requests to one operation; the failures found, described."""
+    from hypothesis import HealthCheck, given, settings
+
+    failures = []
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(case=operation.as_strategy())
+    def check(case):
+        calls[operation.label] += 1
+        try:
+            case.call_and_validate(base_url=url, checks=checks, timeout=30)
+        except Exception as error:
+            failures.append(f"{operation.label}: {str(error)[:500]}")
+            raise
+
+    with contextlib.suppress(Exception):  # the failures are collected just above
+        check()
+    return failures

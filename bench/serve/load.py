@@ -195,12 +195,6 @@ class Server:
                     return int(line.split()[1]) / 1024
         raise KeyError(field)
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU seconds of the server, all its threads."""
-        with open(f"/proc/{self.pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
     def metrics(self) -> str:
         return httpx.get(f"{self.url}/metrics", timeout=60).text
 
@@ -222,6 +216,24 @@ class Server:
 
     def __exit__(self, *_) -> None:
         self.stop()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process, all its threads (None: gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy (all cores, all processes) since boot."""
+    with open("/proc/stat") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------- load generator: plans
@@ -503,16 +515,22 @@ def loaded(server: Server, args, queries: list[dict], body: dict, work: Path) ->
     plans_process, plans_out = spawn("plans", plan_config, work)
     queries_process, queries_out = spawn("queries", query_config, work)
     window = (start + args.warmup, start + args.warmup + args.duration)
-    rss, cpu_marks, load = [], {}, []
+    pids = {"server": server.pid, "plans": plans_process.pid, "queries": queries_process.pid}
+
+    def snapshot() -> dict:
+        found = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        return found | {"time": time.time(), "machine": machine_busy_seconds()}
+
+    rss, marks, load = [], {}, []
     while plans_process.poll() is None or queries_process.poll() is None:
         now = time.time()
         rss.append((round(now - window[0], 2), round(server.status("VmRSS"), 1)))
-        for mark, at in (("window_start", window[0]), ("window_end", window[1])):
-            if mark not in cpu_marks and now >= at:
-                cpu_marks[mark] = (now, server.cpu_seconds())
+        for mark, at in (("start", window[0]), ("end", window[1])):
+            if mark not in marks and now >= at:
+                marks[mark] = snapshot()
         load.append(os.getloadavg()[0])
         time.sleep(0.5)
-    cpu_marks.setdefault("window_end", (time.time(), server.cpu_seconds()))
+    marks.setdefault("end", snapshot())
     for name, process in (("plans", plans_process), ("queries", queries_process)):
         if process.returncode != 0:
             raise SystemExit(f"the {name} load generator failed ({process.returncode})")
@@ -520,7 +538,15 @@ def loaded(server: Server, args, queries: list[dict], body: dict, work: Path) ->
     answers = json.loads(queries_out.read_text())
     metrics = server_view(server.metrics())
     during = [mb for at, mb in rss if 0 <= at <= args.duration]
-    (t0, c0), (t1, c1) = cpu_marks["window_start"], cpu_marks["window_end"]
+    first, last = marks["start"], marks["end"]
+    seconds = last["time"] - first["time"]
+    cores = {  # CPU cores busy on average during the window, by whom
+        name: round((last[name] - first[name]) / seconds, 2)
+        for name in (*pids, "machine")
+        if first[name] is not None and last[name] is not None
+    }
+    if len(cores) == len(pids) + 1:
+        cores["other_processes"] = round(cores["machine"] - sum(cores[n] for n in pids), 2)
     return {
         "queries": query_figures(answers, queries, args.duration),
         "plans": plan_figures(plans, args.warmup, args.duration, body),
@@ -529,9 +555,9 @@ def loaded(server: Server, args, queries: list[dict], body: dict, work: Path) ->
             "rss_mb_peak_in_window": max(during),
             "rss_mb_at_end": rss[-1][1],
             "peak_rss_mb_lifetime": round(server.status("VmHWM"), 1),
-            "cpu_cores_busy_in_window": round((c1 - c0) / (t1 - t0), 2),
             "metrics": metrics,
         },
+        "cpu_cores_busy_in_window": cores,
         "load_generators": {
             "plans_cpu_seconds": plans["cpu_seconds"],
             "queries_cpu_seconds": answers["cpu_seconds"],
@@ -655,7 +681,7 @@ def table(result: dict) -> str:
     lines.append(row("POST /api/plans, loaded", p["posts"]))
     lines.append(row("POST /api/plans, warm-up included", p["posts_whole_run"]))
     lines.append(row("GET plan file, loaded", p["file_gets"]))
-    s = load["server"]
+    s, cores = load["server"], load["cpu_cores_busy_in_window"]
     lines.append(
         f"plans: {p['plans_completed_in_window']} completed in the window "
         f"({p['plans_per_second']}/s), {p['mb_per_second']} MB/s of plan files "
@@ -668,11 +694,10 @@ def table(result: dict) -> str:
         f"unfinished at the end {q['unfinished_at_the_end']}"
     )
     lines.append(
-        f"server: RSS {s['rss_mb_before']} MB before, {s['rss_mb_peak_in_window']} MB peak, "
-        f"{s['cpu_cores_busy_in_window']} cores busy; generators' CPU s: plans "
-        f"{load['load_generators']['plans_cpu_seconds']}, queries "
-        f"{load['load_generators']['queries_cpu_seconds']}"
+        f"server: RSS {s['rss_mb_before']} MB before the load, {s['rss_mb_peak_in_window']} MB "
+        f"peak; RSS along the way: {result['server_rss_mb']}"
     )
+    lines.append(f"cores busy in the window: {cores}")
     return "\n".join(lines)
 
 
@@ -714,13 +739,20 @@ def main() -> None:
         "predicates": list(PREDICATES),
     }
     print(f"unloaded queries ({len(queries)} distinct) ...", flush=True)
+    rss: dict = {}
     with Server(catalog, work / "plan-cache", work / "server.log") as server:
         result["server_start_seconds"] = server.start_seconds
+        rss["started"] = server.status("VmRSS")
         result["unloaded"] = unloaded(server, queries)
+        rss["after_the_unloaded_queries"] = server.status("VmRSS")
     print("plan resolution, then the load ...", flush=True)
     with Server(catalog, work / "plan-cache", work / "server.log") as server:
+        rss["second_server_started"] = server.status("VmRSS")
         result["plan"] = alone(server, body)
+        rss["after_the_plan_resolution_and_one_download"] = server.status("VmRSS")
         result["loaded"] = loaded(server, args, queries, body, work)
+        rss["after_the_load"] = server.status("VmRSS")
+    result["server_rss_mb"] = {key: round(value, 1) for key, value in rss.items()}
     result["load_average_at_end"] = round(os.getloadavg()[0], 2)
     args.result.parent.mkdir(parents=True, exist_ok=True)
     args.result.write_text(json.dumps(result, indent=1) + "\n")
