@@ -164,7 +164,9 @@ def fuzz(operation, url: str, checks: list, calls: Counter) -> list[str]:
 
     failures = []
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    quiet = list(HealthCheck)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=quiet, database=None)
     @given(case=operation.as_strategy())
     def check(case):
         calls[operation.label] += 1
