@@ -25,8 +25,10 @@ $(LEAN_STAMP): $(SOURCES)
 	$(LEAN)/bin/pip install --quiet "torch==2.13.0" -e ".[load]" pytest pytest-timeout
 	touch $(LEAN_STAMP)
 
+# The work folder stays, so the dashboard can show it afterwards (`mixplane serve`).
 demo: $(STAMP)
-	$(BIN)/mixplane demo
+	rm -rf demo-work
+	$(BIN)/mixplane demo demo-work
 
 # The dashboard's tests drive a real headless Chromium: Debian's, installed once.
 browser:

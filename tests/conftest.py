@@ -126,7 +126,7 @@ def demo_work(tmp_path_factory) -> Path:
 class Service:
     """A `mixplane serve` process on loopback: its base URL, token and log."""
 
-    def __init__(self, catalog: Path, *args: str, token: str | None = None, env=None):
+    def __init__(self, catalog: Path, *args: str, token: str | None = None, env=None, cwd=None):
         import os
         import subprocess
         import sys
@@ -140,10 +140,14 @@ class Service:
         command += ["--port", str(self.port), *args]
         if token:
             command += ["--token", token]
-        self.log = Path(catalog).parent / f"serve-{self.port}.log"
+        self.log = Path(cwd or Path(catalog).parent) / f"serve-{self.port}.log"
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
             )
         deadline = time.monotonic() + 30
         while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -216,3 +217,21 @@ def test_pushed_samples_are_validated(demo_service):
     for body in bad:
         assert demo_service.post("/api/jobs/j/metrics", body).status_code == 422, body
     assert demo_service.post("/api/jobs/..%2Fx/metrics", {"step": 1}).status_code in (404, 422)
+
+
+def test_the_readme_service_snippet_as_written(demo_service, demo_work, tmp_path, monkeypatch):
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    snippet = next(block for block in blocks if "JobReporter(" in block)
+    snippet = snippet.replace("http://127.0.0.1:8000", demo_service.url)
+    mixture = MIXTURE | {"max_epochs": 0.1, "cache_dir": str(tmp_path / "cache")}
+    (tmp_path / "mixture.yaml").write_text(json.dumps(mixture))  # JSON is YAML
+    monkeypatch.chdir(tmp_path)
+    steps = []
+    namespace = {"rank": 0, "world_size": 1, "train_step": steps.append}
+    exec(snippet, namespace)
+    assert len(steps) > 10
+    assert glob.glob(str(tmp_path / "cache" / "plans" / "served-*" / "plan.json"))
+    samples = demo_service.get("/api/jobs/run-7/metrics").json()["samples"]
+    assert samples[-1]["step"] == len(steps)
+    assert samples[-1]["weights"] == {"wiki": 0.6, "code": 0.4}

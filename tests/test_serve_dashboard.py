@@ -8,24 +8,19 @@ DuckDB over the shards' `.meta.parquet` files, or the processing run's `_stats.j
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
-from conftest import free_port
+from conftest import Service
 from playwright.sync_api import expect, sync_playwright
 
 from mixplane.catalog import Catalog
-from mixplane.demo import run_demo
 from mixplane.load import MixtureDataset
 from mixplane.load.telemetry import JobReporter
 
@@ -46,49 +41,21 @@ WAIT_MS = 15_000  # for anything the page shows after an API answer
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
+def demo(demo_work: Path) -> Path:
     """The demo's work folder: corpus, processed data, tokens and catalog.duckdb."""
-    work = tmp_path_factory.mktemp("dashboard")
-    run_demo(work, docs=1500, batches=20)
-    return work
+    return demo_work
 
 
 @contextmanager
 def serving(demo: Path, token: str | None = None):
-    """`mixplane serve` over the demo's catalog on a free loopback port; yields its URL."""
-    port = free_port()
-    log_path = demo / f"serve-{port}.log"
-    env = {**os.environ, "MIXPLANE_CACHE": str(demo / "serve-cache")}
-    # Started in the work folder with a relative catalog path, which the header shows.
-    command = [sys.executable, "-m", "mixplane", "serve", "--catalog", "catalog.duckdb"]
-    command += ["--port", str(port)] + (["--token", token] if token else [])
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    base = f"http://127.0.0.1:{port}"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(command, cwd=demo, env=env, stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    pytest.fail(f"mixplane serve exited early:\n{log_path.read_text()}")
-                try:
-                    health = urllib.request.Request(f"{base}/api/health", headers=headers)
-                    with urllib.request.urlopen(health, timeout=2) as answer:
-                        if json.load(answer)["status"] == "ok":
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"mixplane serve did not answer:\n{log_path.read_text()}")
-                time.sleep(0.2)
-            yield base
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    """`mixplane serve` over the demo's catalog on a free loopback port; yields its URL.
+    Started in the work folder with a relative catalog path, which the header shows."""
+    cache = str(demo / "serve-cache")
+    service = Service(Path("catalog.duckdb"), "--cache-dir", cache, token=token, cwd=demo)
+    try:
+        yield service.url
+    finally:
+        service.stop()
 
 
 @pytest.fixture(scope="module")

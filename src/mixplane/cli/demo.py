@@ -41,6 +41,10 @@ def demo(
         report = run_demo(work, docs, seed, workers, batches, on_step=show)
         if not as_json:
             console.print(f"every step's files are in {work}/ (pipeline.yaml, mixture.yaml...)")
+            console.print(
+                f"browse them in the dashboard: mixplane serve --catalog {work}/catalog.duckdb"
+                "  (then open http://127.0.0.1:8000/)"
+            )
     if as_json:
         print_json(report)
 

@@ -124,8 +124,10 @@ class JobReporter:
         return sample
 
     def close(self, timeout: float = 5.0) -> None:
-        """Push what is queued (waiting at most `timeout` seconds) and stop; the Prometheus
-        endpoint, if any, closes too."""
+        """Report the batches not yet reported, push what is queued (waiting at most
+        `timeout` seconds) and stop; the Prometheus endpoint, if any, closes too."""
+        if self._window.sequences:
+            self.report()
         if self._sender is not None:
             self._queue.put(None)
             self._sender.join(timeout)
@@ -135,14 +137,18 @@ class JobReporter:
             self._prometheus = None
 
     def _weights(self) -> dict[str, float] | None:
+        """The weights of the blend segment holding the next position (the last segment's
+        once the stream has ended)."""
         if self.dataset is None:
             return None
-        plan = self.dataset.plan
-        position = self.dataset.consumed
+        plan, position = self.dataset.plan, self.dataset.consumed
+        current = None
         for segment in plan.blend.segments:
-            if segment.end is None or position < segment.end:
-                return {n: float(w) for n, w in zip(plan.names, segment.weights, strict=True)}
-        return None
+            if segment.start <= position or current is None:
+                current = segment
+        if current is None:
+            return None
+        return {n: float(w) for n, w in zip(plan.names, current.weights, strict=True)}
 
     def _cache(self) -> dict[str, int] | None:
         if self.dataset is None:
