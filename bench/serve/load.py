@@ -236,6 +236,24 @@ def machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_in_window(begin: float, end: float) -> dict:
+    """This process's CPU seconds (all threads) from `begin` to `end` (epoch seconds), filled
+    in by a thread as the time comes."""
+    found: dict = {}
+
+    def mark() -> None:
+        marks = []
+        for at in (begin, end):
+            time.sleep(max(0.0, at - time.time()))
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            marks.append((time.time(), usage.ru_utime + usage.ru_stime))
+        (t0, c0), (t1, c1) = marks
+        found["cores"] = round((c1 - c0) / (t1 - t0), 2)
+
+    threading.Thread(target=mark, daemon=True).start()
+    return found
+
+
 # ---------------------------------------------------------------- load generator: plans
 
 
@@ -252,6 +270,7 @@ async def _plans(config: dict) -> dict:
     body = {"mixture": config["mixture"]}
     limits = httpx.Limits(max_connections=config["clients"], max_keepalive_connections=None)
     ready = time.time()
+    window = cpu_in_window(start + config["warmup"], stop)
 
     def failed(what: str, error: str, at: float) -> None:
         errors.append({"request": what, "error": error[:300], "at": round(at - start, 3)})
@@ -328,6 +347,7 @@ async def _plans(config: dict) -> dict:
         "bytes_per_second": slots,
         "errors": errors,
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
+        "cores_in_window": window.get("cores"),
     }
 
 
@@ -343,6 +363,7 @@ def queries_worker(config: dict) -> dict:
     first_answer: dict[int, float] = {}  # query id: when its first 2xx answer came back
     lock = threading.Lock()
     ready = time.time()
+    window = cpu_in_window(begin, stop)
 
     def client_loop(number: int) -> None:
         rng = random.Random(config["seed"] * 1000 + number)
@@ -378,6 +399,7 @@ def queries_worker(config: dict) -> dict:
         "records": records,
         "errors": errors,
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
+        "cores_in_window": window.get("cores"),
     }
 
 
@@ -515,11 +537,11 @@ def loaded(server: Server, args, queries: list[dict], body: dict, work: Path) ->
     plans_process, plans_out = spawn("plans", plan_config, work)
     queries_process, queries_out = spawn("queries", query_config, work)
     window = (start + args.warmup, start + args.warmup + args.duration)
-    pids = {"server": server.pid, "plans": plans_process.pid, "queries": queries_process.pid}
 
     def snapshot() -> dict:
-        found = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        return found | {"time": time.time(), "machine": machine_busy_seconds()}
+        return {"time": time.time(), "server": cpu_seconds(server.pid) or 0.0} | {
+            "machine": machine_busy_seconds()
+        }
 
     rss, marks, load = [], {}, []
     while plans_process.poll() is None or queries_process.poll() is None:
@@ -541,12 +563,12 @@ def loaded(server: Server, args, queries: list[dict], body: dict, work: Path) ->
     first, last = marks["start"], marks["end"]
     seconds = last["time"] - first["time"]
     cores = {  # CPU cores busy on average during the window, by whom
-        name: round((last[name] - first[name]) / seconds, 2)
-        for name in (*pids, "machine")
-        if first[name] is not None and last[name] is not None
+        name: round((last[name] - first[name]) / seconds, 2) for name in ("server", "machine")
     }
-    if len(cores) == len(pids) + 1:
-        cores["other_processes"] = round(cores["machine"] - sum(cores[n] for n in pids), 2)
+    cores["plans_generator"] = plans["cores_in_window"]
+    cores["queries_generator"] = answers["cores_in_window"]
+    ours = sum(cores[name] or 0.0 for name in ("server", "plans_generator", "queries_generator"))
+    cores["other_processes"] = round(cores["machine"] - ours, 2)
     return {
         "queries": query_figures(answers, queries, args.duration),
         "plans": plan_figures(plans, args.warmup, args.duration, body),
