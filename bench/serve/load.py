@@ -10,7 +10,9 @@ free loopback port, twice:
    is empty: the first answer is computed), then once more (answered from the cache);
 2. loaded, on a fresh server (empty answer cache): one POST /api/plans resolves the mixture
    (the four components of `bench/loader/scale.py`, which cover the whole catalog), one
-   client downloads its files alone; then two load-generator processes start together:
+   client downloads its files alone (with `--warm-cache`, every query is then asked once, so
+   every answer under load comes from the cache); then two load-generator processes start
+   together:
    - plans: `--plan-clients` asyncio tasks (httpx.AsyncClient, one connection each) that
      loop POST /api/plans and GET /api/plans/{plan}/{name} of every file listed, streaming
      the bytes and dropping them; they start `--warmup` seconds before the measured window;
@@ -236,9 +238,9 @@ def machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_in_window(begin: float, end: float) -> dict:
-    """This process's CPU seconds (all threads) from `begin` to `end` (epoch seconds), filled
-    in by a thread as the time comes."""
+def cpu_in_window(begin: float, end: float) -> tuple[dict, threading.Thread]:
+    """This process's CPU cores busy (all threads) from `begin` to `end` (epoch seconds),
+    filled in by the thread returned as the time comes."""
     found: dict = {}
 
     def mark() -> None:
@@ -250,8 +252,9 @@ def cpu_in_window(begin: float, end: float) -> dict:
         (t0, c0), (t1, c1) = marks
         found["cores"] = round((c1 - c0) / (t1 - t0), 2)
 
-    threading.Thread(target=mark, daemon=True).start()
-    return found
+    thread = threading.Thread(target=mark, daemon=True)
+    thread.start()
+    return found, thread
 
 
 # ---------------------------------------------------------------- load generator: plans
@@ -270,7 +273,7 @@ async def _plans(config: dict) -> dict:
     body = {"mixture": config["mixture"]}
     limits = httpx.Limits(max_connections=config["clients"], max_keepalive_connections=None)
     ready = time.time()
-    window = cpu_in_window(start + config["warmup"], stop)
+    window, marker = cpu_in_window(start + config["warmup"], stop)
 
     def failed(what: str, error: str, at: float) -> None:
         errors.append({"request": what, "error": error[:300], "at": round(at - start, 3)})
@@ -337,6 +340,7 @@ async def _plans(config: dict) -> dict:
         for task in done:
             if task.exception() is not None:
                 failed("client task", repr(task.exception()), time.time())
+    marker.join(max(0.0, stop - time.time()) + 1)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "late_start_seconds": round(max(0.0, ready - start), 3),
@@ -360,10 +364,11 @@ def queries_worker(config: dict) -> dict:
     stop = begin + config["duration"]
     queries = config["queries"]
     records, errors = [], []
-    first_answer: dict[int, float] = {}  # query id: when its first 2xx answer came back
+    # Query id: when its first 2xx answer came back (a warmed cache answered them all before).
+    first_answer: dict[int, float] = {q["id"]: 0.0 for q in queries} if config["warm"] else {}
     lock = threading.Lock()
     ready = time.time()
-    window = cpu_in_window(begin, stop)
+    window, marker = cpu_in_window(begin, stop)
 
     def client_loop(number: int) -> None:
         rng = random.Random(config["seed"] * 1000 + number)
@@ -393,6 +398,7 @@ def queries_worker(config: dict) -> dict:
         thread.start()
     for thread in threads:
         thread.join()
+    marker.join(max(0.0, stop - time.time()) + 1)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "late_start_seconds": round(max(0.0, ready - begin), 3),
@@ -526,14 +532,16 @@ def spawn(mode: str, config: dict, folder: Path) -> tuple[subprocess.Popen, Path
     return subprocess.Popen(command), out
 
 
-def loaded(server: Server, args, queries: list[dict], body: dict, work: Path) -> dict:
+def loaded(
+    server: Server, args, queries: list[dict], body: dict, plan_mb: float, work: Path
+) -> dict:
     """Plan clients and query clients together; the server sampled meanwhile."""
     start = time.time() + 5  # the generators' imports happen before it
     common = {"url": server.url, "start": start, "warmup": args.warmup}
     common["duration"] = args.duration
     plan_config = common | {"clients": args.plan_clients, "mixture": body["mixture"]}
     query_config = common | {"clients": args.query_clients, "queries": queries}
-    query_config["seed"] = args.seed
+    query_config |= {"seed": args.seed, "warm": args.warm_cache}
     plans_process, plans_out = spawn("plans", plan_config, work)
     queries_process, queries_out = spawn("queries", query_config, work)
     window = (start + args.warmup, start + args.warmup + args.duration)
@@ -571,7 +579,7 @@ def loaded(server: Server, args, queries: list[dict], body: dict, work: Path) ->
     cores["other_processes"] = round(cores["machine"] - ours, 2)
     return {
         "queries": query_figures(answers, queries, args.duration),
-        "plans": plan_figures(plans, args.warmup, args.duration, body),
+        "plans": plan_figures(plans, args.warmup, args.duration, body, plan_mb),
         "server": {
             "rss_mb_before": rss[0][1],
             "rss_mb_peak_in_window": max(during),
@@ -635,8 +643,9 @@ def query_figures(answers: dict, queries: list[dict], duration: float) -> dict:
     return figures
 
 
-def plan_figures(plans: dict, warmup: float, duration: float, body: dict) -> dict:
-    """Throughput and latency of the plan clients within the window."""
+def plan_figures(plans: dict, warmup: float, duration: float, body: dict, plan_mb: float) -> dict:
+    """Throughput and latency of the plan clients within the window (`plan_mb`: the size
+    of one plan's files)."""
     low, high = warmup, warmup + duration
 
     def within(rows: list) -> list:
@@ -645,8 +654,6 @@ def plan_figures(plans: dict, warmup: float, duration: float, body: dict) -> dic
     posts, files = within(plans["posts"]), within(plans["files"])
     complete = [row for row in within(plans["plans"]) if row[3]]
     window_bytes = sum(plans["bytes_per_second"][int(low) : int(high)])
-    sizes = [row[2] for row in complete]
-    plan_mb = max(sizes) / 1e6 if sizes else None
     timeline = plans["bytes_per_second"][int(low) : int(high)]
     return {
         "components": body["mixture"]["components"],
@@ -660,9 +667,7 @@ def plan_figures(plans: dict, warmup: float, duration: float, body: dict) -> dic
         "plans_completed_in_window": len(complete),
         "plans_per_second": round(len(complete) / duration, 3),
         "mb_per_second": round(window_bytes / 1e6 / duration, 1),
-        "plan_equivalents_per_second": (
-            round(window_bytes / 1e6 / duration / plan_mb, 3) if plan_mb else None
-        ),
+        "plan_equivalents_per_second": round(window_bytes / 1e6 / duration / plan_mb, 3),
         "errors": len(plans["errors"]),
         "non_2xx": sum(
             1 for row in plans["posts"] + plans["files"] if row[2] is None or row[2] // 100 != 2
@@ -736,6 +741,11 @@ def main() -> None:
     parser.add_argument("--plan-clients", type=int, default=64)
     parser.add_argument("--query-clients", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0, help="of the query clients' draws")
+    parser.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="ask every query once before the load: every answer under load is a repeated one",
+    )
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "serve")
     parser.add_argument(
         "--result", type=Path, default=ROOT / "bench" / "results" / "serve-load.json"
@@ -758,6 +768,7 @@ def main() -> None:
         "warmup_seconds": args.warmup,
         "plan_clients": args.plan_clients,
         "query_clients": args.query_clients,
+        "warm_cache": args.warm_cache,
         "predicates": list(PREDICATES),
     }
     print(f"unloaded queries ({len(queries)} distinct) ...", flush=True)
@@ -771,8 +782,10 @@ def main() -> None:
     with Server(catalog, work / "plan-cache", work / "server.log") as server:
         rss["second_server_started"] = server.status("VmRSS")
         result["plan"] = alone(server, body)
+        if args.warm_cache:
+            result["warmed"] = unloaded(server, queries)["summary"]
         rss["after_the_plan_resolution_and_one_download"] = server.status("VmRSS")
-        result["loaded"] = loaded(server, args, queries, body, work)
+        result["loaded"] = loaded(server, args, queries, body, result["plan"]["plan_mb"], work)
         rss["after_the_load"] = server.status("VmRSS")
     result["server_rss_mb"] = {key: round(value, 1) for key, value in rss.items()}
     result["load_average_at_end"] = round(os.getloadavg()[0], 2)
