@@ -16,21 +16,27 @@ from mixplane.serve.runs import find_runs, run_details
 from mixplane.serve.service import Service, service
 
 router = APIRouter(prefix="/api")
+
+
+class PlanFileResponse(FileResponse):
+    chunk_size = 1 << 20  # a plan's arrays are large: fewer, bigger reads and writes
+
+
 JobName = Path(pattern=models.JOB_NAME, description="letters, digits, '_', '-', '.'")
 
 
 @router.get("/runs", response_model=list[models.Run], tags=["runs"])
-def runs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
+async def runs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
     """Processing steps behind the catalog's datasets, newest first."""
     catalog = svc.queries.catalog
-    return svc.queries.run(("runs",), lambda _: find_runs(catalog))
+    return await svc.queries.answer(("runs",), lambda _: find_runs(catalog))
 
 
 @router.get("/runs/{run}", response_model=models.RunDetails, tags=["runs"])
-def run(run: str, svc: Service = Depends(service)) -> dict[str, Any]:
+async def run(run: str, svc: Service = Depends(service)) -> dict[str, Any]:
     """One run, with what it excluded and quarantined by stage and reason."""
     catalog = svc.queries.catalog
-    found = svc.queries.run(("run", run), lambda _: run_details(catalog, run))
+    found = await svc.queries.answer(("run", run), lambda _: run_details(catalog, run))
     if found is None:
         raise HTTPException(404, f"no run {run!r}; see /api/runs")
     return found
@@ -54,16 +60,16 @@ def plan(body: models.MixtureRequest, svc: Service = Depends(service)) -> dict[s
 @router.get(
     "/plans/{plan}/{name}",
     tags=["mixtures"],
-    response_class=FileResponse,
+    response_class=PlanFileResponse,
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
-def plan_file(plan: str, name: str, svc: Service = Depends(service)) -> FileResponse:
+def plan_file(plan: str, name: str, svc: Service = Depends(service)) -> PlanFileResponse:
     """One file of a resolved plan, byte for byte."""
     try:
         path = svc.plans.path(plan, name)
     except UnknownPlan as error:
         raise HTTPException(404, str(error)) from None
-    return FileResponse(path, media_type="application/octet-stream")
+    return PlanFileResponse(path, media_type="application/octet-stream")
 
 
 @router.post(

@@ -57,20 +57,20 @@ def dataset_versions(name: str, svc: Service = Depends(service)) -> dict[str, An
 
 
 @router.get("/count", response_model=models.Count)
-def count(
+async def count(
     where: str = WhereQuery,
     datasets: list[str] | None = DatasetsQuery,
     svc: Service = Depends(service),
 ) -> dict[str, Any]:
     """Documents and tokens matching `where`, per dataset and in all."""
     chosen = refs(datasets)
-    return svc.queries.run(
+    return await svc.queries.answer(
         ("count", where, chosen), lambda s: s.select(where, chosen or None).summary()
     )
 
 
 @router.get("/samples", response_model=models.Samples)
-def samples(
+async def samples(
     where: str = WhereQuery,
     datasets: list[str] | None = DatasetsQuery,
     k: int = Query(5, ge=1, le=MAX_SAMPLES),
@@ -90,11 +90,12 @@ def samples(
             for row in found
         ]
 
-    return {"where": where, "samples": svc.queries.run(("samples", where, chosen, k), query)}
+    found = await svc.queries.answer(("samples", where, chosen, k), query)
+    return {"where": where, "samples": found}
 
 
 @router.get("/composition", response_model=models.Composition, response_model_exclude_none=True)
-def composition_of(
+async def composition_of(
     by: str = Query(..., max_length=256, description="a property column"),
     where: str = WhereQuery,
     datasets: list[str] | None = DatasetsQuery,
@@ -103,14 +104,14 @@ def composition_of(
 ) -> dict[str, Any]:
     """Documents and tokens grouped by a property (numbers in equal-width buckets)."""
     chosen = refs(datasets)
-    return svc.queries.run(
+    return await svc.queries.answer(
         ("composition", by, where, chosen, bins),
         lambda s: composition(s, by, where, chosen or None, bins),
     )
 
 
 @router.get("/histogram", response_model=models.Histogram)
-def histogram_of(
+async def histogram_of(
     column: str = Query(..., max_length=256, description="a numeric property column"),
     where: str = WhereQuery,
     datasets: list[str] | None = DatasetsQuery,
@@ -119,7 +120,7 @@ def histogram_of(
 ) -> dict[str, Any]:
     """Documents and tokens of a numeric property in equal-width buckets."""
     chosen = refs(datasets)
-    return svc.queries.run(
+    return await svc.queries.answer(
         ("histogram", column, where, chosen, bins),
         lambda s: histogram(s, column, where, chosen or None, bins),
     )

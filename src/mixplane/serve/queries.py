@@ -15,7 +15,10 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 from typing import Any, TypeVar
+
+import anyio.to_thread
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.catalog import CatalogSession
@@ -23,6 +26,9 @@ from mixplane.errors import MixplaneError
 
 T = TypeVar("T")
 CACHED_ANSWERS = 512
+# Catalog scans computed at once: each DuckDB scan uses every core already, so more at once
+# only makes each slower (and the cached answers, which share the cores, wait longer).
+SCANS_AT_ONCE = 2
 
 
 class QueryTimeout(MixplaneError):
@@ -30,16 +36,33 @@ class QueryTimeout(MixplaneError):
 
 
 class QueryRunner:
-    """Runs functions of a catalog session with a deadline, remembering their answers."""
+    """Runs functions of a catalog session with a deadline, remembering their answers.
+
+    At most `SCANS_AT_ONCE` queries run on the catalog at a time, and a query asked again
+    while it runs waits for that run's answer instead of scanning a second time.
+    """
 
     def __init__(self, catalog: str, timeout: float, cached: int = CACHED_ANSWERS):
         self.catalog = Catalog(catalog)
         self.timeout = timeout
         self.cached = cached
         self._answers: OrderedDict[Hashable, Any] = OrderedDict()
+        self._running: dict[Hashable, Future] = {}
         self._lock = threading.Lock()
+        self._scans = threading.Semaphore(SCANS_AT_ONCE)
         self.hits = 0
         self.misses = 0
+
+    async def answer(self, key: Hashable, query: Callable[[CatalogSession], T]) -> T:
+        """`run` for an async route: a cached answer comes back on the event loop, anything
+        else runs on a worker thread."""
+        full_key = (self.stamp(), key)
+        with self._lock:
+            if full_key in self._answers:
+                self._answers.move_to_end(full_key)
+                self.hits += 1
+                return self._answers[full_key]
+        return await anyio.to_thread.run_sync(self.run, key, query)
 
     def stamp(self) -> tuple[int, int]:
         """The catalog file's size and modification time: what a cached answer depends on."""
@@ -57,12 +80,27 @@ class QueryRunner:
                 self._answers.move_to_end(full_key)
                 self.hits += 1
                 return self._answers[full_key]
-            self.misses += 1
-        answer = self.run_uncached(query)
+            running = self._running.get(full_key)
+            if running is None:
+                self.misses += 1
+                mine = self._running[full_key] = Future()
+        if running is not None:
+            self.hits += 1
+            return running.result()  # the same answer, or the same error
+        try:
+            with self._scans:
+                answer = self.run_uncached(query)
+        except BaseException as error:
+            mine.set_exception(error)
+            raise
+        finally:
+            with self._lock:
+                del self._running[full_key]
         with self._lock:
             self._answers[full_key] = answer
             while len(self._answers) > self.cached:
                 self._answers.popitem(last=False)
+        mine.set_result(answer)
         return answer
 
     def run_uncached(self, query: Callable[[CatalogSession], T]) -> T:

@@ -30,14 +30,14 @@ class Service:
         self.jobs = JobStore(settings.max_jobs, settings.max_samples)
 
 
-def service(request: Request) -> Service:
-    """The running service (a route dependency)."""
+async def service(request: Request) -> Service:
+    """The running service (a route dependency; async, so it runs on the event loop)."""
     return request.app.state.service
 
 
-def require_token(request: Request) -> None:
+async def require_token(request: Request) -> None:
     """Refuse a request without the service's token, when it has one (a route dependency)."""
-    expected = service(request).settings.token
+    expected = request.app.state.service.settings.token
     if expected is None:
         return
     given = request.headers.get(TOKEN_HEADER, "")
