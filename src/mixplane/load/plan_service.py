@@ -28,7 +28,7 @@ from mixplane.load.plan_cache import load_resolved
 from mixplane.load.resolved import ResolvedMixture
 from mixplane.mix.spec import MixtureSpec
 
-TOKEN_ENV = "MIXPLANE_SERVE_TOKEN"  # the same variable `mixplane serve` reads
+TOKEN_ENV = "MIXPLANE_SERVE_TOKEN"  # the service's token, for `mixplane serve` and its clients
 PLAN_ID = re.compile(r"^[0-9a-f]{32}$")
 FILE_NAME = re.compile(r"^[A-Za-z0-9_]+\.(npy|json)$")
 # What only this machine knows; the service uses its own catalog and cache.

@@ -34,9 +34,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from mixplane.io.exporter import start_exporter
+from mixplane.load.plan_service import TOKEN_ENV
 
 T = TypeVar("T")
-TOKEN_ENV = "MIXPLANE_SERVE_TOKEN"
 QUEUED = 64  # samples waiting to be pushed; older ones are dropped if the service is slow
 CACHE_COUNTERS = {"hits": "hits", "downloads": "downloads", "bytes": "downloaded_bytes"}
 

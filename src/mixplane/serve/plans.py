@@ -17,20 +17,18 @@ import contextlib
 import ctypes
 import json
 import os
-import re
 import threading
 from typing import Any
 
 from mixplane.errors import MixplaneError
 from mixplane.load.plan_cache import entry_folder
+from mixplane.load.plan_service import FILE_NAME, LOCAL_FIELDS, PLAN_ID
 from mixplane.load.resolve import resolve_mixture
 from mixplane.manifest import file_digest
 from mixplane.mix.spec import MixtureSpec
 
-PLAN_ID = re.compile(r"^[0-9a-f]{32}$")
-FILE_NAME = re.compile(r"^[A-Za-z0-9_]+\.(npy|json)$")
 # Where a posted mixture would point the service at files: the service decides these.
-SERVICE_FIELDS = ("catalog", "cache_dir", "cache_limit", "cache", "storage_options", "plan_url")
+SERVICE_FIELDS = LOCAL_FIELDS
 
 
 class UnknownPlan(MixplaneError):

@@ -14,8 +14,7 @@ import os
 from pydantic import BaseModel, ConfigDict, Field
 
 from mixplane.errors import ConfigError
-
-TOKEN_ENV = "MIXPLANE_SERVE_TOKEN"
+from mixplane.load.plan_service import TOKEN_ENV
 
 
 class ServeSettings(BaseModel):
