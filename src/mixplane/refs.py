@@ -47,3 +47,13 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 def format_ref(name: str, version: int | None) -> str:
     """The reference of `name` at `version` (`name` alone for the latest)."""
     return name if version is None else f"{name}@{version}"
+
+
+def split_refs(items: list[str] | None) -> tuple[str, ...]:
+    """References given as repeated options or parameters, each possibly comma-separated.
+
+    Example:
+        >>> split_refs(["web@1, wiki", "code"])
+        ('web@1', 'wiki', 'code')
+    """
+    return tuple(ref.strip() for item in items or [] for ref in item.split(",") if ref.strip())

@@ -139,8 +139,9 @@ def query(
     """
     from mixplane.catalog import Catalog
     from mixplane.catalog.sample import sample_documents
+    from mixplane.refs import split_refs
 
-    refs = [ref.strip() for item in datasets or [] for ref in item.split(",") if ref.strip()]
+    refs = split_refs(datasets)
     selection = Catalog(catalog, storage_options(storage)).select(where, refs or None)
     examples = [row for part in selection for row in sample_documents(part, sample)]
     if as_json:

@@ -14,6 +14,7 @@ from mixplane.catalog.composition import MAX_BINS, composition, histogram
 from mixplane.catalog.sample import json_value, read_document, sample_documents
 from mixplane.errors import MixplaneError
 from mixplane.lineage import document_origin, trace
+from mixplane.refs import split_refs
 from mixplane.serve import models
 from mixplane.serve.service import Service, service
 
@@ -27,11 +28,6 @@ DatasetsQuery = Query(
     None, description="NAME@N or NAME (latest), repeated or comma-separated; default: all"
 )
 WhereQuery = Query(EVERYTHING, max_length=10_000, description="a predicate over properties")
-
-
-def refs(datasets: list[str] | None) -> tuple[str, ...]:
-    """`datasets` parameters as refs: repeated, comma-separated, or none (every dataset)."""
-    return tuple(ref.strip() for item in datasets or [] for ref in item.split(",") if ref.strip())
 
 
 @router.get("/health", response_model=models.Health)
@@ -63,7 +59,7 @@ async def count(
     svc: Service = Depends(service),
 ) -> dict[str, Any]:
     """Documents and tokens matching `where`, per dataset and in all."""
-    chosen = refs(datasets)
+    chosen = split_refs(datasets)
     return await svc.queries.answer(
         ("count", where, chosen), lambda s: s.select(where, chosen or None).summary()
     )
@@ -77,7 +73,7 @@ async def samples(
     svc: Service = Depends(service),
 ) -> dict[str, Any]:
     """Up to `k` matching documents, spread over the selection, with their text."""
-    chosen = refs(datasets)
+    chosen = split_refs(datasets)
 
     def query(session: CatalogSession) -> list[dict[str, Any]]:
         found = []
@@ -103,7 +99,7 @@ async def composition_of(
     svc: Service = Depends(service),
 ) -> dict[str, Any]:
     """Documents and tokens grouped by a property (numbers in equal-width buckets)."""
-    chosen = refs(datasets)
+    chosen = split_refs(datasets)
     return await svc.queries.answer(
         ("composition", by, where, chosen, bins),
         lambda s: composition(s, by, where, chosen or None, bins),
@@ -119,7 +115,7 @@ async def histogram_of(
     svc: Service = Depends(service),
 ) -> dict[str, Any]:
     """Documents and tokens of a numeric property in equal-width buckets."""
-    chosen = refs(datasets)
+    chosen = split_refs(datasets)
     return await svc.queries.answer(
         ("histogram", column, where, chosen, bins),
         lambda s: histogram(s, column, where, chosen or None, bins),

@@ -29,6 +29,7 @@ CACHED_ANSWERS = 512
 # Catalog scans computed at once: each DuckDB scan uses every core already, so more at once
 # only makes each slower (and the cached answers, which share the cores, wait longer).
 SCANS_AT_ONCE = 2
+_MISSING = object()
 
 
 class QueryTimeout(MixplaneError):
@@ -56,12 +57,10 @@ class QueryRunner:
     async def answer(self, key: Hashable, query: Callable[[CatalogSession], T]) -> T:
         """`run` for an async route: a cached answer comes back on the event loop, anything
         else runs on a worker thread."""
-        full_key = (self.stamp(), key)
         with self._lock:
-            if full_key in self._answers:
-                self._answers.move_to_end(full_key)
-                self.hits += 1
-                return self._answers[full_key]
+            found = self._cached((self.stamp(), key))
+        if found is not _MISSING:
+            return found
         return await anyio.to_thread.run_sync(self.run, key, query)
 
     def stamp(self) -> tuple[int, int]:
@@ -76,10 +75,9 @@ class QueryRunner:
         """`query(session)`, or its answer from the cache; `QueryTimeout` past the limit."""
         full_key = (self.stamp(), key)
         with self._lock:
-            if full_key in self._answers:
-                self._answers.move_to_end(full_key)
-                self.hits += 1
-                return self._answers[full_key]
+            found = self._cached(full_key)
+            if found is not _MISSING:
+                return found
             running = self._running.get(full_key)
             if running is None:
                 self.misses += 1
@@ -91,17 +89,25 @@ class QueryRunner:
             with self._scans:
                 answer = self.run_uncached(query)
         except BaseException as error:
-            mine.set_exception(error)
-            raise
-        finally:
             with self._lock:
                 del self._running[full_key]
-        with self._lock:
+            mine.set_exception(error)
+            raise
+        with self._lock:  # cached before it stops running: no moment when it is neither
             self._answers[full_key] = answer
             while len(self._answers) > self.cached:
                 self._answers.popitem(last=False)
+            del self._running[full_key]
         mine.set_result(answer)
         return answer
+
+    def _cached(self, full_key: Hashable) -> Any:
+        """The cached answer (counted as a hit), or `_MISSING`; the caller holds the lock."""
+        if full_key not in self._answers:
+            return _MISSING
+        self._answers.move_to_end(full_key)
+        self.hits += 1
+        return self._answers[full_key]
 
     def run_uncached(self, query: Callable[[CatalogSession], T]) -> T:
         """`query(session)` on a fresh session, interrupted after the time limit."""
