@@ -36,7 +36,9 @@ async def runs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
 async def run(run: str, svc: Service = Depends(service)) -> dict[str, Any]:
     """One run, with what it excluded and quarantined by stage and reason."""
     catalog = svc.queries.catalog
-    found = await svc.queries.answer(("run", run), lambda _: run_details(catalog, run))
+    known = await svc.queries.answer(("runs",), lambda _: find_runs(catalog))
+    options = catalog.storage_options
+    found = await svc.queries.answer(("run", run), lambda _: run_details(known, run, options))
     if found is None:
         raise HTTPException(404, f"no run {run!r}; see /api/runs")
     return found

@@ -51,11 +51,14 @@ def find_runs(catalog: Catalog) -> list[dict[str, Any]]:
     return sorted(runs.values(), key=lambda run: str(run["created_at"] or ""), reverse=True)
 
 
-def run_details(catalog: Catalog, run: str) -> dict[str, Any] | None:
-    """One run with its statistics by stage and reason (None: no such run)."""
-    for found in find_runs(catalog):
+def run_details(
+    runs: list[dict[str, Any]], run: str, storage_options: dict[str, Any]
+) -> dict[str, Any] | None:
+    """One of `runs` (from `find_runs`) with its statistics by stage and reason (None: no
+    such run)."""
+    for found in runs:
         if found["id"] == run:
-            return found | _details(found["folder"], catalog.storage_options)
+            return found | _details(found["folder"], storage_options)
     return None
 
 
