@@ -1,7 +1,9 @@
 """The record that flows through processing.
 
-A `Document` has an id, its text, the source it came from and a flat metadata dict. Stages
-add metadata or return a `Drop` naming the reason; a record is never lost silently.
+A `Document` has an id, its text, the source it came from and a flat metadata dict; an
+image-text sample also carries its media (the image's encoded bytes, by file extension) and
+its caption as the text. Stages add metadata or return a `Drop` naming the reason; a record
+is never lost silently.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ class Document:
     text: str
     source: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Encoded media by lowercase file extension without the dot (`{"jpg": b"..."}`); None
+    #: for a text document.
+    media: dict[str, bytes] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,4 +16,10 @@ BUILTIN_STAGES: dict[str, str] = {
     "score": "mixplane.stages.quality.score:Score",
     "dedup_exact": "mixplane.stages.dedup.exact:ExactDedup",
     "dedup_minhash": "mixplane.stages.dedup.near:MinHashDedup",
+    "fetch_images": "mixplane.stages.image.fetch:FetchImages",
+    "decode_image": "mixplane.stages.image.decode:DecodeImage",
+    "resize_image": "mixplane.stages.image.resize:ResizeImage",
+    "caption_filter": "mixplane.stages.image.caption:CaptionFilter",
+    "clip_score": "mixplane.stages.image.similarity:ClipScore",
+    "dedup_image": "mixplane.stages.dedup.image:ImageDedup",
 }
