@@ -1,0 +1,62 @@
+"""Where a document keeps its image: the first image extension present in `doc.media`.
+
+Example:
+    >>> doc = Document("a", "a cat", "web", media={"txt": b"a cat", "jpg": b"\\xff\\xd8"})
+    >>> image_of(doc)
+    ('jpg', b'\\xff\\xd8')
+    >>> set_image(doc, "png", b"\\x89PNG")
+    >>> sorted(doc.media)
+    ['png', 'txt']
+"""
+
+from __future__ import annotations
+
+from mixplane.document import Document
+
+#: Extensions recognised as the image of a sample, in preference order.
+IMAGE_EXTENSIONS: tuple[str, ...] = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
+
+# Pillow format name (lowercased) -> the extension an encoded image of that format is stored
+# under; formats not listed use their own name.
+_FORMAT_EXTENSIONS = {"jpeg": "jpg", "tiff": "tif"}
+
+
+def image_of(doc: Document) -> tuple[str, bytes] | None:
+    """The (extension, encoded bytes) of the document's image, or None if it has none.
+
+    Example:
+        >>> image_of(Document("a", "", "web"))  # a text document
+    """
+    media = doc.media
+    if not media:
+        return None
+    for ext in IMAGE_EXTENSIONS:
+        data = media.get(ext)
+        if data is not None:
+            return ext, data
+    return None
+
+
+def set_image(doc: Document, ext: str, data: bytes) -> None:
+    """Replace the document's image by `data` stored under `ext`; other media stay.
+
+    Example:
+        >>> doc = Document("a", "", "web", media={"jpeg": b"old"})
+        >>> set_image(doc, "webp", b"new")
+        >>> doc.media
+        {'webp': b'new'}
+    """
+    media = {k: v for k, v in (doc.media or {}).items() if k not in IMAGE_EXTENSIONS}
+    media[ext.lower().lstrip(".")] = data
+    doc.media = media
+
+
+def extension_for(image_format: str) -> str:
+    """The file extension for an encoded image of a Pillow format name.
+
+    Example:
+        >>> extension_for("JPEG")
+        'jpg'
+    """
+    name = image_format.lower()
+    return _FORMAT_EXTENSIONS.get(name, name)
