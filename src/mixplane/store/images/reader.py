@@ -1,0 +1,152 @@
+"""Reading one image shard by sample: any sample is one range read of the tar, located by
+the `.idx` (see `store.images.format`).
+
+Opening a shard reads the index (24 bytes + 8 per sample) and the tar's size; local tars
+are read with `pread`, remote ones with ranged reads through fsspec. Reading many samples
+in index order merges neighbouring ranges into one read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from mixplane.errors import MixplaneError
+from mixplane.io.atomic import is_local, join_url, local_path
+from mixplane.io.urls import url_filesystem
+from mixplane.store.images.format import IDX, META, TAR, decode_index, parse_members, tar_size
+
+# Samples closer than this in the tar are fetched in one read (the gap is read and dropped:
+# cheaper than another request on object storage, and than another syscall locally).
+MERGE_GAP = 256 << 10
+
+
+class ImageShardReader:
+    """One image shard `folder_url/STEM.{tar,idx,meta.parquet}`, sample by sample.
+
+    Example:
+        >>> shard = ImageShardReader("out", "part-00000")  # doctest: +SKIP
+        >>> len(shard), shard.byte_range(0)  # doctest: +SKIP
+        (120, (0, 5632))
+        >>> sorted(shard.sample(0))  # doctest: +SKIP
+        ['__key__', 'jpg', 'json', 'txt']
+    """
+
+    def __init__(self, folder_url: str, stem: str, storage_options: dict[str, Any] | None = None):
+        self.folder = folder_url.rstrip("/")
+        self.stem = stem
+        self.storage_options = storage_options or {}
+        self.tar_url = join_url(self.folder, stem + TAR)
+        self.idx_url = join_url(self.folder, stem + IDX)
+        self.meta_url = join_url(self.folder, stem + META)
+        self._local = is_local(self.tar_url)
+        self._fd: int | None = None
+        self._fs, self._tar_path = url_filesystem(self.tar_url, self.storage_options)
+        self.offsets = decode_index(self._read_index(), self.idx_url)
+        size = self._size()
+        if size != tar_size(self.offsets):
+            raise MixplaneError(
+                f"{self.tar_url}: {size} bytes but its index says {tar_size(self.offsets)} "
+                f"({len(self)} samples); the shard is truncated or does not match its index"
+            )
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __repr__(self) -> str:
+        return f"ImageShardReader({self.tar_url!r}, samples={len(self)})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A file descriptor does not travel to another process; it is reopened there.
+        return self.__dict__ | {"_fd": None}
+
+    def __del__(self) -> None:
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
+
+    def byte_range(self, index: int) -> tuple[int, int]:
+        """`(start, end)` of sample `index` in the tar: its headers, data and padding."""
+        index = self._check(index)
+        return int(self.offsets[index]), int(self.offsets[index + 1])
+
+    def sample(self, index: int) -> dict[str, Any]:
+        """Sample `index`: its members' bytes by extension, and `"__key__"`."""
+        start, end = self.byte_range(index)
+        return parse_members(self._read(start, end), self._where(index))
+
+    def samples(self, indices: Iterable[int]) -> list[dict[str, Any]]:
+        """Samples `indices`, in the order given; samples near each other in the tar are
+        read together, so indices in increasing order cost few reads."""
+        wanted = [self._check(i) for i in indices]
+        order = sorted(range(len(wanted)), key=wanted.__getitem__)
+        found: list[dict[str, Any] | None] = [None] * len(wanted)
+        # The runs cut the sorted sequence in order, so `order` names each sample's slot.
+        slots = iter(order)
+        for run in _runs([wanted[i] for i in order], self.offsets):
+            first, last = run[0], run[-1]
+            base = int(self.offsets[first])
+            data = memoryview(self._read(base, int(self.offsets[last + 1])))
+            for sample in run:
+                lo, hi = int(self.offsets[sample]) - base, int(self.offsets[sample + 1]) - base
+                found[next(slots)] = parse_members(data[lo:hi], self._where(sample))
+        return found  # type: ignore[return-value]
+
+    def metadata(self, columns: Sequence[str] | None = None):
+        """The shard's per-sample metadata as an Arrow table, in sample order."""
+        import pyarrow.parquet as pq
+
+        fs, path = url_filesystem(self.meta_url, self.storage_options)
+        with fs.open(path, "rb") as handle:
+            return pq.read_table(handle, columns=list(columns) if columns else None)
+
+    def _check(self, index: int) -> int:
+        count = len(self)
+        index = int(index)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError(f"sample {index} out of range for {self.tar_url} ({count})")
+        return index
+
+    def _where(self, index: int) -> str:
+        return f"{self.tar_url} sample {index}"
+
+    def _read_index(self) -> bytes:
+        fs, path = url_filesystem(self.idx_url, self.storage_options)
+        try:
+            with fs.open(path, "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            raise MixplaneError(f"{self.idx_url} is missing; not an image shard") from None
+
+    def _size(self) -> int:
+        try:
+            if self._local:
+                return os.path.getsize(local_path(self.tar_url))
+            return int(self._fs.size(self._tar_path))
+        except FileNotFoundError:
+            raise MixplaneError(f"{self.tar_url} is missing beside its index") from None
+
+    def _read(self, start: int, end: int) -> bytes:
+        if not self._local:
+            return self._fs.cat_file(self._tar_path, start=start, end=end)
+        if self._fd is None:
+            self._fd = os.open(local_path(self.tar_url), os.O_RDONLY)
+        data = os.pread(self._fd, end - start, start)
+        if len(data) != end - start:
+            raise MixplaneError(f"{self.tar_url}: ends at byte {start + len(data)}, before {end}")
+        return data
+
+
+def _runs(sorted_indices: list[int], offsets: np.ndarray) -> list[list[int]]:
+    """Cut increasing sample indices into runs read in one piece (gaps under MERGE_GAP)."""
+    runs: list[list[int]] = []
+    for index in sorted_indices:
+        if runs and int(offsets[index]) - int(offsets[runs[-1][-1] + 1]) <= MERGE_GAP:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return runs
