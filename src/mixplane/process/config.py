@@ -69,7 +69,11 @@ class PipelineConfig(BaseModel):
     input: list[InputConfig]
     output: str = Field(description="output folder URL")
     stages: list[StageConfig] = Field(default_factory=list)
-    output_format: Literal["parquet", "jsonl"] = "parquet"
+    output_format: Literal["parquet", "jsonl", "webdataset"] = Field(
+        "parquet",
+        description="parquet or jsonl documents, or webdataset: image-text shards "
+        "(tar + idx + meta.parquet, see docs/images-format.md)",
+    )
     task_size_mb: float = Field(
         256.0, gt=0, description="split large files into tasks of this size"
     )
