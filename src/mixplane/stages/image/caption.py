@@ -1,0 +1,54 @@
+"""`caption_filter`: length limits on an image's caption (the document's text).
+
+Example pipeline step (the DataComp baseline keeps captions of more than 2 words and more
+than 5 characters, which are the defaults):
+
+    - caption_filter: {min_words: 3, min_chars: 6, max_words: 77}
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from mixplane.document import Document, Drop
+from mixplane.process.stage import Result, Stage
+
+
+class CaptionFilter(Stage):
+    """Drops samples whose caption has too few or too many words or characters.
+
+    Words are runs of non-space characters; characters are counted once surrounding
+    whitespace is removed. A caption below `min_words` or `min_chars` is excluded with
+    reason `caption_too_short`, one above `max_words` or `max_chars` with
+    `caption_too_long`; the detail names the measure, its value and the limit. None turns a
+    limit off. Kept samples get `caption_words` and `caption_chars`.
+
+    Example:
+        >>> CaptionFilter().apply(Document("a", "a cat", "web"))
+        Drop(reason='caption_too_short', detail={'signal': 'words', 'value': 2, 'limit': 3})
+    """
+
+    name: ClassVar[str] = "caption_filter"
+    adds: ClassVar[tuple[str, ...]] = ("caption_words", "caption_chars")
+
+    min_words: int | None = Field(3, ge=0, description="fewest words (DataComp: more than 2)")
+    max_words: int | None = Field(None, ge=0, description="most words")
+    min_chars: int | None = Field(6, ge=0, description="fewest characters (DataComp: >5)")
+    max_chars: int | None = Field(None, ge=0, description="most characters")
+
+    def apply(self, doc: Document) -> Result:
+        caption = doc.text.strip()
+        words, chars = len(caption.split()), len(caption)
+        for signal, value, low, high in (
+            ("words", words, self.min_words, self.max_words),
+            ("chars", chars, self.min_chars, self.max_chars),
+        ):
+            if low is not None and value < low:
+                return Drop("caption_too_short", {"signal": signal, "value": value, "limit": low})
+            if high is not None and value > high:
+                return Drop("caption_too_long", {"signal": signal, "value": value, "limit": high})
+        doc.metadata["caption_words"] = words
+        doc.metadata["caption_chars"] = chars
+        return doc

@@ -1,0 +1,110 @@
+"""`decode_image`: check that a sample's image decodes, and describe it.
+
+Example pipeline step:
+
+    - decode_image: {min_image_size: 64, max_aspect_ratio: 3.0}
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from mixplane.document import Document, Drop
+from mixplane.process.stage import Result, Stage
+from mixplane.stages.image.imaging import (
+    DEFAULT_MAX_PIXELS,
+    Header,
+    decode,
+    encode,
+    open_header,
+    to_rgb,
+)
+from mixplane.stages.image.media import extension_for, image_of, set_image
+from mixplane.stages.image.phash import phash, phash_hex
+
+
+class DecodeImage(Stage):
+    """Decodes and validates each sample's image; adds its size, format and pHash.
+
+    Checks, in order, each failure excluding the sample with its reason: an image in
+    `media` (`no_image`); a non-empty file (`empty_image`); a header within `max_pixels`
+    and `max_image_area` (`image_too_large`, refused before any pixel is decoded); the
+    shorter side at least `min_image_size` (`image_too_small`); the long/short side ratio
+    at most `max_aspect_ratio` (`aspect_ratio`); the whole file decodes (`corrupt_image`,
+    truncated files included, with Pillow's error in the detail).
+
+    A kept sample gets `original_width`, `original_height`, `width`, `height` (upright,
+    once the EXIF orientation is applied), `image_format`, `image_bytes` and `phash` (the
+    64-bit DCT hash of the upright image as 16 hex digits; `dedup_image` uses it). An
+    image whose EXIF orientation is not upright is stored again upright (JPEG at
+    `quality`, other formats as PNG), so that its bytes match `width` and `height`.
+
+    Example:
+        >>> DecodeImage().apply(Document("a", "a caption", "web"))
+        Drop(reason='no_image', detail=None)
+    """
+
+    name: ClassVar[str] = "decode_image"
+    adds: ClassVar[tuple[str, ...]] = (
+        "original_width",
+        "original_height",
+        "width",
+        "height",
+        "image_format",
+        "image_bytes",
+        "phash",
+    )
+
+    max_pixels: int = Field(
+        DEFAULT_MAX_PIXELS, gt=0, description="refuse headers claiming more pixels (bombs)"
+    )
+    max_image_area: int | None = Field(None, gt=0, description="drop larger images (pixels)")
+    min_image_size: int = Field(0, ge=0, description="drop images whose shorter side is less")
+    max_aspect_ratio: float | None = Field(
+        None, ge=1, description="drop images whose long/short side ratio is larger"
+    )
+    exif_orientation: bool = Field(True, description="apply the EXIF orientation tag")
+    phash: bool = Field(True, description="add the perceptual hash `phash`")
+    quality: int = Field(95, ge=1, le=100, description="JPEG quality when storing upright")
+
+    def apply(self, doc: Document) -> Result:
+        found = image_of(doc)
+        if found is None:
+            return Drop("no_image")
+        _, data = found
+        header = check_header(data, self.max_pixels, self.max_image_area)
+        if isinstance(header, Drop):
+            return header
+        width, height = header.oriented_size
+        short, long = min(width, height), max(width, height)
+        if short < self.min_image_size:
+            return Drop("image_too_small", {"short_side": short, "min": self.min_image_size})
+        if self.max_aspect_ratio is not None and long / short > self.max_aspect_ratio:
+            detail = {"aspect_ratio": round(long / short, 4), "max": self.max_aspect_ratio}
+            return Drop("aspect_ratio", detail)
+        image = decode(data, header, self.exif_orientation)
+        if isinstance(image, Drop):
+            return image
+        upright = self.exif_orientation and header.orientation != 1
+        rgb = to_rgb(image) if self.phash or upright else image
+        name = header.format
+        if upright:
+            name = "jpeg" if header.format == "jpeg" else "png"
+            data = encode(rgb, name, self.quality, image.info.get("icc_profile"))
+            set_image(doc, extension_for(name), data)
+        meta = doc.metadata
+        meta["original_width"], meta["original_height"] = width, height
+        meta["width"], meta["height"] = image.size
+        meta["image_format"] = name
+        meta["image_bytes"] = len(data)
+        if self.phash:
+            meta["phash"] = phash_hex(phash(rgb))
+        return doc
+
+
+def check_header(data: bytes, max_pixels: int, max_area: int | None) -> Header | Drop:
+    """The image's header, or the Drop for an empty, unreadable or too large image."""
+    limit = min(max_pixels, max_area) if max_area is not None else max_pixels
+    return open_header(data, limit)

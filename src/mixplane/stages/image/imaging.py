@@ -1,0 +1,176 @@
+"""Opening untrusted encoded images safely, and the conversions every image stage shares.
+
+`open_header` reads only the header (size, format) and refuses decompression bombs by pixel
+count before any pixel is decoded; `decode` then checks the file (`verify`), decodes it
+fully (a truncated file fails: Pillow's `LOAD_TRUNCATED_IMAGES` stays off) and applies the
+EXIF orientation. Failures come back as `Drop`s naming the problem, never as exceptions.
+
+Example:
+    >>> from io import BytesIO
+    >>> buffer = BytesIO()
+    >>> Image.new("RGB", (4, 2), "red").save(buffer, "PNG")
+    >>> header = open_header(buffer.getvalue(), max_pixels=100)
+    >>> header.size, header.format
+    ((4, 2), 'png')
+    >>> decode(buffer.getvalue(), header, exif_orientation=True).size
+    (4, 2)
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageOps
+
+from mixplane.document import Drop
+
+#: Pillow's own default bomb limit (about 89 million pixels), the default of `max_pixels`.
+DEFAULT_MAX_PIXELS = 89_478_485
+
+# EXIF orientations that swap width and height (a transpose or a quarter turn).
+_SWAPPING = {5, 6, 7, 8}
+_EXIF_ORIENTATION = 0x0112
+_RESAMPLING = {
+    "nearest": Image.Resampling.NEAREST,
+    "box": Image.Resampling.BOX,
+    "bilinear": Image.Resampling.BILINEAR,
+    "bicubic": Image.Resampling.BICUBIC,
+    "lanczos": Image.Resampling.LANCZOS,
+}
+
+
+@dataclass(frozen=True)
+class Header:
+    """What the header of an encoded image says, before decoding its pixels."""
+
+    size: tuple[int, int]  # as stored, before the EXIF orientation
+    format: str  # Pillow's format name, lowercased
+    orientation: int  # EXIF orientation, 1 when absent
+
+    @property
+    def oriented_size(self) -> tuple[int, int]:
+        """(width, height) once the EXIF orientation is applied."""
+        w, h = self.size
+        return (h, w) if self.orientation in _SWAPPING else (w, h)
+
+
+def _error(error: Exception) -> Drop:
+    return Drop("corrupt_image", {"error": f"{type(error).__name__}: {error}"})
+
+
+def open_header(data: bytes, max_pixels: int) -> Header | Drop:
+    """Read the header of `data`; a Drop for an empty, unreadable or too large image."""
+    if not data:
+        return Drop("empty_image", {"bytes": 0})
+    try:
+        # The size check below replaces Pillow's warning; Pillow still raises by itself
+        # beyond twice its own limit, which is reported the same way.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                size, name = image.size, (image.format or "").lower()
+                orientation = _orientation(image)
+    except Image.DecompressionBombError as error:
+        return Drop("image_too_large", {"error": str(error), "max_pixels": max_pixels})
+    except Exception as error:  # untrusted bytes: Pillow raises many kinds of errors
+        return _error(error)
+    width, height = size
+    if width <= 0 or height <= 0:
+        return Drop("empty_image", {"width": width, "height": height})
+    if width * height > max_pixels:
+        detail = {"width": width, "height": height, "pixels": width * height}
+        return Drop("image_too_large", detail | {"max_pixels": max_pixels})
+    return Header(size, name, orientation)
+
+
+def _orientation(image: Image.Image) -> int:
+    try:
+        value = image.getexif().get(_EXIF_ORIENTATION, 1)
+    except Exception:  # a broken EXIF block is ignored, like a missing one
+        return 1
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def decode(
+    data: bytes,
+    header: Header,
+    exif_orientation: bool,
+    draft: tuple[int, int] | None = None,
+) -> Image.Image | Drop:
+    """Verify and fully decode `data` (whose header is `header`), upright if
+    `exif_orientation`; `draft` lets a JPEG decode at a reduced scale no smaller than that
+    (width, height), given upright."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                image.verify()
+            image = Image.open(io.BytesIO(data))
+            if draft is not None and image.format == "JPEG":
+                swap = exif_orientation and header.orientation in _SWAPPING
+                image.draft(image.mode, draft[::-1] if swap else draft)
+            image.load()
+    except Exception as error:  # untrusted bytes: Pillow raises many kinds of errors
+        return _error(error)
+    if exif_orientation and header.orientation != 1:
+        try:
+            image = ImageOps.exif_transpose(image)
+        except Exception as error:
+            return _error(error)
+    return image
+
+
+def to_rgb(image: Image.Image) -> Image.Image:
+    """An RGB copy: transparency composed on white, CMYK and other modes converted, 16-bit
+    and float samples scaled to 8 bits.
+
+    Example:
+        >>> to_rgb(Image.new("RGBA", (1, 1), (0, 0, 0, 0))).getpixel((0, 0))
+        (255, 255, 255)
+    """
+    mode = image.mode
+    if mode == "RGB":
+        return image
+    if mode in ("I", "I;16", "I;16B", "I;16L", "I;16N", "F"):
+        samples = np.asarray(image, dtype=np.float64)
+        top = 65535.0 if samples.max(initial=0) > 255 or mode.startswith("I;16") else 255.0
+        scaled = np.clip(np.rint(samples * (255.0 / top)), 0, 255).astype(np.uint8)
+        return Image.fromarray(scaled, "L").convert("RGB")
+    if mode == "P":
+        image = image.convert("RGBA" if "transparency" in image.info else "RGB")
+    elif mode in ("PA", "LA", "La", "RGBa"):
+        image = image.convert("RGBA")
+    if image.mode == "RGBA":
+        background = Image.new("RGB", image.size, (255, 255, 255))
+        background.paste(image, mask=image.getchannel("A"))
+        return background
+    return image.convert("RGB")
+
+
+def resampling(name: str) -> Image.Resampling:
+    """Pillow's resampling filter by its lowercase name."""
+    return _RESAMPLING[name]
+
+
+RESAMPLING_NAMES = tuple(_RESAMPLING)
+
+
+def encode(image: Image.Image, image_format: str, quality: int, icc: bytes | None) -> bytes:
+    """Encode an RGB image; the same pixels and options give the same bytes.
+
+    Example:
+        >>> encode(Image.new("RGB", (2, 2)), "png", 95, None)[:4]
+        b'\\x89PNG'
+    """
+    buffer = io.BytesIO()
+    options: dict = {"icc_profile": icc} if icc else {}
+    if image_format == "jpeg":
+        image.save(buffer, "JPEG", quality=quality, optimize=False, progressive=False, **options)
+    elif image_format == "webp":
+        image.save(buffer, "WEBP", quality=quality, method=4, **options)
+    else:
+        image.save(buffer, "PNG", optimize=False, **options)
+    return buffer.getvalue()
