@@ -2,7 +2,8 @@
 
 A mixture names components (a predicate over catalog properties and a weight over tokens),
 possibly nested, and says how to pack them (`seq_len`), shuffle them (`seed`) and change the
-weights over time (`schedule`).
+weights over time (`schedule`). A mixture of `kind: image_text` names image-caption
+components the same way, weighted by samples instead of tokens (no `seq_len`).
 
 Example:
     >>> spec = MixtureSpec.parse({
@@ -137,7 +138,14 @@ class MixtureSpec(BaseModel):
     datasets: list[str] | None = Field(
         None, description="restrict every component to these: NAME (latest) or NAME@N (pinned)"
     )
-    seq_len: int = Field(gt=0, description="tokens per packed sequence")
+    kind: Literal["text", "image_text"] = Field(
+        "text",
+        description="text: packed token sequences (MixtureDataset); image_text: image-caption "
+        "samples with weights over samples (mixplane.load.images.ImageTextDataset)",
+    )
+    seq_len: int | None = Field(
+        None, gt=0, description="tokens per packed sequence (required for text mixtures)"
+    )
     seed: int = Field(0, ge=0, description="shuffle seed; the same seed gives the same stream")
     shuffle_window: int | None = Field(
         None,
@@ -227,6 +235,27 @@ class MixtureSpec(BaseModel):
         return sorted(value, key=lambda entry: entry.step)
 
     @model_validator(mode="after")
+    def _kind_fields(self) -> MixtureSpec:
+        if self.kind == "text":
+            if self.seq_len is None:
+                raise ValueError("seq_len: a text mixture needs seq_len (tokens per sequence)")
+            return self
+        # An image-text mixture draws whole samples: packing, token budgets and steps of
+        # sequences mean nothing there, so setting them is a mistake worth naming.
+        ignored = sorted(IMAGE_TEXT_UNUSED & self.model_fields_set)
+        if ignored:
+            raise ValueError(
+                f"an image_text mixture weighs samples, not tokens; remove {', '.join(ignored)}"
+            )
+        methods = {w.method for w in _weightings(self.weighting, self.components)}
+        if "unimax" in methods or _any_epoch_cap(self.components):
+            raise ValueError(
+                "an image_text mixture takes explicit, natural or temperature weights over "
+                "samples, without max_epochs"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _steps_need_a_batch_size(self) -> MixtureSpec:
         for part in ("schedule", "policy"):
             if getattr(self, part) and self.global_batch_size is None:
@@ -254,6 +283,8 @@ class MixtureSpec(BaseModel):
     def fingerprint(self) -> str:
         """Hash of everything that decides the stream (not where files are cached)."""
         local = {"cache", "cache_dir", "cache_limit", "storage_options", "plan_url"}
+        if self.kind == "text":
+            local.add("kind")  # text mixtures keep the fingerprints they had before `kind`
         decisive = self.model_dump(mode="json", exclude=local)
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -278,6 +309,41 @@ class MixtureSpec(BaseModel):
             if candidate.exists() or not Path(catalog).exists():
                 data["catalog"] = str(candidate)
         return cls.parse(data, where=str(path))
+
+
+# Fields of a text mixture that an image-text mixture refuses.
+IMAGE_TEXT_UNUSED = frozenset(
+    {
+        "seq_len",
+        "shuffle_window",
+        "schedule",
+        "policy",
+        "max_epochs",
+        "on_exhausted",
+        "total_tokens",
+        "global_batch_size",
+        "labels",
+        "append_eos",
+        "eos_id",
+        "cache",
+        "cache_limit",
+        "plan_url",
+    }
+)
+
+
+def _weightings(top: Weighting | None, components: dict[str, ComponentSpec]) -> list[Weighting]:
+    found = [top] if top is not None else []
+    for child in components.values():
+        found += _weightings(child.weighting, child.components or {})
+    return found
+
+
+def _any_epoch_cap(components: dict[str, ComponentSpec]) -> bool:
+    return any(
+        c.max_epochs is not None or c.on_exhausted is not None or _any_epoch_cap(c.components or {})
+        for c in components.values()
+    )
 
 
 def check_names(components: dict[str, Any]) -> None:

@@ -1,0 +1,376 @@
+"""`ImageTextDataset`: the batches of an image-text mixture for one rank, as numpy dicts.
+
+Example:
+    >>> dataset = ImageTextDataset("mixture.yaml", rank=0, world_size=8, batch_size=256,
+    ...                            tokenizer=tokenizer)  # doctest: +SKIP
+    >>> batch = next(iter(dataset))  # doctest: +SKIP
+    >>> batch["images"].shape, batch["input_ids"].shape  # doctest: +SKIP
+    ((256, 3, 224, 224), (256, 77))
+    >>> state = dataset.state_dict()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from mixplane.errors import ConfigError
+from mixplane.load.channel import WorkerChannel
+from mixplane.load.images.batch import (
+    CLIP_MEAN,
+    CLIP_STD,
+    BadImageError,
+    CaptionTokenizer,
+    ImagePreprocess,
+)
+from mixplane.load.images.plan import BatchLayout, EpochPlan
+from mixplane.load.images.resolve import ResolvedImages, resolve_images
+from mixplane.mix.spec import MixtureSpec, load_mixture
+from mixplane.stages.image.media import IMAGE_EXTENSIONS
+from mixplane.store.images import ImageShardReader
+
+STATE_FORMAT = "mixplane-image-loader"
+STATE_VERSION = 1
+READERS_KEPT = 256  # open shard readers per process (each may hold a file descriptor)
+
+
+class ImageTextDataset:
+    """The image-text mixture's batches as seen by `rank` of `world_size`, from where it was
+    left.
+
+    Iterating yields the rest of the current epoch, one batch at a time: `images` float32
+    (batch_size, 3, image_size, image_size), `input_ids` int64 (batch_size, context_length),
+    `component` int64 (index into `names`) and `index` int64 (the sample's global position:
+    epoch x `epoch_length` + position in the epoch). Each epoch has `batches_per_epoch`
+    batches on every rank (whole global batches of batch_size x world_size samples; the
+    epoch's last samples that do not fill one are dropped). The next iteration starts the
+    next epoch.
+
+    `state_dict()` says what the training loop has received; `load_state_dict()` continues
+    from there, with any world size, batch size or DataLoader worker count: the global order
+    of samples does not depend on them, and the stream continues from the same global
+    position. With DataLoader workers, build the loader with `image_text_loader`, which
+    follows the batches the loop receives:
+
+        dataset = ImageTextDataset("mixture.yaml", rank=rank, world_size=world_size,
+                                   batch_size=256, tokenizer=tokenizer)
+        loader = image_text_loader(dataset, num_workers=8)
+        if checkpoint:
+            dataset.load_state_dict(checkpoint["data"])
+        while dataset.epoch < epochs:
+            for batch in loader:  # the rest of the current epoch
+                ...
+                checkpoint = {"data": dataset.state_dict(), ...}
+
+    `tokenizer` is a `tokenizers.Tokenizer` or a callable (caption -> token ids); captions
+    are truncated or padded with `pad_id` to `context_length`. `transform` (a callable taking
+    a PIL image, e.g. a torchvision transform) replaces the default resize, crop and
+    normalization with `mean`/`std`. `catalog` is a `Catalog` to query instead of the spec's.
+    """
+
+    def __init__(
+        self,
+        mixture: MixtureSpec | dict[str, Any] | str | Path,
+        rank: int = 0,
+        world_size: int = 1,
+        *,
+        batch_size: int,
+        tokenizer: Any,
+        image_size: int = 224,
+        context_length: int = 77,
+        transform: Callable[[Any], Any] | None = None,
+        mean: Sequence[float] = CLIP_MEAN,
+        std: Sequence[float] = CLIP_STD,
+        pad_id: int = 0,
+        catalog: Any = None,
+        resolved: ResolvedImages | None = None,
+    ):
+        spec = load_mixture(mixture)
+        self.resolved = resolved or resolve_images(spec, catalog)
+        self.spec = self.resolved.spec
+        self.plan = EpochPlan(
+            self.resolved.counts,
+            self.resolved.weights,
+            seed=self.spec.seed,
+            resolution=self.spec.weight_resolution,
+        )
+        self.layout = BatchLayout(rank, world_size, batch_size)
+        self.images = ImagePreprocess(image_size, mean, std, transform)
+        self.captions = CaptionTokenizer(tokenizer, context_length, pad_id)
+        self.epoch = 0
+        self.position = 0  # samples of the epoch received by all ranks together
+        self.generation = 0  # counts loaded states; passes begun before one are stale
+        self._passes = 0  # counts passes in this process; an older one may not continue
+        # Set up by the PyTorch adapter: how this process reaches its DataLoader workers.
+        self.channel: WorkerChannel | None = None
+        self._readers: OrderedDict[int, ImageShardReader] = OrderedDict()
+        self._pid = os.getpid()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy for a DataLoader worker opens its own readers.
+        return self.__dict__ | {"_readers": OrderedDict()}
+
+    # -- what the stream is ------------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        """Component names; `batch["component"]` indexes this list."""
+        return self.resolved.names
+
+    @property
+    def fingerprint(self) -> str:
+        return self.resolved.fingerprint
+
+    @property
+    def epoch_length(self) -> int:
+        """Sample positions in an epoch (the components' samples together)."""
+        return self.plan.length
+
+    @property
+    def batch_size(self) -> int:
+        return self.layout.batch_size
+
+    @property
+    def batches_per_epoch(self) -> int:
+        """Batches every rank reads in a whole epoch."""
+        return self.layout.count(self.epoch_length, 0)
+
+    def __len__(self) -> int:
+        """Batches this rank reads in the rest of the current epoch."""
+        return self.layout.count(self.epoch_length, self.position)
+
+    def sources(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`(component, shard number, sample in shard)` of global positions `index` (as in
+        `batch["index"]`); `resolved.shards[n]` is the (folder, stem) of shard number n."""
+        index = np.asarray(index, dtype=np.int64)
+        length = self.epoch_length
+        components = np.empty(index.shape, dtype=np.int64)
+        shards = np.empty(index.shape, dtype=np.int64)
+        samples = np.empty(index.shape, dtype=np.int64)
+        for epoch in np.unique(index // length).tolist():
+            mask = index // length == epoch
+            chosen, members = self.plan.lookup(epoch, index[mask] % length)
+            components[mask] = chosen
+            got_shards, got_samples = np.empty_like(members), np.empty_like(members)
+            for c in np.unique(chosen).tolist():
+                mine = chosen == c
+                got_shards[mine] = self.resolved.shard[c][members[mine]]
+                got_samples[mine] = self.resolved.sample[c][members[mine]]
+            shards[mask], samples[mask] = got_shards, got_samples
+        return components, shards, samples
+
+    def locate(self, index: int) -> dict[str, Any]:
+        """Where the sample at global position `index` is stored."""
+        components, shards, samples = self.sources(np.array([index]))
+        uri, stem = self.resolved.shards[int(shards[0])]
+        return {
+            "component": self.names[int(components[0])],
+            "dataset": self.resolved.shard_dataset[int(shards[0])],
+            "folder": uri,
+            "shard": stem,
+            "sample": int(samples[0]),
+        }
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def read(self, index: np.ndarray) -> dict[str, np.ndarray]:
+        """The batch of the samples at global positions `index` (random access, no state)."""
+        index = np.asarray(index, dtype=np.int64)
+        components, shards, samples = self.sources(index)
+        records: list[dict[str, Any]] = [{}] * len(index)
+        for shard in np.unique(shards).tolist():
+            rows = np.flatnonzero(shards == shard)
+            found = self.reader(shard).samples(samples[rows].tolist())
+            for row, record in zip(rows.tolist(), found, strict=True):
+                records[row] = record
+        images, captions = [], []
+        for shard, sample, record in zip(shards.tolist(), samples.tolist(), records, strict=True):
+            where = self.describe(shard, sample, record.get("__key__"))
+            images.append(self.images(image_bytes(record, where), where))
+            captions.append(caption_of(record))
+        return {
+            "images": np.stack(images) if images else np.zeros((0, 3, 1, 1), np.float32),
+            "input_ids": self.captions(captions),
+            "component": components,
+            "index": index,
+        }
+
+    def reader(self, shard: int) -> ImageShardReader:
+        """The reader of shard number `shard` (opened once per process, a few hundred kept)."""
+        if self._pid != os.getpid():  # a forked copy does not share open files
+            self._readers, self._pid = OrderedDict(), os.getpid()
+        found = self._readers.get(shard)
+        if found is None:
+            uri, stem = self.resolved.shards[shard]
+            found = ImageShardReader(uri, stem, self.resolved.storage_options)
+            self._readers[shard] = found
+            while len(self._readers) > READERS_KEPT:
+                self._readers.popitem(last=False)
+        else:
+            self._readers.move_to_end(shard)
+        return found
+
+    def describe(self, shard: int, sample: int, key: str | None = None) -> str:
+        uri, stem = self.resolved.shards[shard]
+        named = f" (key {key})" if key else ""
+        return (
+            f"dataset {self.resolved.shard_dataset[shard]}, shard {uri}/{stem}, "
+            f"sample {sample}{named}"
+        )
+
+    # -- iteration -----------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
+        """The rest of the current epoch; each batch counts as received when handed out."""
+        self._passes += 1
+        return self._main_pass(self._passes, self.generation)
+
+    def _main_pass(self, number: int, generation: int) -> Iterator[dict[str, np.ndarray]]:
+        epoch, start, layout = self.epoch, self.position, self.layout
+        for batch in range(layout.count(self.epoch_length, start)):
+            read = self.read(epoch * self.epoch_length + layout.positions(start, batch))
+            if generation != self.generation or number != self._passes:
+                raise ConfigError(
+                    "this iteration was overtaken by load_state_dict or a newer iteration of "
+                    "the same dataset; start a new one (iter(dataset))"
+                )
+            self._advance(start + (batch + 1) * layout.global_batch)
+            yield read
+
+    def worker_batches(self, workers: int, worker: int) -> Iterator[dict[str, np.ndarray]]:
+        """In a DataLoader worker: its batches (w, w + N, ...) of the rest of the epoch, from
+        the start the training process published; the position here does not move."""
+        epoch, start = self.epoch, self.position
+        layout = BatchLayout(self.layout.rank, self.layout.world_size, self.batch_size)
+        first = epoch * self.epoch_length
+        for batch in range(worker, layout.count(self.epoch_length, start), workers):
+            yield self.read(first + layout.positions(start, batch))
+
+    def _advance(self, position: int) -> None:
+        """Received everything below `position`; past the last whole batch, a new epoch."""
+        self.position = position
+        if self.layout.count(self.epoch_length, position) == 0:
+            self.epoch, self.position = self.epoch + 1, 0
+
+    # -- DataLoader workers (see images.torch) -----------------------------------------------
+
+    def begin_worker_pass(self) -> int:
+        """In the training process, before a DataLoader pass over its workers: the workers
+        start from what the loop has received. Returns the generation, for `received`."""
+        if self.channel is not None and self.channel.is_owner:
+            start = {"epoch": self.epoch, "position": self.position}
+            self.channel.publish({"start": start})
+        return self.generation
+
+    def sync_with_trainer(self) -> None:
+        """In a DataLoader worker starting a pass: take the start the trainer published."""
+        message = self.channel.latest() if self.channel is not None else None
+        if message is not None and message.get("start") is not None:
+            self.epoch = int(message["start"]["epoch"])
+            self.position = int(message["start"]["position"])
+
+    def received(self, first: int, count: int, generation: int) -> None:
+        """In the training process: the loop received the batch of `count` samples whose
+        first global position is `first`; it must be the next one."""
+        if generation != self.generation:
+            raise ConfigError(
+                "a loader state was loaded while this loader was being iterated; start a new "
+                "pass (iter(loader)) after load_state_dict"
+            )
+        layout = self.layout
+        expected = self.epoch * self.epoch_length + self.position + layout.rank * layout.batch_size
+        if first != expected or count != layout.batch_size:
+            raise ConfigError(
+                f"the DataLoader delivered a batch of {count} at position {first} where "
+                f"{layout.batch_size} at {expected} was next: batches must arrive whole and in "
+                "order (do not pass in_order=False or another batch_size)"
+            )
+        self._advance(self.position + layout.global_batch)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the training loop has received: a small dict to save with a checkpoint."""
+        if self.channel is not None and self.channel.untracked_workers():
+            raise ConfigError(
+                "this dataset was read by DataLoader workers through a loader that does not "
+                "follow what the training loop received, so its position here is stale; build "
+                "the loader with image_text_loader(dataset, num_workers=...)"
+            )
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "fingerprint": self.fingerprint,
+            "epoch": self.epoch,
+            "position": self.position,
+            "epoch_length": self.epoch_length,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from a state saved by any rank, with any world size, batch size or worker
+        count: from the same epoch and global position in it (ranks advance in step, so all
+        their states are equal). The epoch then holds the whole global batches that fit in
+        its remaining samples; if none fits, the next epoch starts."""
+        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+            raise ConfigError(
+                "not an image-text loader state (expected a dict from "
+                "ImageTextDataset.state_dict())"
+            )
+        if state.get("version") != STATE_VERSION:
+            raise ConfigError(
+                f"image-text loader state version {state.get('version')}; this mixplane reads "
+                f"version {STATE_VERSION}"
+            )
+        if state.get("fingerprint") != self.fingerprint:
+            raise ConfigError(
+                "the loader state was saved for another mixture or other data versions "
+                f"(state {state.get('fingerprint')}, this loader {self.fingerprint}); resume "
+                "with the same mixture spec and catalog versions"
+            )
+        try:
+            epoch, position = int(state["epoch"]), int(state["position"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ConfigError(f"image-text loader state is malformed: {error}") from None
+        if epoch < 0 or not 0 <= position <= self.epoch_length:
+            raise ConfigError(
+                f"image-text loader state is out of range (epoch {epoch}, position {position} "
+                f"of {self.epoch_length})"
+            )
+        self.epoch = epoch
+        self._advance(position)
+        self.generation += 1
+        if self.channel is not None:
+            self.channel.clear_untracked()
+
+    def __repr__(self) -> str:
+        where = orjson.dumps({"epoch": self.epoch, "position": self.position}).decode()
+        return f"ImageTextDataset(components={self.names}, at={where})"
+
+
+def image_bytes(record: Mapping[str, Any], where: str) -> bytes:
+    """The sample's image member (the first image extension present)."""
+    for ext in IMAGE_EXTENSIONS:
+        data = record.get(ext)
+        if data is not None:
+            return bytes(data)
+    members = sorted(k for k in record if not k.startswith("__"))
+    raise BadImageError(f"{where}: no image member (members: {members})")
+
+
+def caption_of(record: Mapping[str, Any]) -> str:
+    """The sample's caption: its `.txt` member, else its `.json` member's `caption`."""
+    text = record.get("txt")
+    if text is not None:
+        return bytes(text).decode("utf-8", errors="replace")
+    meta = record.get("json")
+    if meta is not None:
+        caption = orjson.loads(bytes(meta)).get("caption")
+        if isinstance(caption, str):
+            return caption
+    return ""

@@ -1,0 +1,113 @@
+"""PyTorch adapter: an `ImageTextDataset` as a `DataLoader` whose batches follow the stream.
+
+DataLoader workers take whole batches in turn (worker w of N: batches w, w + N, ...), so the
+DataLoader, which asks its workers in turn, yields the batches in the stream's order; the
+training process counts each batch the loop receives, so `dataset.state_dict()` is exact
+although workers read ahead:
+
+    dataset = ImageTextDataset("mixture.yaml", rank=rank, world_size=world_size,
+                               batch_size=256, tokenizer=tokenizer)
+    loader = image_text_loader(dataset, num_workers=8)
+    if checkpoint:
+        dataset.load_state_dict(checkpoint["data"])
+    while dataset.epoch < epochs:
+        for batch in loader:  # the rest of the current epoch
+            ...
+            checkpoint = {"data": dataset.state_dict(), ...}
+
+Example:
+    >>> loader = image_text_loader(dataset, num_workers=2)  # doctest: +SKIP
+    >>> next(iter(loader))["images"].shape  # doctest: +SKIP
+    torch.Size([256, 3, 224, 224])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from mixplane.errors import ConfigError
+from mixplane.load.channel import WorkerChannel
+from mixplane.load.images.dataset import ImageTextDataset
+from mixplane.load.torch_adapter import Received, as_is, as_tensors, exit_with_parent
+from mixplane.load.transfer import one_storage
+
+
+class TorchImageTextDataset(IterableDataset):
+    """Yields the dataset's batches as dicts of tensors (one batch per item).
+
+    Use it through `image_text_loader` when the loop has DataLoader workers and checkpoints:
+    a plain `DataLoader` over it reads in workers without telling this process what the loop
+    received, so `dataset.state_dict()` then refuses (it would be stale).
+    """
+
+    def __init__(self, dataset: ImageTextDataset):
+        super().__init__()
+        self.dataset = dataset
+        self.tracked = False  # set by image_text_loader, which follows the batches received
+        if dataset.channel is None:
+            dataset.channel = WorkerChannel()
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        info = get_worker_info()
+        dataset = self.dataset
+        if info is None:
+            return map(as_tensors, iter(dataset))
+        exit_with_parent()
+        if not self.tracked:
+            dataset.channel.flag_untracked_workers()
+        dataset.sync_with_trainer()
+        # One shared-memory file per batch rather than one per field.
+        return map(one_storage, dataset.worker_batches(info.num_workers, info.id))
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+
+class ImageTextLoader(DataLoader):
+    """A DataLoader over a `TorchImageTextDataset` that follows the batches the loop receives.
+
+    `state_dict()` and `load_state_dict()` are the dataset's, so trainers that checkpoint
+    `loader.state_dict()` work unchanged.
+    """
+
+    dataset: TorchImageTextDataset
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self.num_workers == 0:
+            return super().__iter__()  # the pass runs here and counts what it hands out
+        images = self.dataset.dataset
+        generation = images.begin_worker_pass()
+        return Received(super().__iter__(), images, generation)  # type: ignore[arg-type]
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.dataset.dataset.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.dataset.dataset.load_state_dict(state)
+
+
+def image_text_loader(
+    dataset: ImageTextDataset, num_workers: int = 0, **options: Any
+) -> ImageTextLoader:
+    """A DataLoader yielding the dataset's batches in order that follows what the loop
+    receives. `options` go to the DataLoader (`persistent_workers`, `pin_memory`,
+    `prefetch_factor`, `multiprocessing_context`...); the batch size is the dataset's."""
+    if options.get("batch_size") is not None:
+        raise ConfigError("the batch size is the dataset's (ImageTextDataset(batch_size=...))")
+    options.pop("batch_size", None)
+    if options.get("in_order") is False:
+        raise ConfigError(
+            "in_order=False lets batches overtake each other, so no position says which "
+            "batches the loop has had; leave in_order at True"
+        )
+    adapter = TorchImageTextDataset(dataset)
+    adapter.tracked = True
+    options.setdefault("collate_fn", as_is)
+    return ImageTextLoader(adapter, batch_size=None, num_workers=num_workers, **options)
+
+
+__all__ = ["ImageTextLoader", "TorchImageTextDataset", "image_text_loader"]
