@@ -44,16 +44,37 @@ STORE_CHECKSUMS = (("md5Hash", "md5"), ("crc32c", "crc32c"), ("ETag", "etag"), (
 
 def file_fingerprint(url: str, storage_options: dict[str, Any] | None = None) -> tuple[int, str]:
     """Size and fingerprint of an input: the store's checksum for remote objects that have
-    one (`etag:...`, `md5:...`), else the content hash (`xxh3_128:...`, read in full)."""
+    one (`etag:...`, `md5:...`), else the content hash (`xxh3_128:...`, read in full).
+
+    Two inputs are not single files: a `pipe:CMD` input (a command's output; its command is
+    what identifies it, `command:HASH`, size 0) and an image folder (its files' names and
+    fingerprints hashed together, `folder:HASH`, size their sum)."""
+    if url.startswith("pipe:"):
+        return 0, f"command:{xxhash.xxh3_128_hexdigest(url.encode())}"
+    fs, path = url_filesystem(url, storage_options)
+    info = fs.info(path)
+    if info.get("type") == "directory":
+        return _folder_fingerprint(fs, path, storage_options)
     if not is_local(url):
-        fs, path = url_filesystem(url, storage_options)
-        info = fs.info(path)
         for key, kind in STORE_CHECKSUMS:
             value = info.get(key)
             if value and info.get("size") is not None:
                 checksum = str(value).strip('"')  # S3 quotes its ETags
                 return int(info["size"]), f"{kind}:{checksum}"
     return file_digest(url, storage_options)
+
+
+def _folder_fingerprint(fs, path: str, storage_options) -> tuple[int, str]:
+    base = path.rstrip("/") + "/"
+    digest, total = xxhash.xxh3_128(), 0
+    for name in sorted(fs.find(path)):
+        if any(part.startswith((".", "_")) for part in name[len(base) :].split("/")):
+            continue  # hidden and bookkeeping files are not read as inputs
+        url = name if is_local(path) or "://" in name else fs.unstrip_protocol(name)
+        size, fingerprint = file_fingerprint(url, storage_options)
+        digest.update(f"{name[len(base) :]}\0{size}\0{fingerprint}\n".encode())
+        total += size
+    return total, f"folder:{digest.hexdigest()}"
 
 
 def recompute(recorded: str, url: str, storage_options: dict[str, Any] | None = None):
@@ -66,7 +87,8 @@ def recompute(recorded: str, url: str, storage_options: dict[str, Any] | None = 
 def find_parent_manifests(urls: list[str], storage_options: dict[str, Any]) -> list[str]:
     """Manifests of the folders the inputs came from, when they were made by mixplane."""
     parents: set[str] = set()
-    for folder in {posixpath.dirname(url) for url in urls}:
+    # A command's output has no folder to look in.
+    for folder in {posixpath.dirname(url) for url in urls if not url.startswith("pipe:")}:
         candidate = f"{folder}/{MANIFEST}"
         fs, path = url_filesystem(candidate, storage_options)
         if fs.exists(path):

@@ -27,10 +27,19 @@ class InputConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str | list[str] = Field(description="URL, glob or brace pattern (or a list of them)")
-    format: str = Field("auto", description="jsonl, parquet, text, html, warc, hf_disk or auto")
-    text_key: str = Field("text", description="field holding the document text")
+    format: str = Field(
+        "auto",
+        description="jsonl, parquet, text, html, warc, hf_disk, webdataset, image_folder or auto",
+    )
+    text_key: str = Field("text", description="field holding the document text (or caption)")
     id_key: str = Field("id", description="field holding the document id")
     source: str | None = Field(None, description="source name; default: the file's folder name")
+    image_key: str | None = Field(
+        None, description="field holding image bytes (raw in Parquet, base64 in JSON Lines)"
+    )
+    url_key: str | None = Field(
+        None, description="field holding an image URL (the fetch_images stage downloads it)"
+    )
 
     def patterns(self) -> list[str]:
         return [self.path] if isinstance(self.path, str) else list(self.path)

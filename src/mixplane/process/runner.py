@@ -131,7 +131,13 @@ def input_read_options(config: PipelineConfig, index: int) -> ReadOptions:
     """How the records of input `index` become documents."""
     spec = config.input[index]
     return ReadOptions(
-        spec.text_key, spec.id_key, spec.source, config.storage_options, config.max_record_bytes
+        spec.text_key,
+        spec.id_key,
+        spec.source,
+        config.storage_options,
+        config.max_record_bytes,
+        spec.image_key,
+        spec.url_key,
     )
 
 

@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import posixpath
+
 from mixplane.errors import ConfigError
 from mixplane.io.readers import arrow, jsonl, parquet
 from mixplane.io.readers.base import folder_source
@@ -56,6 +58,8 @@ def file_source(file: InputFile, storage_options: dict) -> str:
     same rule the readers follow)."""
     if file.format == "hf_disk":
         return arrow.dataset_source(file.url, storage_options)
+    if file.format == "image_folder":
+        return posixpath.basename(file.url.rstrip("/")) or "images"
     return folder_source(file.url)
 
 

@@ -12,14 +12,20 @@ from dataclasses import dataclass, field
 
 from mixplane.errors import InputError
 from mixplane.io.readers import Shard, detect_format
+from mixplane.io.readers.imagefolder import folder_images
 from mixplane.io.readers.parquet import row_group_sizes
-from mixplane.io.urls import compression_of, expand_inputs, url_filesystem
+from mixplane.io.readers.pipes import is_pipe
+from mixplane.io.urls import compression_of, expand_braces, expand_inputs, url_filesystem
 from mixplane.process.config import InputConfig
 
 
 @dataclass(frozen=True, slots=True)
 class InputFile:
-    """One file found by expanding an input pattern."""
+    """One file found by expanding an input pattern (for `image_folder`, one folder).
+
+    `row_groups` holds the byte sizes of the pieces a task may take a range of: Parquet row
+    groups, or the images of an image folder.
+    """
 
     url: str
     name: str
@@ -43,7 +49,7 @@ def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputF
     """Expand every input pattern and read what planning needs (sizes, row groups)."""
     expanded = []
     for index, spec in enumerate(inputs):
-        for url, root in expand_inputs(_hf_patterns(spec, storage_options), storage_options):
+        for url, root in _expand(spec, storage_options):
             fmt = _format_of(url, spec)
             if fmt is not None:
                 expanded.append((index, url, root, fmt))
@@ -52,11 +58,66 @@ def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputF
     common = _common_root([root for _, _, root, _ in expanded])
     files = []
     for index, url, _, fmt in expanded:
-        fs, path = url_filesystem(url, storage_options)
-        size = fs.size(path)
-        groups = tuple(row_group_sizes(url, storage_options)) if fmt == "parquet" else ()
-        files.append(InputFile(url, _relative(url, common), fmt, size, index, groups))
+        name = _relative(url, common)
+        if is_pipe(url):
+            files.append(InputFile(url, name, fmt, 0, index))  # a command's output size is unknown
+        elif fmt == "image_folder":
+            sizes = tuple(size for _, size in folder_images(url, storage_options))
+            if not sizes:
+                raise InputError(f"image_folder {url!r} holds no image file")
+            name = "" if url.rstrip("/") == common.rstrip("/") else name
+            files.append(InputFile(url, name, fmt, sum(sizes), index, sizes))
+        else:
+            fs, path = url_filesystem(url, storage_options)
+            size = fs.size(path)
+            groups = tuple(row_group_sizes(url, storage_options)) if fmt == "parquet" else ()
+            files.append(InputFile(url, name, fmt, size, index, groups))
     return files
+
+
+def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
+    """`(url, root)` of each file (or image folder, or command) an input names."""
+    if spec.format == "image_folder":
+        return _image_folders(spec, storage_options)
+    patterns = _hf_patterns(spec, storage_options)
+    pipes = [url for pattern in patterns if is_pipe(pattern) for url in expand_braces(pattern)]
+    found = [(url, "") for url in pipes]
+    files = [pattern for pattern in patterns if not is_pipe(pattern)]
+    if files:
+        found += _without_tar_sidecars(expand_inputs(files, storage_options))
+    return found
+
+
+def _without_tar_sidecars(found: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """img2dataset writes `00000.parquet` and `00000_stats.json` beside `00000.tar` (the
+    same samples' metadata and the shard's statistics): the tar is the input, not those."""
+    tars = {url[: -len(".tar")] for url, _ in found if url.endswith(".tar")}
+    tars |= {url[: -len(".tar.gz")] for url, _ in found if url.endswith(".tar.gz")}
+    if not tars:
+        return found
+
+    def sidecar(url: str) -> bool:
+        return any(url.endswith(s) and url[: -len(s)] in tars for s in (".parquet", "_stats.json"))
+
+    return [(url, root) for url, root in found if not sidecar(url)]
+
+
+def _image_folders(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
+    """Each folder an `image_folder` input names, as `(folder, folder)`."""
+    found = []
+    for pattern in spec.patterns():
+        for expanded in expand_braces(pattern):
+            fs, path = url_filesystem(expanded, storage_options)
+            if any(c in path for c in "*?["):
+                folders = sorted(p for p in fs.glob(path) if fs.isdir(p))
+            else:
+                folders = [path] if fs.isdir(path) else []
+            if not folders:
+                raise InputError(f"image_folder input {expanded!r} matches no folder")
+            for folder in folders:
+                url = folder if "://" not in expanded else fs.unstrip_protocol(folder)
+                found.append((url.rstrip("/"), url.rstrip("/")))
+    return sorted(set(found))
 
 
 def _hf_patterns(spec: InputConfig, storage_options: dict) -> list[str]:
@@ -101,7 +162,8 @@ def _relative(url: str, root: str) -> str:
 
 def plan_tasks(files: list[InputFile], task_bytes: int) -> list[Task]:
     """Cut files into tasks of about `task_bytes`: uncompressed JSON Lines by byte range,
-    Parquet by row groups, everything else whole.
+    Parquet by row groups, image folders by runs of images, everything else whole (a tar
+    shard is one task: its samples can only be found by reading it from the start).
 
     Example:
         >>> f = InputFile("a.jsonl", "a.jsonl", "jsonl", 250, 0)
@@ -122,7 +184,11 @@ def _pieces(file: InputFile, task_bytes: int) -> list[tuple[int, int | None, int
             (start, min(start + task_bytes, file.size), min(task_bytes, file.size - start))
             for start in range(0, file.size, task_bytes)
         ]
-    if file.format == "parquet" and len(file.row_groups) > 1 and file.size > task_bytes:
+    if (
+        file.format in ("parquet", "image_folder")
+        and len(file.row_groups) > 1
+        and file.size > task_bytes
+    ):
         pieces, start, size = [], 0, 0
         for group, group_size in enumerate(file.row_groups):
             if size and size + group_size > task_bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from mixplane.errors import InputError
-from mixplane.io.readers import arrow, jsonl, parquet, textfile, warc
+from mixplane.io.readers import arrow, imagefolder, jsonl, parquet, textfile, warc, webdataset
 from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard
 from mixplane.io.urls import strip_compression
 
@@ -22,6 +22,8 @@ FORMATS: dict[str, Reader] = {
     "html": textfile.read,
     "warc": warc.read,
     "hf_disk": arrow.read,
+    "webdataset": webdataset.read,
+    "image_folder": imagefolder.read,
 }
 
 _SUFFIXES = {
@@ -37,6 +39,7 @@ _SUFFIXES = {
     ".xhtml": "html",
     ".warc": "warc",
     ".arrow": "hf_disk",
+    ".tar": "webdataset",
 }
 
 

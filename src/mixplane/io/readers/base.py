@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import posixpath
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -45,6 +47,9 @@ class ReadOptions:
     source: str | None = None
     storage_options: dict[str, Any] = field(default_factory=dict)
     max_record_bytes: int = MAX_RECORD_BYTES
+    #: Field holding an image's bytes (base64 text is decoded) and field holding its URL.
+    image_key: str | None = None
+    url_key: str | None = None
 
 
 @dataclass(slots=True)
@@ -117,8 +122,22 @@ def to_document(
     as it was, so it can be quarantined whole).
 
     The text and id fields are taken by name; every other field becomes metadata, except
-    that a record's own `source` field wins over the default source.
+    that a record's own `source` field wins over the default source. With `image_key` or
+    `url_key` set the record is an image-text sample: the text is its caption ("" when the
+    record has none), the image becomes `media`, the URL the `url` metadata field.
     """
+    media = None
+    if options.image_key or options.url_key:
+        image = image_media(record.get(options.image_key)) if options.image_key else None
+        if isinstance(image, str):
+            return f"image field {options.image_key!r} {image}"
+        if record.get(options.text_key) is None:
+            record[options.text_key] = ""
+        if options.image_key:
+            record.pop(options.image_key, None)
+            media = image
+        if options.url_key and record.get(options.url_key) is not None:
+            record["url"] = str(record.pop(options.url_key))
     text = record.get(options.text_key)
     if text is None:
         return f"record has no text field {options.text_key!r}: its fields are {_fields(record)}"
@@ -132,7 +151,49 @@ def to_document(
         source = str(record_source)
     for key in RESERVED_COLUMNS:
         record.pop(key, None)
-    return Document(id=doc_id, text=text, source=source, metadata=record)
+    return Document(id=doc_id, text=text, source=source, metadata=record, media=media)
+
+
+# Leading bytes of the image formats a record's bytes are recognised by, with the extension
+# their media entry gets.
+_SIGNATURES = (
+    (b"\xff\xd8\xff", "jpg"),
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"BM", "bmp"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+)
+
+
+def image_media(value: Any) -> dict[str, bytes] | str | None:
+    """A record's image field as `{ext: bytes}` (the extension from the bytes' signature,
+    `bin` when it is no known format), None when the record has no image, or why not.
+
+    Bytes are taken as they are, text as base64, and a `{"bytes": ...}` struct (how Hugging
+    Face datasets store images) by its bytes.
+
+    Example:
+        >>> image_media("iVBORw0KGgoAAAA=")
+        {'png': b'\x89PNG\r\n\x1a\n\x00\x00\x00'}
+    """
+    if isinstance(value, dict):
+        value = value.get("bytes")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError) as error:
+            return f"is not valid base64: {error} ({len(value)} characters)"
+    if not isinstance(value, bytes | bytearray):
+        return f"is {type(value).__name__}, expected bytes or base64 text"
+    data = bytes(value)
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return {"webp": data}
+    ext = next((ext for magic, ext in _SIGNATURES if data.startswith(magic)), "bin")
+    return {ext: data}
 
 
 def record_id(record: dict[str, Any], options: ReadOptions, fallback_id: str) -> str:

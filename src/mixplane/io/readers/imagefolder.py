@@ -1,0 +1,119 @@
+"""Folders of image files with caption sidecars: `a.jpg` + `a.txt` and/or `a.json`.
+
+Each image file (jpg, jpeg, png, webp, bmp, gif, tif, tiff; any case) under the folder, in
+any subfolder, is one record; `a.txt` beside it (same folder, same name up to the last dot)
+is its caption, `a.json` its metadata (its `caption` or the input's text field is the
+caption when there is no `.txt`). The id is the image's path relative to the folder (to the
+common root when an input names several folders). Hidden files and `_`-prefixed entries
+are skipped, as for any input folder. A task reads a run `[start, end)` of the folder's
+images in sorted order.
+
+Example:
+    >>> from mixplane.io.readers import ReadOptions, ReadStats, Shard
+    >>> shard = Shard("photos", "", "image_folder")
+    >>> [d.id for d in read(shard, ReadOptions(), ReadStats())]  # doctest: +SKIP
+    ['cats/a.jpg', 'cats/b.png']
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from mixplane.document import RESERVED_COLUMNS, Document
+from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard, oversized
+from mixplane.io.readers.lines import PREFIX
+from mixplane.io.urls import url_filesystem
+
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
+
+
+def folder_images(url: str, storage_options: dict[str, Any] | None = None):
+    """`(relative path, size)` of every image file under the folder, sorted by path."""
+    return [(name, size) for name, size in _listing(url, storage_options) if _is_image(name)]
+
+
+def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
+    """Yield a Document per image of `[start, end)`: text = caption, media = the image."""
+    fs, root = url_filesystem(shard.url, options.storage_options)
+    listing = dict(_listing(shard.url, options.storage_options))
+    images = [name for name in sorted(listing) if _is_image(name)]
+    source = options.source or posixpath.basename(shard.url.rstrip("/")) or "images"
+    limit = options.max_record_bytes
+    for name in images[shard.start : shard.end]:
+        doc_id = posixpath.join(shard.name, name) if shard.name else name
+        where = f"{shard.url.rstrip('/')}/{name}"
+        stem = name.rsplit(".", 1)[0]
+        size = listing[name]
+        sidecars = {ext: f"{stem}.{ext}" for ext in ("txt", "json") if f"{stem}.{ext}" in listing}
+        stats.bytes += size + sum(listing[path] for path in sidecars.values())
+        if size > limit:
+            with fs.open(f"{root.rstrip('/')}/{name}", "rb") as handle:
+                yield oversized(where, size, limit, handle.read(PREFIX), doc_id)
+            continue
+        files = {
+            ext: fs.cat_file(f"{root.rstrip('/')}/{path}")
+            for ext, path in [("image", name), *sidecars.items()]
+        }
+        yield _document(files, name, doc_id, where, source, options)
+
+
+def _document(files: dict[str, bytes], name: str, doc_id: str, where: str, source, options):
+    metadata: dict[str, Any] = {}
+    if "json" in files:
+        try:
+            metadata = orjson.loads(files["json"])
+        except orjson.JSONDecodeError as error:
+            return Quarantined(
+                where, f"invalid JSON in its .json sidecar: {error}", files["json"], doc_id
+            )
+        if not isinstance(metadata, dict):
+            error = f"its .json sidecar holds a JSON {type(metadata).__name__}, expected an object"
+            return Quarantined(where, error, files["json"], doc_id)
+    if "txt" in files:
+        try:
+            text = files["txt"].decode("utf-8")
+        except UnicodeDecodeError as error:
+            return Quarantined(
+                where, f"its .txt sidecar is not UTF-8: {error}", files["txt"], doc_id
+            )
+        if metadata.get("caption") == text:
+            del metadata["caption"]
+    else:
+        text = next(
+            (
+                metadata.pop(key)
+                for key in (options.text_key, "caption")
+                if isinstance(metadata.get(key), str)
+            ),
+            "",
+        )
+    record_source = metadata.pop("source", None)
+    if record_source is not None and not options.source:
+        source = str(record_source)
+    for key in RESERVED_COLUMNS:
+        metadata.pop(key, None)
+    ext = name.rsplit(".", 1)[1].lower()
+    return Document(doc_id, text, source, metadata, {ext: files["image"]})
+
+
+def _listing(url: str, storage_options) -> list[tuple[str, int]]:
+    """Every visible file under the folder: `(path relative to it, size)`."""
+    fs, root = url_filesystem(url, storage_options)
+    base = root.rstrip("/") + "/"
+    found = []
+    for path, info in fs.find(root, detail=True).items():
+        if info.get("type") == "directory" or not path.startswith(base):
+            continue
+        relative = path[len(base) :]
+        if any(part.startswith((".", "_")) for part in relative.split("/")):
+            continue
+        found.append((relative, int(info.get("size") or 0)))
+    return sorted(found)
+
+
+def _is_image(name: str) -> bool:
+    return "." in posixpath.basename(name) and name.rsplit(".", 1)[1].lower() in IMAGE_EXTENSIONS

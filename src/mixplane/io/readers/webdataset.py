@@ -1,0 +1,208 @@
+"""WebDataset tar shards (and img2dataset output): one Document per sample.
+
+A sample is a run of consecutive members sharing a key: the member path up to the first dot
+of its file name; the rest of the name, lowercased, is the member's extension. `KEY.txt` is
+the caption, `KEY.json` adds metadata, image members (`jpg`, `png`, ...) become `media`.
+Shards are read as a stream, so local files, s3://, http(s):// and `pipe:CMD` URLs (the
+command's standard output) all work, gzip-compressed too (`.tar.gz`).
+
+Example:
+    >>> from mixplane.io.readers import ReadOptions, ReadStats, Shard
+    >>> shard = Shard("data/00000.tar", "00000.tar", "webdataset")
+    >>> docs = list(read(shard, ReadOptions(), ReadStats()))  # doctest: +SKIP
+    >>> docs[0].id, sorted(docs[0].media)  # doctest: +SKIP
+    ('00000.tar/000000000', ['jpg'])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mixplane.document import RESERVED_COLUMNS, Document
+from mixplane.io.readers.base import (
+    Quarantined,
+    ReadOptions,
+    ReadStats,
+    Shard,
+    default_source,
+    oversized,
+)
+from mixplane.io.readers.lines import PREFIX
+from mixplane.io.readers.pipes import open_input
+from mixplane.io.readers.tarstream import Broken, Member, TarReader
+
+#: Extensions that hold "the image" of a sample, in order of preference.
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
+# Members of other kinds up to this size that are UTF-8 text become metadata strings.
+SMALL_TEXT = 4096
+_KEY = re.compile(r"^((?:.*/|)[^./]+)\.([^/]*)$")
+
+
+@dataclass(slots=True)
+class _Sample:
+    key: str
+    offset: int
+    members: dict[str, bytes] = field(default_factory=dict)
+    problem: str | None = None
+    raw: bytes = b""
+
+
+def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
+    """Yield a Document per sample, named `NAME/KEY`; samples that cannot be read whole
+    (repeated extension, oversized member, cut archive) are quarantined at `URL#KEY`."""
+    source = default_source(shard, options)
+    with open_input(shard.url, options.storage_options) as stream:
+        reader = TarReader(stream, options.max_record_bytes)
+        try:
+            for sample in _samples(reader):
+                yield _convert(sample, shard, options, source)
+        finally:
+            stats.bytes += reader.position
+
+
+def split_name(name: str) -> tuple[str, str] | None:
+    """`(key, extension)` of a member path as WebDataset splits it; None without a dot.
+
+    Example:
+        >>> split_name("shard/000.seg.PNG")
+        ('shard/000', 'seg.png')
+    """
+    match = _KEY.match(name)
+    if match is None:
+        return None
+    return match.group(1), match.group(2).lower()
+
+
+def _samples(items: Iterator[Member | Broken]) -> Iterator[_Sample]:
+    current: _Sample | None = None
+    for item in items:
+        if isinstance(item, Broken):
+            yield from _broken(item, current)
+            return
+        parts = split_name(item.name)
+        key, ext = parts if parts is not None else (item.name, "")
+        if current is None or key != current.key:
+            if current is not None:
+                yield current
+            current = _Sample(key, item.offset)
+        if current.problem:
+            continue  # already quarantined; its other members are skipped
+        if parts is None:
+            current.problem = (
+                f"member {item.name!r} has no extension (WebDataset names are KEY.EXT)"
+            )
+            current.raw = bytes(item.data[:PREFIX])
+        elif item.oversized:
+            current.problem = "oversized"
+            current.raw = bytes(item.data)
+            current.members = {ext: b"", "__size__": str(item.size).encode()}
+        elif ext in current.members:
+            current.problem = f"extension {ext!r} repeated under key {key!r} (member {item.name!r})"
+            current.raw = bytes(item.data[:PREFIX])
+        else:
+            current.members[ext] = bytes(item.data)
+    if current is not None:
+        yield current
+
+
+def _broken(item: Broken, current: _Sample | None) -> Iterator[_Sample]:
+    """The sample the archive broke in, quarantined with the error; a sample completed just
+    before the break is still whole unless the broken member shares its key."""
+    parts = split_name(item.name) if item.name else None
+    if current is not None and (parts is None or parts[0] != current.key):
+        yield current
+        current = None
+    key = parts[0] if parts else (current.key if current else f"@{item.offset}")
+    sample = current or _Sample(key, item.offset)
+    sample.problem = sample.problem or item.error
+    if sample.problem != item.error:
+        sample.problem += f"; then {item.error}"
+    sample.raw = item.partial or sample.raw
+    yield sample
+
+
+def _convert(sample: _Sample, shard: Shard, options: ReadOptions, source: str):
+    doc_id = f"{shard.name}/{sample.key}"
+    where = f"{shard.url}#{sample.key}"
+    if sample.problem == "oversized":
+        size = int(sample.members.pop("__size__"))
+        return oversized(where, size, options.max_record_bytes, sample.raw, doc_id)
+    if sample.problem:
+        return Quarantined(where, sample.problem, sample.raw, doc_id, reason=_reason(sample))
+    members = sample.members
+    metadata: dict[str, Any] = {}
+    if "json" in members:
+        try:
+            parsed = orjson.loads(members["json"])
+        except orjson.JSONDecodeError as error:
+            return Quarantined(
+                where, f"invalid JSON in {sample.key}.json: {error}", members["json"], doc_id
+            )
+        if not isinstance(parsed, dict):
+            kind = type(parsed).__name__
+            error = f"{sample.key}.json holds a JSON {kind}, expected an object"
+            return Quarantined(where, error, members["json"], doc_id)
+        metadata = parsed
+    text = _caption(members, metadata, options)
+    if not isinstance(text, str):
+        return Quarantined(where, f"{sample.key}.txt is not UTF-8: {text}", members["txt"], doc_id)
+    record_source = metadata.pop("source", None)
+    if record_source is not None and not options.source:
+        source = str(record_source)
+    for name in RESERVED_COLUMNS:
+        metadata.pop(name, None)
+    metadata["key"] = sample.key
+    media: dict[str, bytes] = {}
+    for ext, data in members.items():
+        if ext in ("txt", "json"):
+            continue
+        small = _small_text(data) if ext not in IMAGE_EXTENSIONS and ext not in metadata else None
+        if small is not None:
+            metadata[ext] = small
+        else:
+            media[ext] = data
+    return Document(doc_id, text, source, metadata, media)
+
+
+def _caption(members: dict[str, bytes], metadata: dict[str, Any], options: ReadOptions):
+    """The `.txt` member, else the JSON's text field or `caption`, else ""; the field used
+    leaves the metadata (the text holds it). A UnicodeDecodeError for a broken `.txt`."""
+    if "txt" in members:
+        try:
+            text = members["txt"].decode("utf-8")
+        except UnicodeDecodeError as error:
+            return error
+        if metadata.get("caption") == text:
+            del metadata["caption"]
+        return text
+    for name in (options.text_key, "caption"):
+        if isinstance(metadata.get(name), str):
+            return metadata.pop(name)
+    return ""
+
+
+def _small_text(data: bytes) -> str | None:
+    if len(data) > SMALL_TEXT:
+        return None
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+
+
+def _reason(sample: _Sample) -> str:
+    problem = sample.problem or ""
+    if "truncated" in problem:
+        return "truncated tar"
+    if "corrupt tar header" in problem:
+        return "corrupt tar header"
+    if "repeated" in problem:
+        return "repeated extension in sample"
+    if "no extension" in problem:
+        return "tar member without extension"
+    return problem.split(":")[0][:60]
