@@ -47,6 +47,8 @@ class MergePlan:
     #: Sorted nodes that failed verification against a group's smallest node: the second
     #: pass (`find_rechecks`) pairs them with their neighbours.
     rechecked: np.ndarray | None = None
+    #: Neighbours on each side the second pass pairs a rechecked node with.
+    window: int = RECHECK_WINDOW
 
     @property
     def offsets(self) -> np.ndarray:
@@ -79,10 +81,10 @@ def find_candidates(unit: tuple[int, int], plan: MergePlan) -> np.ndarray:
 
 def find_rechecks(unit: tuple[int, int], plan: MergePlan) -> np.ndarray:
     """The second pass's pairs from one band and key slice: each of `plan.rechecked` with
-    its neighbours in its groups (see the module docstring)."""
+    its neighbours in its groups, `plan.window` on each side (see the module docstring)."""
     keys, nodes = unit_keys(unit, plan)
     rechecked = np.empty(0, dtype=np.int64) if plan.rechecked is None else plan.rechecked
-    return neighbour_pairs(keys, nodes, plan.new_documents, rechecked, RECHECK_WINDOW)
+    return neighbour_pairs(keys, nodes, plan.new_documents, rechecked, plan.window)
 
 
 def unit_keys(unit: tuple[int, int], plan: MergePlan) -> tuple[np.ndarray, np.ndarray]:

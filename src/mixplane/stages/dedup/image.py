@@ -54,6 +54,12 @@ class ImageDedup(DedupStage):
     bands: int | None = Field(
         None, ge=1, le=BITS, description="LSH bands of hash bits (default: 1 if exact, else 8)"
     )
+    window: int = Field(
+        64,
+        ge=1,
+        description="neighbours a document that failed against its group's first "
+        "member is compared with, on each side, in each band group",
+    )
     max_pixels: int = Field(DEFAULT_MAX_PIXELS, gt=0, description="refuse larger headers")
 
     @model_validator(mode="after")
@@ -61,6 +67,11 @@ class ImageDedup(DedupStage):
         if self.bands is None:
             self.bands = 1 if self.threshold == 0 else 8
         return self
+
+    def recheck_window(self) -> int:
+        # Hash bits are few and unevenly spread, so band groups are larger than MinHash's;
+        # verifying a pair costs 64 comparisons, so a wide second look is cheap.
+        return self.window
 
     def band_count(self) -> int:
         return int(self.bands or 1)

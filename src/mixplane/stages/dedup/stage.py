@@ -22,6 +22,7 @@ from mixplane.io.urls import url_filesystem
 from mixplane.process.global_stage import GlobalStage, MergeRun, WorkArea
 from mixplane.process.stage import Result
 from mixplane.stages.dedup.candidates import (
+    RECHECK_WINDOW,
     MergePlan,
     agreeing,
     find_candidates,
@@ -63,6 +64,11 @@ class DedupStage(GlobalStage):
         """Share of equal signature values a candidate pair needs; None: no verification."""
         return None
 
+    def recheck_window(self) -> int:
+        """Neighbours on each side a document that failed verification against its group's
+        smallest node is verified against (see `candidates`); larger costs more pairs."""
+        return RECHECK_WINDOW
+
     def index_params(self) -> dict[str, Any]:
         """Everything the stored keys depend on."""
         raise TypeError(f"{type(self).__name__} must implement index_params()")
@@ -93,6 +99,7 @@ class DedupStage(GlobalStage):
             parts_for(keys, KEYS_PER_UNIT),
             self.verify_cutoff(),
             options,
+            window=self.recheck_window(),
         )
         parallel = keys * self.band_count() >= PARALLEL_KEYS
         mapper = run.map if parallel else _in_process
