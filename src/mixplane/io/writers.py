@@ -5,6 +5,7 @@ Memory stays flat: rows are buffered up to a size limit and then written as one 
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import tempfile
@@ -27,7 +28,11 @@ FLUSH_BYTES = 32 << 20
 # Columns holding whole documents: their min/max statistics never let a reader skip
 # anything, and computing them copies the largest values (a few hundred MB for one 50 MB
 # record), so they are left out.
-LARGE_COLUMNS = ("text", "raw")
+LARGE_COLUMNS = ("text", "raw", "media")
+# The column holding documents' media (`{extension: bytes}` as a map), present in a file
+# only when one of its documents has media: image bytes are never dropped on the way.
+MEDIA_COLUMN = "media"
+MEDIA_TYPE = pa.map_(pa.string(), pa.binary())
 
 
 def parquet_options(schema: pa.Schema, no_statistics: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -141,6 +146,7 @@ class DocumentWriter:
         self._texts: list[str] = []
         self._sources: list[str] = []
         self._metadata: list[dict[str, Any]] = []
+        self._media: list[dict[str, bytes] | None] = []
         self._bytes = 0
         self.written: tuple[int, str] | None = None  # (size, hash) of the file, once closed
         if self.format == "parquet":
@@ -155,7 +161,8 @@ class DocumentWriter:
         self._texts.append(doc.text)
         self._sources.append(doc.source)
         self._metadata.append(doc.metadata)
-        self._bytes += len(doc.text)
+        self._media.append(doc.media)
+        self._bytes += len(doc.text) + sum(map(len, (doc.media or {}).values()))
         self.documents += 1
         if len(self._ids) >= FLUSH_ROWS or self._bytes >= FLUSH_BYTES:
             self._flush()
@@ -165,16 +172,24 @@ class DocumentWriter:
             return
         if self.format == "parquet":
             fixed = {"id": self._ids, "text": self._texts, "source": self._sources}
-            self._parquet.write(rows_to_table(fixed, self._metadata))
+            table = rows_to_table(fixed, self._metadata)
+            if any(media is not None for media in self._media):
+                media = [None if m is None else list(m.items()) for m in self._media]
+                if MEDIA_COLUMN in table.column_names:  # a metadata field of that name
+                    table = table.drop_columns([MEDIA_COLUMN])
+                table = table.append_column(MEDIA_COLUMN, pa.array(media, type=MEDIA_TYPE))
+            self._parquet.write(table)
         else:
             lines = []
-            for doc_id, text, source, metadata in zip(
-                self._ids, self._texts, self._sources, self._metadata, strict=True
+            for doc_id, text, source, metadata, media in zip(
+                self._ids, self._texts, self._sources, self._metadata, self._media, strict=True
             ):
                 row = {"id": doc_id, "text": text, "source": source, **metadata}
+                if media is not None:  # JSON has no bytes: base64, as JSON tools expect
+                    row[MEDIA_COLUMN] = {k: base64.b64encode(v).decode() for k, v in media.items()}
                 lines.append(orjson.dumps(row, default=str))
             self._jsonl_temp.write(b"\n".join(lines) + b"\n")
-        self._ids, self._texts, self._sources, self._metadata = [], [], [], []
+        self._ids, self._texts, self._sources, self._metadata, self._media = [], [], [], [], []
         self._bytes = 0
 
     def close(self) -> None:

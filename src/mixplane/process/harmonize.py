@@ -5,7 +5,8 @@ task carried is absent from its part, and one that was null in all of them has A
 type there. Readers that take the schema from one file (pyarrow datasets, Hugging Face
 datasets, DuckDB without `union_by_name`) then drop columns or fail on the cast. After all
 tasks, the parts' footers are unified in part order and every part that differs is
-rewritten in that schema; parts that already match are left alone (no write at all).
+rewritten in that schema; parts that already match are left alone (no write at all). For
+image shards (`output_format: webdataset`) the same holds for their `.meta.parquet`.
 
 Crash-safe without reading any part twice: a rewritten part is first written under the
 run's `_work/`, then its task marker records the new size, hash and schema, then the file
@@ -31,7 +32,7 @@ from mixplane.io.columns import conform
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import LARGE_COLUMNS, parquet_options
 from mixplane.process.config import PipelineConfig
-from mixplane.process.runner import marker_url, part_name
+from mixplane.process.runner import IMAGE_META_SUFFIX, marker_url, part_name
 from mixplane.process.segments import work_root
 
 
@@ -40,7 +41,7 @@ def harmonize(config: PipelineConfig, results: list[dict[str, Any]]) -> list[dic
 
     `results` are the tasks' markers; those of rewritten parts come back updated.
     """
-    if config.output_format != "parquet":
+    if config.output_format == "jsonl":
         return results
     options = config.storage_options
     parts = [(result, _part_entry(config, result)) for result in results]
@@ -97,8 +98,11 @@ def unify(schemas: list[pa.Schema]) -> pa.Schema | None:
 
 
 def _part_entry(config: PipelineConfig, result: dict[str, Any]) -> dict[str, Any] | None:
-    """The output entry of the task's document part (None when it wrote none)."""
+    """The output entry of the task's document part (None when it wrote none): the Parquet
+    part, or an image shard's metadata Parquet (its tar and index never change)."""
     name = part_name(config, result["task"])
+    if config.output_format == "webdataset":
+        name = f"{name.removesuffix('.tar')}.{IMAGE_META_SUFFIX}"
     return next((entry for entry in result["outputs"] if entry["path"] == name), None)
 
 

@@ -22,6 +22,7 @@ from mixplane.process.config import PipelineConfig
 from mixplane.process.stage import Stage
 from mixplane.process.stats import check_balance, count, count_quarantined, new_task_stats
 from mixplane.process.tasks import Task
+from mixplane.store.images.writer import ImageShardWriter, MissingImageError
 
 BATCH = 512
 # A batch also ends at this many characters of text, so a run of large records (each under
@@ -51,9 +52,15 @@ QUARANTINE_SCHEMA = pa.schema(
 _stage_cache: dict[str, list[Stage]] = {}
 
 
+PART_SUFFIXES = {"parquet": "parquet", "jsonl": "jsonl.zst", "webdataset": "tar"}
+# The file of a webdataset part whose schema is harmonised across parts.
+IMAGE_META_SUFFIX = "meta.parquet"
+
+
 def part_name(config: PipelineConfig, index: int) -> str:
-    suffix = "jsonl.zst" if config.output_format == "jsonl" else "parquet"
-    return f"part-{index:05d}.{suffix}"
+    """The task's kept-documents file (for webdataset, the tar; `.idx` and `.meta.parquet`
+    sit beside it)."""
+    return f"part-{index:05d}.{PART_SUFFIXES[config.output_format]}"
 
 
 def marker_url(output: str, index: int) -> str:
@@ -116,10 +123,7 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     for batch in read_batches(records, stats, sinks):
         for stage in stages:
             batch = apply_stage(stage, batch, stats, sinks)
-        for doc in batch:
-            sinks.documents.write(doc)
-            stats["text_bytes_out"] += utf8_size(doc.text)
-        stats["kept"] += len(batch)
+        sinks.keep(batch, stats)
     stats["bytes_in"] = read_stats.bytes
     stats["skipped_blank"] = read_stats.blank
     check_balance(stats)
@@ -219,18 +223,31 @@ def sort_results(name: str, docs: list[Document], results: list, stats, sinks: S
             if not isinstance(result, Exception):
                 kind = type(result).__name__
                 result = TypeError(f"stage returned {kind}, expected Document or Drop")
-            raw = to_json({"id": doc.id, "text": doc.text, "source": doc.source, **doc.metadata})
+            raw = quarantine_raw(doc)
             error = f"{type(result).__name__}: {result}"
             count_quarantined(stats, name, type(result).__name__, error)
-            sinks.quarantine(name, doc.id, doc.id, error, raw.encode())
+            sinks.quarantine(name, doc.id, doc.id, error, raw)
     return kept
+
+
+def quarantine_raw(doc: Document) -> bytes:
+    """What a quarantine row keeps of a document a stage failed on: its fields as JSON, and
+    for media only their sizes (`media_bytes`), so a failing image stage does not copy every
+    image into `_quarantine/` (the inputs still hold them; unreadable records keep their
+    raw bytes, from the reader)."""
+    row = {"id": doc.id, "text": doc.text, "source": doc.source, **doc.metadata}
+    if doc.media is not None:
+        row["media_bytes"] = {ext: len(data) for ext, data in doc.media.items()}
+    return to_json(row).encode()
 
 
 class Sinks:
     """The three places a record can end up, for one task; each is streamed to disk.
 
     `folder` defaults to the output; `keep_documents=False` counts kept documents without
-    writing them.
+    writing them. With `output_format: webdataset` the task's kept documents go to an image
+    shard (`part-NNNNN.tar/.idx/.meta.parquet`), unless `name` asks for a Parquet work file
+    (which keeps documents' media in its `media` column).
     """
 
     def __init__(
@@ -245,11 +262,13 @@ class Sinks:
         self.output = folder or config.output
         self.name = name or part_name(config, index)
         self.stem = f"part-{index:05d}"
-        self.documents = (
-            DocumentWriter(join_url(self.output, self.name), self.options)
-            if keep_documents
-            else _Counter()
-        )
+        self.images = config.output_format == "webdataset" and name is None
+        if not keep_documents:
+            self.documents = _Counter()
+        elif self.images:
+            self.documents = ImageShardWriter(self.output, self.stem, self.options)
+        else:
+            self.documents = DocumentWriter(join_url(self.output, self.name), self.options)
         self.excluded = _RowSink(join_url(self.output, "_excluded", f"{self.stem}.parquet"))
         self.quarantined = _RowSink(join_url(self.output, "_quarantine", f"{self.stem}.parquet"))
 
@@ -266,7 +285,24 @@ class Sinks:
                 with fs.open(path, "rb") as handle:
                     sink.add_table(pq.read_table(handle), schema, self.options)
 
+    def keep(self, docs: list[Document], stats: dict[str, Any]) -> None:
+        """Write the documents that passed every stage and count them. A document the image
+        writer cannot take (no image: a configuration mistake, such as text inputs with
+        `output_format: webdataset`) is quarantined at stage `write`, not lost."""
+        for doc in docs:
+            try:
+                self.documents.write(doc)
+            except MissingImageError as error:
+                message = f"{type(error).__name__}: {error}"
+                count_quarantined(stats, "write", type(error).__name__, message)
+                self.quarantine("write", doc.id, doc.id, message, quarantine_raw(doc))
+                continue
+            stats["text_bytes_out"] += utf8_size(doc.text)
+            stats["kept"] += 1
+
     def exclude(self, doc: Document, stage: str, drop: Drop) -> None:
+        # Media are left out (an excluded image document keeps its caption as `text` and its
+        # metadata): `_excluded/` stays small, and the inputs still hold the images.
         detail = to_json(drop.detail) if drop.detail is not None else None
         row = [doc.id, doc.source, stage, drop.reason, detail, doc.text, to_json(doc.metadata)]
         self.excluded.add(row, EXCLUDED_SCHEMA, self.options)
@@ -276,15 +312,19 @@ class Sinks:
 
     def close(self) -> list[dict[str, Any]]:
         """Finish the files; one entry per file written (size and hash, known from writing)."""
-        self.documents.close()
+        if isinstance(self.documents, ImageShardWriter):
+            entries = self.documents.close()
+        else:
+            self.documents.close()
+            entries = []
         written = []
-        if not isinstance(self.documents, _Counter):
+        if isinstance(self.documents, DocumentWriter):
             written.append((self.name, self.documents.documents, self.documents.written))
         for folder, sink in (("_excluded", self.excluded), ("_quarantine", self.quarantined)):
             if sink.close():
                 name = f"{folder}/{self.stem}.parquet"
                 written.append((name, sink.count, sink.writer.written))
-        return [
+        return entries + [
             {"path": name, "size": size, "hash": digest, "records": records}
             for name, records, (size, digest) in written
         ]

@@ -23,6 +23,7 @@ from mixplane.document import Document
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, Shard, reader_for
 from mixplane.io.urls import url_filesystem
+from mixplane.io.writers import MEDIA_COLUMN
 from mixplane.manifest import read_json
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute, ray_session
@@ -38,7 +39,6 @@ from mixplane.process.runner import (
     marker_url,
     read_batches,
     sort_results,
-    utf8_size,
     write_marker,
 )
 from mixplane.process.stats import (
@@ -122,10 +122,7 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
             started = time.perf_counter()
             collector.add(batch)
             seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
-        for doc in batch:
-            sinks.documents.write(doc)
-            stats["text_bytes_out"] += utf8_size(doc.text)
-        stats["kept"] += len(batch)
+        sinks.keep(batch, stats)
     stats["bytes_in"] = read_stats.bytes
     stats["skipped_blank"] = read_stats.blank
     collected = collector.close() if collector is not None else None
@@ -163,12 +160,24 @@ def _batches(
     for record in records:
         if isinstance(record, Quarantined):
             continue  # recorded by the first segment
+        _restore_media(record)
         batch.append(record)
         chars += len(record.text)
         if len(batch) >= BATCH or chars >= BATCH_CHARS:
             yield batch
             batch, chars = [], 0
     yield batch
+
+
+def _restore_media(doc: Document) -> None:
+    """Give a document read back from a work file the media its `media` column held (the
+    Parquet reader sees the column as one more metadata field)."""
+    media = doc.metadata.get(MEDIA_COLUMN)
+    if media is None:
+        doc.metadata.pop(MEDIA_COLUMN, None)  # a null: documents without media in the file
+    elif isinstance(media, list) and all(isinstance(item, tuple) for item in media):
+        del doc.metadata[MEDIA_COLUMN]
+        doc.media = dict(media)
 
 
 def chain_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
