@@ -29,7 +29,9 @@ from mixplane.io.urls import url_filesystem
 from mixplane.manifest import MANIFEST, read_json, recompute
 
 HASH_THREADS = 4
-PART = re.compile(r"^part-\d+\.parquet$")  # a processing step's kept records
+# A processing step's kept records: a Parquet part, or an image shard's metadata.
+PART = re.compile(r"^part-\d+\.(?:meta\.)?parquet$")
+IMAGE_META = ".meta.parquet"
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,8 @@ def document_origin(
             task = read_json(marker, storage_options)
         except FileNotFoundError:
             task = {}
+        if part.endswith(IMAGE_META):  # the sample itself is in the shard's tar
+            part = part[: -len(IMAGE_META)] + ".tar"
         found.append({"folder": step.folder, "part": part, "input": task.get("shard")})
     return found
 
@@ -244,7 +248,8 @@ def document_origin(
 def _part_holding(
     step: Step, document_id: str, storage_options: dict[str, Any] | None
 ) -> str | None:
-    """The kept Parquet part of a processing step that holds `document_id`, if any."""
+    """The kept Parquet part (or image shard metadata) of a processing step that holds
+    `document_id`, if any."""
     from mixplane.catalog.engine import parquet_source, sandbox  # DuckDB only when asked
 
     parts = [

@@ -1,8 +1,11 @@
-"""Reading a tokenized folder for registration: manifest, shards, counts, schema, fingerprint.
+"""Reading a dataset folder for registration: manifest, shards, counts, schema, fingerprint.
 
-The folder holds `shard-*.bin/.idx/.meta.parquet` and `_manifest.json` (kind `tokenize`). The
-metadata Parquet is the source of truth for what can be queried, so registering checks that
-the shards on disk, their document and token counts and the manifest all agree.
+Two kinds of folders register: tokenized ones (`shard-*.bin/.idx/.meta.parquet` and a
+`_manifest.json` of kind `tokenize`), and image-text ones, the output of a processing run
+with `output_format: webdataset` (`part-*.tar/.idx/.meta.parquet`, a manifest of kind
+`process`; their `n_tokens` are 0). The metadata Parquet is the source of truth for what can
+be queried, so registering checks that the shards on disk, their document and token counts
+and the manifest all agree.
 
 Example:
     >>> scan = scan_folder("out/tokens")  # doctest: +SKIP
@@ -29,6 +32,9 @@ from mixplane.manifest import MANIFEST, read_json
 
 META_SUFFIX = ".meta.parquet"
 REQUIRED_COLUMNS = ("id", "n_tokens")
+TOKENS, IMAGE_TEXT = "tokens", "image_text"
+# The files of an image shard besides its metadata, which must be beside it.
+IMAGE_FILES = (".tar", ".idx")
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,11 @@ class FolderScan:
     schema: dict[str, str]
     fingerprint: str
     uniform: bool  # every shard has the same columns and types
+
+    @property
+    def kind(self) -> str:
+        """`tokens` or `image_text` (see `dataset_kind`)."""
+        return dataset_kind(self.manifest)
 
     @property
     def documents(self) -> int:
@@ -87,15 +98,33 @@ def list_meta_files(uri: str, storage_options: dict[str, Any] | None) -> dict[st
     return dict(sorted(found.items()))
 
 
+def dataset_kind(manifest: dict[str, Any]) -> str:
+    """`image_text` for the output of a processing run that wrote image shards, else `tokens`.
+
+    Example:
+        >>> dataset_kind({"kind": "process", "config": {"output_format": "webdataset"}})
+        'image_text'
+        >>> dataset_kind({"kind": "tokenize"})
+        'tokens'
+    """
+    config = manifest.get("config") or {}
+    if manifest.get("kind") == "process" and config.get("output_format") == "webdataset":
+        return IMAGE_TEXT
+    return TOKENS
+
+
 def scan_folder(folder: str, storage_options: dict[str, Any] | None = None) -> FolderScan:
-    """Read and cross-check a tokenized folder; raise `InputError` naming any inconsistency."""
+    """Read and cross-check a tokenized or image-text folder; raise `InputError` naming any
+    inconsistency."""
     uri = normalize_uri(folder)
     sizes = list_meta_files(uri, storage_options)
     manifest = _read_manifest(uri, storage_options)
     if not sizes:
-        raise InputError(f"{uri}: no shard metadata (*{META_SUFFIX}) in this tokenized folder")
+        raise InputError(f"{uri}: no shard metadata (*{META_SUFFIX}) in this dataset folder")
     recorded = manifest_shards(manifest)
     _check_same_shards(uri, list(sizes), recorded)
+    if dataset_kind(manifest) == IMAGE_TEXT:
+        _check_image_files(uri, list(sizes), storage_options)
     stems = list(sizes)
     urls = [join_url(uri, stem + META_SUFFIX) for stem in stems]
     connection = sandbox(urls, storage_options)
@@ -117,13 +146,45 @@ def scan_folder(folder: str, storage_options: dict[str, Any] | None = None) -> F
 
 
 def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Shard stem -> the manifest's record of it (counts and file hashes)."""
+    """Shard stem -> the manifest's record of it (counts and file hashes).
+
+    An image-text folder's manifest lists files, not shards: a shard's record is built from
+    its three files' entries (documents = the records of its metadata file, no tokens).
+    """
+    if dataset_kind(manifest) == IMAGE_TEXT:
+        return _image_shards(manifest)
     shards = {}
     for entry in manifest.get("shards") or []:
         stem = entry.get("stem") or entry.get("name")
         if stem:
             shards[str(stem)] = entry
     return shards
+
+
+def _image_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    shards: dict[str, dict[str, Any]] = {}
+    for entry in manifest.get("outputs") or []:
+        path = str(entry.get("path", ""))
+        if "/" in path:
+            continue  # _excluded/, _quarantine/
+        for suffix, key in ((META_SUFFIX, "meta"), *((s, s[1:]) for s in IMAGE_FILES)):
+            if path.endswith(suffix):
+                stem = path[: -len(suffix)]
+                record = shards.setdefault(stem, {"name": stem, "tokens": 0, "files": {}})
+                record["files"][key] = {"size": entry.get("size"), "hash": entry.get("hash")}
+                if key == "meta" and entry.get("records") is not None:
+                    record["documents"] = int(entry["records"])
+    return dict(sorted(shards.items()))
+
+
+def _check_image_files(uri: str, stems: list[str], storage_options) -> None:
+    """Every image shard has its tar and index beside its metadata."""
+    fs, path = url_filesystem(uri, storage_options)
+    names = {posixpath.basename(entry.rstrip("/")) for entry in fs.ls(path, detail=False)}
+    for stem in stems:
+        for suffix in IMAGE_FILES:
+            if stem + suffix not in names:
+                raise InputError(f"{uri}: image shard {stem} has no {stem}{suffix}")
 
 
 def content_fingerprint(manifest: dict[str, Any], shards: list[Shard], schema: dict) -> str:
@@ -153,12 +214,21 @@ def _read_manifest(uri: str, storage_options: dict[str, Any] | None) -> dict[str
         manifest = read_json(url, storage_options)
     except orjson.JSONDecodeError as error:
         raise InputError(f"{url}: not valid JSON ({error})") from error
-    if not isinstance(manifest, dict) or manifest.get("kind") != "tokenize":
-        kind = manifest.get("kind") if isinstance(manifest, dict) else None
+    if not isinstance(manifest, dict):
+        raise InputError(f"{url}: not a JSON object")
+    if manifest.get("kind") == "tokenize" or dataset_kind(manifest) == IMAGE_TEXT:
+        return manifest
+    kind = manifest.get("kind")
+    if kind == "process":
         raise InputError(
-            f"{url}: kind is {kind!r}, not 'tokenize'; only tokenized folders can be registered"
+            f"{url}: kind is 'process', not 'tokenize': a processing run's documents; "
+            "tokenize them to register them (image-text data: process it with "
+            "`output_format: webdataset`)"
         )
-    return manifest
+    raise InputError(
+        f"{url}: kind is {kind!r}; only tokenized folders and image-text processing "
+        "outputs (output_format: webdataset) can be registered"
+    )
 
 
 def _check_same_shards(uri: str, on_disk: list[str], recorded: dict[str, Any]) -> None:
@@ -186,5 +256,5 @@ def _check_counts(uri: str, stem: str, documents: int, tokens: int, entry: dict)
         if expected is not None and int(expected) != actual:
             raise InputError(
                 f"{uri}: shard {stem} metadata has {actual:,} {key}, the manifest says "
-                f"{int(expected):,}; the folder is inconsistent, tokenize it again"
+                f"{int(expected):,}; the folder is inconsistent, write it again"
             )

@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from mixplane.catalog.dataset import FolderScan, Shard
+from mixplane.catalog.dataset import TOKENS, FolderScan, Shard, dataset_kind
 from mixplane.errors import MixplaneError
 from mixplane.refs import NAME, NAME_RULE, parse_ref
 
@@ -55,6 +55,9 @@ class DatasetVersion:
     shards: tuple[Shard, ...]
     registered_at: str
     uniform: bool = False  # all shards share one schema (queries skip merging by name)
+    # `tokens` (token shards) or `image_text` (image shards, documents hold no tokens);
+    # read from the stored manifest, so catalogs written before image data need no change.
+    kind: str = TOKENS
 
     @property
     def ref(self) -> str:
@@ -69,6 +72,7 @@ class DatasetVersion:
             "uri": self.uri,
             "documents": self.documents,
             "tokens": self.tokens,
+            "kind": self.kind,
             "shards": len(self.shards),
             "tokenizer": self.tokenizer,
             "columns": {name: readable_type(kind) for name, kind in self.schema.items()},
@@ -178,7 +182,9 @@ class Registry:
         """A version of `name` (the latest when `version` is None)."""
         query = (
             "SELECT name, version, uri, fingerprint, documents, tokens, tokenizer, schema, "
-            "strftime(registered_at, '%Y-%m-%dT%H:%M:%SZ'), uniform FROM versions WHERE name = ?"
+            "strftime(registered_at, '%Y-%m-%dT%H:%M:%SZ'), uniform, "
+            "json_extract_string(manifest, '$.kind'), "
+            "json_extract_string(manifest, '$.config.output_format') FROM versions WHERE name = ?"
         )
         if version is None:
             row = self.connection.execute(
@@ -205,6 +211,7 @@ class Registry:
             shards=tuple(Shard(*shard) for shard in shards),
             registered_at=row[8],
             uniform=bool(row[9]),
+            kind=dataset_kind({"kind": row[10], "config": {"output_format": row[11]}}),
         )
 
     def resolve(self, ref: str) -> DatasetVersion:

@@ -1,7 +1,8 @@
 """Example documents from a selection: their properties and their text decoded from tokens.
 
 Examples are spread evenly over the selection (the same ones every time), read from the shard
-metadata, and decoded with the tokenizer saved beside the shards.
+metadata, and decoded with the tokenizer saved beside the shards. An image-text dataset holds
+no tokens: its text is the sample's caption, from the metadata.
 
 Example:
     >>> rows = sample_documents(selection["web"], 3)  # doctest: +SKIP
@@ -15,10 +16,12 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from mixplane.catalog.dataset import IMAGE_TEXT, dataset_kind
 from mixplane.catalog.selection import DatasetSelection
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import join_url
 from mixplane.io.urls import url_filesystem
+from mixplane.manifest import MANIFEST, read_json
 
 
 def spread_positions(total: int, k: int) -> np.ndarray:
@@ -52,7 +55,7 @@ def sample_documents(part: DatasetSelection, k: int, decode: bool = True) -> lis
         row = _meta_row(part.shard_path(shard) + ".meta.parquet", index, storage_options)
         example = {"dataset": part.dataset, "shard": stem, "index": index, **row}
         if decoder is not None:
-            example["text"] = decoder.text(stem, index)
+            example["text"] = decoder.text(stem, index, row)
         examples.append(example)
     return examples
 
@@ -61,9 +64,10 @@ def read_document(
     uri: str, stem: str, index: int, storage_options: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """One document of a dataset folder: its properties and (when the folder has a tokenizer)
-    its text, decoded from its tokens."""
+    its text, decoded from its tokens; for an image-text folder, the caption."""
     properties = _meta_row(join_url(uri, stem + ".meta.parquet"), index, storage_options)
-    return {"properties": properties, "text": _Decoder(uri, storage_options).text(stem, index)}
+    text = _Decoder(uri, storage_options).text(stem, index, properties)
+    return {"properties": properties, "text": text}
 
 
 def json_value(value: Any) -> Any:
@@ -102,19 +106,24 @@ def _meta_row(url: str, index: int, storage_options: dict[str, Any] | None) -> d
 
 
 class _Decoder:
-    """Decodes documents of one dataset folder; without token files, text is None."""
+    """Decodes documents of one dataset folder; an image-text folder's text is the caption;
+    without token files, text is None."""
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None):
         from mixplane.store import TokenizedDataset
 
+        self.captions = False
         try:
             self.dataset = TokenizedDataset(uri, storage_options)
             self.tokenizer = self.dataset.tokenizer()
         except (MixplaneError, KeyError, OSError, ImportError):
             # ImportError: a load-only install has no tokenizer libraries to decode with.
             self.dataset = None
+            self.captions = _is_image_text(uri, storage_options)
 
-    def text(self, stem: str, index: int) -> str | None:
+    def text(self, stem: str, index: int, properties: dict[str, Any]) -> str | None:
+        if self.captions:
+            return properties.get("caption")
         if self.dataset is None:
             return None
         try:
@@ -122,3 +131,12 @@ class _Decoder:
         except (MixplaneError, KeyError, OSError):
             return None
         return self.tokenizer.decode(tokens.tolist())
+
+
+def _is_image_text(uri: str, storage_options: dict[str, Any] | None) -> bool:
+    """Whether the folder's manifest says it holds image shards."""
+    try:
+        manifest = read_json(join_url(uri, MANIFEST), storage_options)
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and dataset_kind(manifest) == IMAGE_TEXT

@@ -62,9 +62,16 @@ def register_dataset(
     verb = "registered" if created else "unchanged, already registered as"
     console.print(
         f"{verb} [bold]{version.ref}[/]: {version.documents:,} documents, "
-        f"{version.tokens:,} tokens in {len(version.shards)} shards, "
+        f"{_contents(version)} in {len(version.shards)} shards, "
         f"{len(version.schema)} columns"
     )
+
+
+def _contents(version) -> str:
+    """What a version's documents hold: its token count, or that they are image-text."""
+    if version.kind == "image_text":
+        return "image-text samples (no tokens)"
+    return f"{version.tokens:,} tokens"
 
 
 @catalog_app.command("list")
@@ -85,7 +92,9 @@ def list_datasets(catalog: str = CATALOG_OPTION, as_json: bool = JSON_OPTION) ->
             f"{version.documents:,}",
             f"{version.tokens:,}",
             str(len(version.shards)),
-            str(version.tokenizer.get("spec", "")),
+            "image-text"
+            if version.kind == "image_text"
+            else str(version.tokenizer.get("spec", "")),
             version.registered_at,
             version.uri,
         )
@@ -105,11 +114,14 @@ def show_dataset(
     if as_json:
         print_json(version.summary())
         return
-    console.print(
-        f"[bold]{version.ref}[/] {version.uri}\n{version.documents:,} documents, "
-        f"{version.tokens:,} tokens, {len(version.shards)} shards, "
-        f"tokenizer {version.tokenizer.get('spec', '?')}"
-    )
+    if version.kind == "image_text":
+        holds = f"{len(version.shards)} shards of image-text samples (captions, no tokens)"
+    else:
+        holds = (
+            f"{version.tokens:,} tokens, {len(version.shards)} shards, "
+            f"tokenizer {version.tokenizer.get('spec', '?')}"
+        )
+    console.print(f"[bold]{version.ref}[/] {version.uri}\n{version.documents:,} documents, {holds}")
     table = Table("column", "type")
     for name, kind in version.summary()["columns"].items():
         table.add_row(name, kind)
@@ -175,6 +187,8 @@ def print_selection(selection: Selection) -> None:
 
 def print_example(example: dict) -> None:
     hidden = {"dataset", "shard", "index", "text"}
+    if example.get("caption") is not None and example.get("caption") == example.get("text"):
+        hidden.add("caption")  # an image-text sample: its caption is shown as its text
     properties = ", ".join(f"{k}={v!r}" for k, v in example.items() if k not in hidden)
     console.print(
         f"[bold]{example['dataset']}[/] {example['shard']}#{example['index']} "

@@ -30,6 +30,7 @@ class DatasetInfo(BaseModel):
     uri: str
     documents: int
     tokens: int
+    kind: str = "tokens"  # or "image_text": image shards, whose documents hold no tokens
     shards: int
     tokenizer: dict[str, Any]
     columns: dict[str, str]
