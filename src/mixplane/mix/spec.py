@@ -247,8 +247,9 @@ class MixtureSpec(BaseModel):
             raise ValueError(
                 f"an image_text mixture weighs samples, not tokens; remove {', '.join(ignored)}"
             )
-        methods = {w.method for w in _weightings(self.weighting, self.components)}
-        if "unimax" in methods or _any_epoch_cap(self.components):
+        weightings = _weightings(self.weighting, self.components)
+        capped = any(w.method == "unimax" or w.max_epochs is not None for w in weightings)
+        if capped or _any_epoch_cap(self.components):
             raise ValueError(
                 "an image_text mixture takes explicit, natural or temperature weights over "
                 "samples, without max_epochs"
