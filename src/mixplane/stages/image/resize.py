@@ -29,6 +29,8 @@ Mode = Literal["keep_ratio", "center_crop", "border", "none"]
 # A JPEG is decoded at a reduced DCT scale when that still leaves this many times the
 # target size: the reduction is much faster and the resampling after it keeps the quality.
 _DRAFT_MARGIN = 2
+# Large reductions first average pixel blocks, then resample from this many times the target.
+_REDUCING_GAP = 3.0
 
 
 class ResizeImage(Stage):
@@ -155,8 +157,12 @@ class ResizeImage(Stage):
             box = (left, top, left + output[0] * fx, top + output[1] * fy)
             if box == (0, 0, width, height) and image.size == output:
                 return image
-            return image.resize(output, filter_, box=box)
-        resized = image if image.size == scaled else image.resize(scaled, filter_)
+            return image.resize(output, filter_, box=box, reducing_gap=_REDUCING_GAP)
+        resized = (
+            image
+            if image.size == scaled
+            else image.resize(scaled, filter_, reducing_gap=_REDUCING_GAP)
+        )
         if self.mode != "border" or resized.size == output:
             return resized
         canvas = Image.new("RGB", output, self.border_color)
