@@ -9,9 +9,13 @@ import typer
 from rich.table import Table
 
 from mixplane.cli.common import JSON_OPTION, console, print_json, progress
+from mixplane.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mixplane.synth import SynthSummary
+    from mixplane.synth import ImageSynthSummary, SynthSummary
+
+DEFAULT_DOCS = 10_000
+DEFAULT_IMAGE_SAMPLES = 2_000
 
 
 def register(app: typer.Typer) -> None:
@@ -20,7 +24,13 @@ def register(app: typer.Typer) -> None:
 
 def synth(
     out: str = typer.Argument(..., help="Output folder (raw/ and truth/ are written in it)."),
-    docs: int = typer.Option(10_000, "--docs", "-n", min=0, help="Number of documents."),
+    docs: int | None = typer.Option(
+        None,
+        "--docs",
+        "-n",
+        min=0,
+        help="Number of documents (default 10,000), or of samples with --images (default 2,000).",
+    ),
     seed: int = typer.Option(0, "--seed", "-s", help="Random seed; same seed, same bytes."),
     faults: bool = typer.Option(
         False, "--faults", help="Also write broken files (bad JSON, truncated archives...)."
@@ -28,13 +38,33 @@ def synth(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace an existing raw/ and truth/ under OUT."
     ),
+    images: bool = typer.Option(
+        False,
+        "--images",
+        help="Write an image-caption corpus instead (WebDataset, img2dataset, image folder, "
+        "URL list; planted near-duplicates and broken images; truth in truth/images.parquet).",
+    ),
+    url_base: str = typer.Option(
+        "http://127.0.0.1:8765/",
+        "--url-base",
+        help="With --images: prefix of the URLs in raw/urls/urls.jsonl (serve raw/urls there).",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Generate web (WARC and HTML), wiki, code and forum files in several languages, with
     planted duplicates, spam, low-quality pages and PII, and their ground truth in truth/.
 
-    Point the pipeline at OUT/raw so record ids match truth/duplicates.jsonl.
+    Point the pipeline at OUT/raw so record ids match truth/duplicates.jsonl. With
+    --images, point it at one source folder (OUT/raw/webdataset...) so ids match the
+    doc_id column of truth/images.parquet.
     """
+    if images:
+        if faults:
+            raise ConfigError("--faults is for the text corpus; --images always has bad files")
+        samples = DEFAULT_IMAGE_SAMPLES if docs is None else docs
+        _images(out, samples, seed, url_base, overwrite, as_json)
+        return
+    docs = DEFAULT_DOCS if docs is None else docs
     started = time.perf_counter()
     with progress(quiet=as_json) as bar:
         handle = bar.add_task("generating", total=docs)
@@ -73,3 +103,53 @@ def print_summary(out: str, summary: SynthSummary, seconds: float) -> None:
     if summary.faults:
         console.print(f"fault files: {summary.faults['bad_records']} bad records planted")
     console.print(f"ground truth: {out.rstrip('/')}/truth/  (ids relative to {out}/raw)")
+
+
+def _images(
+    out: str, samples: int, seed: int, url_base: str, overwrite: bool, as_json: bool
+) -> None:
+    started = time.perf_counter()
+    with progress(quiet=as_json) as bar:
+        handle = bar.add_task("generating", total=samples)
+        from mixplane.synth import generate_image_corpus
+
+        summary = generate_image_corpus(
+            out,
+            samples,
+            seed,
+            url_base=url_base,
+            overwrite=overwrite,
+            on_progress=lambda done: bar.update(handle, completed=done),
+        )
+    seconds = time.perf_counter() - started
+    if as_json:
+        print_json({"out": out, "seconds": round(seconds, 3), **summary.to_dict()})
+    else:
+        print_image_summary(out, summary, seconds)
+
+
+def print_image_summary(out: str, summary: ImageSynthSummary, seconds: float) -> None:
+    table = Table(
+        title=f"{summary.samples:,} image samples in {seconds:.1f}s", title_justify="left"
+    )
+    table.add_column("source")
+    table.add_column("samples", justify="right")
+    table.add_column("files", justify="right")
+    table.add_column("layout")
+    for source, info in summary.sources.items():
+        table.add_row(
+            source, f"{info['samples']:,}", f"{len(info['files']):,}", summary.layout[source]
+        )
+    console.print(table)
+    kinds = ", ".join(f"{kind} {n:,}" for kind, n in summary.kinds.items())
+    console.print(f"kinds: {kinds}")
+    copies = ", ".join(f"{kind} {n:,}" for kind, n in summary.copy_kinds.items())
+    console.print(f"planted copies: {summary.duplicates['pairs']:,} ({copies})")
+    languages = ", ".join(f"{code} {n:,}" for code, n in summary.languages.items())
+    console.print(f"caption languages: {languages}")
+    captions = ", ".join(f"{kind} {n:,}" for kind, n in summary.caption_kinds.items())
+    console.print(f"captions: {captions}; EXIF-rotated: {summary.exif_rotated['samples']:,}")
+    console.print(
+        f"ground truth: {out.rstrip('/')}/truth/images.parquet  (doc_id relative to each "
+        f"{out.rstrip('/')}/raw/SOURCE; URLs under {summary.url_base})"
+    )

@@ -6,6 +6,13 @@ Example:
 """
 
 from mixplane.synth.corpus import generate_corpus
+from mixplane.synth.images import ImageSynthSummary, evaluate_image_dedup, generate_image_corpus
 from mixplane.synth.summary import SynthSummary
 
-__all__ = ["SynthSummary", "generate_corpus"]
+__all__ = [
+    "ImageSynthSummary",
+    "SynthSummary",
+    "evaluate_image_dedup",
+    "generate_corpus",
+    "generate_image_corpus",
+]
