@@ -39,7 +39,9 @@ def open_input(url: str, storage_options: dict[str, Any] | None = None) -> Itera
     """
     if not is_pipe(url):
         fs, path = url_filesystem(url, storage_options)
-        with fs.open(path, "rb", block_size=1 << 22) as raw, compressed(raw, url) as stream:
+        # Over HTTP one streamed GET (block size 0) rather than a range request per block.
+        block_size = 0 if url.startswith(("http://", "https://")) else 1 << 22
+        with fs.open(path, "rb", block_size=block_size) as raw, compressed(raw, url) as stream:
             yield stream
         return
     command = url[len(PIPE) :]
