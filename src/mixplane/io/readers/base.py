@@ -175,8 +175,8 @@ def image_media(value: Any) -> dict[str, bytes] | str | None:
     Face datasets store images) by its bytes.
 
     Example:
-        >>> image_media("iVBORw0KGgoAAAA=")
-        {'png': b'\x89PNG\r\n\x1a\n\x00\x00\x00'}
+        >>> image_media("R0lGODlh")
+        {'gif': b'GIF89a'}
     """
     if isinstance(value, dict):
         value = value.get("bytes")

@@ -15,7 +15,7 @@ Example:
     >>> _ = buffer.seek(0)
     >>> reader = TarReader(buffer, limit=1 << 20)
     >>> [(m.name, bytes(m.data)) for m in reader], reader.position
-    ([('a.txt', b'hi')], 1024)
+    ([('a.txt', b'hi')], 1536)
 """
 
 from __future__ import annotations
