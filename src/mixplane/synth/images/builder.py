@@ -206,7 +206,9 @@ class ImageCorpusBuilder:
             width, height = copy.size
         sample |= {"data": data, "image_format": fmt, "copy_detail": detail}
         sample |= {"width": width, "height": height, "stored_width": width}
-        sample |= {"stored_height": height, "base_caption": base.sample_id}
+        sample["stored_height"] = height
+        if copy_kind == "exact":
+            sample["base_caption"] = base.sample_id
         return sample
 
     def _broken(self, kind: str) -> dict[str, Any]:
@@ -253,13 +255,15 @@ class ImageCorpusBuilder:
             sample |= {"caption": short_caption(code, rng), "language": code}
         else:
             original = self.truth.by_id[base] if base is not None else None
-            if original and original["caption"] and sample["copy_kind"] == "exact":
-                caption, code = original["caption"], original["language"]
+            if original and original["caption"] and rng.random() < 0.5:
+                # Half the exact copies were reposted with their caption as it was.
+                caption_kind, sample["email"] = original["caption_kind"], original["email"]
+                sample |= {"caption": original["caption"], "language": original["language"]}
             else:
                 caption = describe(scene, code, rng)
-            if caption_kind == "pii":
-                caption, sample["email"] = with_email(caption, code, rng)
-            sample |= {"caption": caption, "language": code}
+                if caption_kind == "pii":
+                    caption, sample["email"] = with_email(caption, code, rng)
+                sample |= {"caption": caption, "language": code}
         sample["caption_kind"] = caption_kind
 
     # -- placing it in its source ------------------------------------------------------
