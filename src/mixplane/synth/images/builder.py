@@ -165,7 +165,7 @@ class ImageCorpusBuilder:
         rng = self.rng
         sample: dict[str, Any] = {"sample_id": self._new_id(), "source": source, "kind": kind}
         sample["exif_orientation"] = 0
-        if kind in ("failed_download",):
+        if kind == "failed_download":
             sample |= {"data": None, "ext": "jpg", "scene": draw_scene(rng, *picture_size(rng))}
             return sample
         if kind == "original" or kind == "missing_url":

@@ -43,7 +43,14 @@ def evaluate_image_dedup(
     """Recall on planted duplicates and the false removal rate among samples to keep.
 
     Ids may be sample ids, document ids as read from the source's folder, or
-    `SOURCE/doc_id` (document ids read with `OUT/raw` as the input root).
+    `SOURCE/doc_id` (document ids read with `OUT/raw` as the input root). `truth_dir` is
+    the corpus's `truth/` folder or the corpus folder itself.
+
+    Example:
+        >>> kept, removed = ["img-000001"], ["img-000007"]
+        >>> report = evaluate_image_dedup("corpus", kept, removed)  # doctest: +SKIP
+        >>> sorted(report)[:3]  # doctest: +SKIP
+        ['caught', 'false_removal_rate', 'false_removals']
     """
     rows = _truth_rows(truth_dir)
     alias: dict[str, str] = {}
