@@ -63,13 +63,18 @@ class ImagePreprocess:
         self.scale = (1.0 / (255.0 * std_array)).astype(np.float32)
         self.offset = (mean_array / std_array).astype(np.float32)
 
-    def __call__(self, data: bytes, where: str) -> np.ndarray:
+    def __call__(self, data: bytes, where: str, out: np.ndarray | None = None) -> np.ndarray:
+        """The image as float32 (3, H, W), written into `out` when given (a batch's row)."""
         try:
             image = Image.open(io.BytesIO(data))
             if self.transform is not None:
                 image.load()
-                return _as_array(self.transform(image.convert("RGB")), where)
-            return self.normalize(self.resize(image))
+                array = _as_array(self.transform(image.convert("RGB")), where)
+                if out is None:
+                    return array
+                out[...] = array
+                return out
+            return self.normalize(self.resize(image), out)
         except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as e:
             raise BadImageError(f"{where}: cannot decode the image ({e})") from None
 
@@ -88,11 +93,15 @@ class ImagePreprocess:
         box = (left, top, left + side, top + side)
         return image.resize((size, size), Image.Resampling.BICUBIC, box=box)
 
-    def normalize(self, image: Image.Image) -> np.ndarray:
-        pixels = np.asarray(image, dtype=np.float32)
-        pixels *= self.scale
-        pixels -= self.offset
-        return pixels.transpose(2, 0, 1)
+    def normalize(self, image: Image.Image, out: np.ndarray | None = None) -> np.ndarray:
+        """RGB pixels -> normalized float32 (3, H, W), into `out` when given."""
+        pixels = np.asarray(image).transpose(2, 0, 1)  # uint8 (3, H, W), a view
+        if out is None:
+            out = np.empty(pixels.shape, dtype=np.float32)
+        out[...] = pixels  # one pass: reorder and widen to float32
+        out *= self.scale[:, None, None]
+        out -= self.offset[:, None, None]
+        return out
 
 
 def _as_array(value: Any, where: str) -> np.ndarray:

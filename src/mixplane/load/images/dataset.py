@@ -179,8 +179,14 @@ class ImageTextDataset:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def read(self, index: np.ndarray) -> dict[str, np.ndarray]:
-        """The batch of the samples at global positions `index` (random access, no state)."""
+    def read(
+        self, index: np.ndarray, allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
+    ) -> dict[str, np.ndarray]:
+        """The batch of the samples at global positions `index` (random access, no state).
+
+        `allocate(shape)` gives the float32 array the images are written into (a DataLoader
+        worker allocates it in shared memory, so the batch is never copied on its way).
+        """
         index = np.asarray(index, dtype=np.int64)
         components, shards, samples = self.sources(index)
         records: list[dict[str, Any]] = [{}] * len(index)
@@ -189,13 +195,22 @@ class ImageTextDataset:
             found = self.reader(shard).samples(samples[rows].tolist())
             for row, record in zip(rows.tolist(), found, strict=True):
                 records[row] = record
-        images, captions = [], []
-        for shard, sample, record in zip(shards.tolist(), samples.tolist(), records, strict=True):
+        allocate = allocate or (lambda shape: np.empty(shape, dtype=np.float32))
+        images: np.ndarray | None = None
+        captions = []
+        rows = zip(shards.tolist(), samples.tolist(), records, strict=True)
+        for row, (shard, sample, record) in enumerate(rows):
             where = self.describe(shard, sample, record.get("__key__"))
-            images.append(self.images(image_bytes(record, where), where))
+            data = image_bytes(record, where)
+            if images is None:  # the first image gives the shape (a transform may set it)
+                first = self.images(data, where)
+                images = allocate((len(index), *first.shape))
+                images[0] = first
+            else:
+                self.images(data, where, images[row])
             captions.append(caption_of(record))
         return {
-            "images": np.stack(images) if images else np.zeros((0, 3, 1, 1), np.float32),
+            "images": images if images is not None else allocate((0, 3, 1, 1)),
             "input_ids": self.captions(captions),
             "component": components,
             "index": index,
@@ -243,14 +258,19 @@ class ImageTextDataset:
             self._advance(start + (batch + 1) * layout.global_batch)
             yield read
 
-    def worker_batches(self, workers: int, worker: int) -> Iterator[dict[str, np.ndarray]]:
+    def worker_batches(
+        self,
+        workers: int,
+        worker: int,
+        allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None,
+    ) -> Iterator[dict[str, np.ndarray]]:
         """In a DataLoader worker: its batches (w, w + N, ...) of the rest of the epoch, from
         the start the training process published; the position here does not move."""
         epoch, start = self.epoch, self.position
         layout = BatchLayout(self.layout.rank, self.layout.world_size, self.batch_size)
         first = epoch * self.epoch_length
         for batch in range(worker, layout.count(self.epoch_length, start), workers):
-            yield self.read(first + layout.positions(start, batch))
+            yield self.read(first + layout.positions(start, batch), allocate)
 
     def _advance(self, position: int) -> None:
         """Received everything below `position`; past the last whole batch, a new epoch."""

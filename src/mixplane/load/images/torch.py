@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
@@ -33,7 +34,6 @@ from mixplane.errors import ConfigError
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.images.dataset import ImageTextDataset
 from mixplane.load.torch_adapter import Received, as_is, as_tensors, exit_with_parent
-from mixplane.load.transfer import one_storage
 
 
 class TorchImageTextDataset(IterableDataset):
@@ -60,8 +60,8 @@ class TorchImageTextDataset(IterableDataset):
         if not self.tracked:
             dataset.channel.flag_untracked_workers()
         dataset.sync_with_trainer()
-        # One shared-memory file per batch rather than one per field.
-        return map(one_storage, dataset.worker_batches(info.num_workers, info.id))
+        batches = dataset.worker_batches(info.num_workers, info.id, shared_array)
+        return map(as_tensors, batches)
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -88,6 +88,12 @@ class ImageTextLoader(DataLoader):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.dataset.dataset.load_state_dict(state)
+
+
+def shared_array(shape: tuple[int, ...]) -> np.ndarray:
+    """A float32 array over a new shared-memory tensor: images decoded straight into it
+    reach the training process without a copy (only the file's handle travels)."""
+    return torch.empty(shape, dtype=torch.float32).share_memory_().numpy()
 
 
 def image_text_loader(
