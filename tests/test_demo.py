@@ -12,7 +12,18 @@ def test_demo_runs_every_step(tmp_path: Path):
     report = run_demo(
         tmp_path, docs=600, workers=2, batches=25, on_step=lambda n, _: steps.append(n)
     )
-    assert steps == ["synth", "process", "tokenizer", "tokenize", "catalog", "mix"]
+    assert steps == [
+        "synth",
+        "process",
+        "tokenizer",
+        "tokenize",
+        "catalog",
+        "mix",
+        "image_synth",
+        "image_process",
+        "image_catalog",
+        "image_mix",
+    ]
     process = report["process"]
     assert process["documents_in"] == 600
     assert process["documents_in"] == process["kept"] + process["excluded"] + process["quarantined"]
@@ -30,3 +41,31 @@ def test_demo_runs_every_step(tmp_path: Path):
             <= 1
         )
     assert (tmp_path / "pipeline.yaml").exists() and (tmp_path / "mixture.yaml").exists()
+
+
+def test_demo_image_journey(tmp_path: Path):
+    """The image-text half: every sample accounted for, duplicates found as planted, the
+    shards registered and queried, the mixture streamed at its weights."""
+    report = run_demo(tmp_path, docs=300, workers=2, batches=5, images=400)
+    assert report["image_synth"]["samples"] == 400
+    process = report["image_process"]
+    # Never in any input: samples after the cut of the truncated shard, and img2dataset's
+    # failed downloads (a row in its Parquet, no image in its tar). The rest is all counted.
+    kinds = report["image_synth"]["kinds"]
+    unread = kinds.get("lost_in_truncation", 0) + kinds.get("failed_download", 0)
+    assert process["documents_in"] + unread == 400
+    assert process["documents_in"] == process["kept"] + process["excluded"] + process["quarantined"]
+    assert process["quarantined_by"]["read"] == {"truncated tar": 1}
+    for reason in ("corrupt_image", "empty_image", "image_too_small", "image_too_large"):
+        assert process["excluded_by"]["decode_image"][reason] > 0
+    assert process["dedup"]["recall"] >= 0.95
+    assert process["dedup"]["false_removal_rate"] < 0.01
+    catalog = report["image_catalog"]
+    assert catalog["dataset"] == "images@1"
+    assert all(q["samples"] > 0 for q in catalog["queries"].values())
+    mix = report["image_mix"]
+    assert tuple(mix["batch_shape"]) == (16, 3, 224, 224)
+    for component in mix["components"].values():
+        assert abs(component["realized"] - component["requested"]) <= 1 / 16
+    assert (tmp_path / "images" / "pipeline.yaml").exists()
+    assert (tmp_path / "images" / "mixture.yaml").exists()

@@ -2,8 +2,9 @@
 
 synth -> process (extract, normalize, langid, quality filters, pii, dedup) -> train a tokenizer
 -> tokenize -> register in the catalog -> query -> mix -> stream batches through a PyTorch
-DataLoader with two workers. Every step writes its files (and YAML configs) into the work
-folder, so each can be rerun by hand with the `mixplane` command.
+DataLoader with two workers; then the same for image-caption data (`mixplane.demo_images`).
+Every step writes its files (and YAML configs) into the work folder, so each can be rerun by
+hand with the `mixplane` command.
 
 Example:
     >>> report = run_demo("demo-work", docs=3000)  # doctest: +SKIP
@@ -91,8 +92,10 @@ def run_demo(
     workers: int = 2,
     batches: int = 300,
     on_step: Callable[[str, dict[str, Any]], None] | None = None,
+    images: int = 600,
 ) -> dict[str, Any]:
-    """Run every step in `work` (created if needed); returns a report per step."""
+    """Run every step in `work` (created if needed); returns a report per step. `images`
+    image-caption samples go through the image-text journey after the text one (0: none)."""
     from mixplane.catalog import Catalog
     from mixplane.process.pipeline import run_pipeline
     from mixplane.synth import generate_corpus
@@ -148,6 +151,11 @@ def run_demo(
         mixture = mixture_config(work)
         _write_yaml(work / "mixture.yaml", mixture)
         out |= stream_batches(mixture, batches, workers)
+
+    if images:
+        from mixplane.demo_images import run_image_demo
+
+        report |= run_image_demo(work, tokenizer, images, seed, workers, on_step=on_step)
     return report
 
 

@@ -24,10 +24,14 @@ def demo(
     seed: int = typer.Option(7, "--seed", help="Seed of the corpus."),
     workers: int = typer.Option(2, "--workers", "-w", min=1, help="Parallel tasks and loaders."),
     batches: int = typer.Option(300, "--batches", min=1, help="Batches to stream at the end."),
+    images: int = typer.Option(
+        600, "--images", min=0, help="Image-caption samples for the image-text journey (0: none)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Synthesize a corpus, clean and deduplicate it, tokenize, catalog, query, and stream a
-    declared mixture through a PyTorch DataLoader, printing what each step did."""
+    declared mixture through a PyTorch DataLoader, printing what each step did; then the
+    same journey for image-caption data."""
     from mixplane.demo import run_demo
 
     def show(name: str, out: dict[str, Any]) -> None:
@@ -36,9 +40,9 @@ def demo(
 
     if work is None:
         with tempfile.TemporaryDirectory(prefix="mixplane-demo-") as folder:
-            report = run_demo(folder, docs, seed, workers, batches, on_step=show)
+            report = run_demo(folder, docs, seed, workers, batches, show, images)
     else:
-        report = run_demo(work, docs, seed, workers, batches, on_step=show)
+        report = run_demo(work, docs, seed, workers, batches, show, images)
         if not as_json:
             console.print(f"every step's files are in {work}/ (pipeline.yaml, mixture.yaml...)")
             console.print(
@@ -54,9 +58,9 @@ def _synth(out: dict[str, Any]) -> None:
     _title("1. synth", out, f"{out['documents']:,} raw documents: {sources}")
 
 
-def _process(out: dict[str, Any]) -> None:
+def _process(out: dict[str, Any], step: str = "2. process") -> None:
     _title(
-        "2. process",
+        step,
         out,
         f"{out['documents_in']:,} in, {out['kept']:,} kept, {out['excluded']:,} excluded, "
         f"{out['quarantined']:,} quarantined",
@@ -65,6 +69,9 @@ def _process(out: dict[str, Any]) -> None:
     for stage, reasons in out["excluded_by"].items():
         for reason, n in reasons.items():
             table.add_row(stage, reason, f"{n:,}")
+    for stage, reasons in out.get("quarantined_by", {}).items():
+        for reason, n in reasons.items():
+            table.add_row(stage, f"{reason} (quarantined)", f"{n:,}")
     console.print(table)
 
 
@@ -98,6 +105,45 @@ def _mix(out: dict[str, Any]) -> None:
     console.print(table)
 
 
+def _image_synth(out: dict[str, Any]) -> None:
+    sources = ", ".join(f"{name} {n:,}" for name, n in out["sources"].items())
+    planted = ", ".join(
+        f"{kind} {n:,}" for kind, n in out["kinds"].items() if kind != "original" and n
+    )
+    _title("7. image synth", out, f"{out['samples']:,} image-caption samples: {sources}")
+    console.print(f"  planted: {planted}")
+
+
+def _image_process(out: dict[str, Any]) -> None:
+    _process(out, "8. image process")
+    dedup = out["dedup"]
+    console.print(
+        f"  pHash dedup against the ground truth: recall {dedup['recall']:.3f}, "
+        f"false removals {dedup['false_removal_rate']:.2%}"
+    )
+
+
+def _image_catalog(out: dict[str, Any]) -> None:
+    _title("9. image catalog", out, f"registered {out['dataset']}")
+    table = Table("query", "where", "samples", box=None, padding=(0, 2))
+    for title, q in out["queries"].items():
+        table.add_row(title, q["where"], f"{q['samples']:,}")
+    console.print(table)
+
+
+def _image_mix(out: dict[str, Any]) -> None:
+    _title(
+        "10. image-text mix + load",
+        out,
+        f"{out['batches']} batches of {tuple(out['batch_shape'])} images with tokenized "
+        f"captions through a DataLoader with workers, {out['images_per_second']:,.0f} images/s",
+    )
+    table = Table("component", "requested", "realized", "images", box=None, padding=(0, 2))
+    for name, c in out["components"].items():
+        table.add_row(name, f"{c['requested']:.3f}", f"{c['realized']:.3f}", f"{c['images']:,}")
+    console.print(table)
+
+
 def _title(step: str, out: dict[str, Any], text: str) -> None:
     console.print(f"[bold cyan]{step}[/] [dim]({out['seconds']:.1f}s)[/] {text}")
 
@@ -109,4 +155,8 @@ SHOW = {
     "tokenize": _tokenize,
     "catalog": _catalog,
     "mix": _mix,
+    "image_synth": _image_synth,
+    "image_process": _image_process,
+    "image_catalog": _image_catalog,
+    "image_mix": _image_mix,
 }
