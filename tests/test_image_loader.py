@@ -372,3 +372,5 @@ def test_image_text_specs_are_checked_and_text_specs_are_unchanged(catalog):
         ImageTextDataset(text | {"catalog": catalog}, batch_size=2, tokenizer=words)
     with pytest.raises(ConfigError, match="no sample matches"):
         dataset(spec(catalog) | {"components": {"x": {"where": "color = 'pink'", "weight": 1}}})
+    with pytest.raises(ConfigError, match="holds no global batch"):
+        dataset(spec(catalog), 0, 4, batch=40)  # 131 samples, global batches of 160

@@ -101,6 +101,12 @@ class ImageTextDataset:
             resolution=self.spec.weight_resolution,
         )
         self.layout = BatchLayout(rank, world_size, batch_size)
+        if self.batches_per_epoch == 0:
+            raise ConfigError(
+                f"an epoch of {self.epoch_length} samples holds no global batch of batch_size "
+                f"{batch_size} x world_size {world_size} = {self.layout.global_batch} samples; "
+                "lower the batch size or select more samples"
+            )
         self.images = ImagePreprocess(image_size, mean, std, transform)
         self.captions = CaptionTokenizer(tokenizer, context_length, pad_id)
         self.epoch = 0
