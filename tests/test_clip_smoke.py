@@ -4,8 +4,8 @@ DataLoader workers; a run killed with SIGKILL after a checkpoint and resumed in 
 gets exactly the batches of an uninterrupted run.
 
 This file is also the training script: `python test_clip_smoke.py WORKDIR EPOCHS`, run in
-the folder of `mixture.yaml`, executes the recipe (the README's image-text block when the
-README has one, else `RECIPE`) with the names it leaves to the user, and logs
+the folder of `mixture.yaml` and `tokenizer.json`, executes the README's image-text block
+with the names it leaves to the user, and logs
 `step digest loss` per step to WORKDIR/batches.log.
 """
 
@@ -20,21 +20,6 @@ import sys
 import time
 from pathlib import Path
 
-RECIPE = """
-from mixplane.load.images import ImageTextDataset
-from mixplane.load.images.torch import image_text_loader
-
-dataset = ImageTextDataset("mixture.yaml", rank=rank, world_size=world_size,
-                           batch_size=16, image_size=64, tokenizer=tokenizer)
-loader = image_text_loader(dataset, num_workers=2)
-if checkpoint:                   # resuming: any world size, batch size or number of workers
-    dataset.load_state_dict(checkpoint["data"])
-while dataset.epoch < epochs:
-    for batch in loader:         # the rest of the epoch: images, input_ids, component, index
-        train_step(batch)
-        if time_to_save():
-            save({"model": ..., "data": dataset.state_dict()})
-"""
 README = Path(__file__).parent.parent / "README.md"
 EPOCHS = 2
 BATCHES_PER_EPOCH = 12  # 120 + 72 samples, batches of 16
@@ -44,13 +29,9 @@ EMBED = 32
 
 
 def recipe() -> str:
-    """The README's image-text loading block, once it has one; until then `RECIPE`."""
-    if README.exists():
-        blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-        for block in blocks:
-            if "image_text_loader(dataset" in block:
-                return block
-    return RECIPE
+    """The README's image-text loading block, as written."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    return next(block for block in blocks if "image_text_loader(dataset" in block)
 
 
 def train(workdir: str, epochs: int) -> None:
@@ -124,7 +105,6 @@ def train(workdir: str, epochs: int) -> None:
         "rank": 0,
         "world_size": 1,
         "checkpoint": checkpoint,
-        "tokenizer": tokenizer,
         "epochs": epochs,
         "train_step": train_step,
         "time_to_save": time_to_save,
