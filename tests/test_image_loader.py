@@ -374,3 +374,29 @@ def test_image_text_specs_are_checked_and_text_specs_are_unchanged(catalog):
         dataset(spec(catalog) | {"components": {"x": {"where": "color = 'pink'", "weight": 1}}})
     with pytest.raises(ConfigError, match="holds no global batch"):
         dataset(spec(catalog), 0, 4, batch=40)  # 131 samples, global batches of 160
+
+
+def test_text_and_image_mixtures_refuse_each_others_data(tmp_path):
+    """Each loader names the other when handed the wrong kind of mixture or dataset."""
+    from mixplane.load import MixtureDataset
+    from mixplane.load.synthetic import write_catalog
+
+    catalog = write_image_catalog(str(tmp_path), {"photos": {"samples": 20, "seed": 1}})
+    write_catalog(str(tmp_path), {"wiki": {"documents": 50, "seed": 1}}, catalog=catalog)
+    text_on_images = {
+        "catalog": catalog,
+        "seq_len": 32,
+        "components": {"photos": {"datasets": ["photos"], "weight": 1.0}},
+    }
+    with pytest.raises(ConfigError, match="photos@1: image-text data"):
+        MixtureDataset(text_on_images)
+    images_on_text = {
+        "kind": "image_text",
+        "catalog": catalog,
+        "components": {"wiki": {"datasets": ["wiki"], "weight": 1.0}},
+    }
+    with pytest.raises(ConfigError, match="wiki@1 is tokenized text"):
+        ImageTextDataset(images_on_text, batch_size=2, tokenizer=lambda text: [1])
+    image_mixture = {**images_on_text, "components": text_on_images["components"]}
+    with pytest.raises(ConfigError, match="read it with mixplane.load.images.ImageTextDataset"):
+        MixtureDataset(image_mixture)

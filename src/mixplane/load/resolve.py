@@ -60,6 +60,11 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
     With the spec's own catalog, the result is cached on disk (see `plan_cache`); a catalog
     object passed in is always queried.
     """
+    if spec.kind == "image_text":
+        raise ConfigError(
+            "this is an image-text mixture (kind: image_text): read it with "
+            "mixplane.load.images.ImageTextDataset, not MixtureDataset"
+        )
     MixtureTree(spec)  # the spec's own mistakes are reported before any file is opened
     if catalog is not None:
         return _resolve(spec, catalog)
@@ -260,6 +265,13 @@ def _select(session, leaf):
 
 
 def _dataset_infos(session, refs: list[str]) -> list[dict[str, Any]]:
+    versions = session.resolve(refs)
+    images = [version.ref for version in versions if version.kind == "image_text"]
+    if images:
+        raise ConfigError(
+            f"{', '.join(images)}: image-text data, which a text mixture cannot pack into "
+            "token sequences; give those components their own mixture with kind: image_text"
+        )
     return [
         {
             "dataset": version.ref,
@@ -267,7 +279,7 @@ def _dataset_infos(session, refs: list[str]) -> list[dict[str, Any]]:
             "fingerprint": version.fingerprint,
             "tokenizer": version.tokenizer or {},
         }
-        for version in session.resolve(refs)
+        for version in versions
     ]
 
 

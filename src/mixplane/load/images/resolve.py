@@ -84,6 +84,11 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
                 infos[part.dataset] = ""
             per_leaf.append(np.concatenate(keys) if keys else np.zeros(0, np.int64))
         for version in session.resolve(sorted(infos)):
+            if version.kind != "image_text":
+                raise ConfigError(
+                    f"{version.ref} is tokenized text, not image-text data; an image_text "
+                    "mixture draws only from image-text datasets"
+                )
             infos[version.ref] = version.fingerprint
     per_leaf = settle_overlaps(tree.names, per_leaf, spec.overlap)
     counts = [len(keys) for keys in per_leaf]
