@@ -78,6 +78,7 @@ EXTRA_OF_MODULE = {
     ),
     "aiohttp": "http",
     "torch": "load",
+    "PIL": "images",
     "ray": "ray",
     "s3fs": "s3",
     "gcsfs": "gcs",

@@ -100,7 +100,7 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
     tree = MixtureTree(spec)
     # One catalog session for every component: the registry and query engine open once.
     with catalog.session() as session:
-        selections = [_select(session, leaf) for leaf in tree.leaves]
+        selections = [select_leaf(session, leaf) for leaf in tree.leaves]
         selected, versions = [], {}
         for selection in selections:
             parts = []
@@ -250,7 +250,8 @@ def _shared_shards(selected: list[DocumentRanges]):
     return shards, renumbered
 
 
-def _select(session, leaf):
+def select_leaf(session, leaf, unit: str = "document"):
+    """A component's selection; a component that selects nothing is an error naming it."""
     where = leaf.where or EVERYTHING
     try:
         selection = session.select(where, datasets=list(leaf.datasets or []) or None)
@@ -258,7 +259,7 @@ def _select(session, leaf):
         raise ConfigError(f"component {leaf.name!r}: {error}") from None
     if selection.documents == 0:
         raise ConfigError(
-            f"component {leaf.name!r}: no document matches {where!r}"
+            f"component {leaf.name!r}: no {unit} matches {where!r}"
             + (f" in {list(leaf.datasets)}" if leaf.datasets else "")
         )
     return selection

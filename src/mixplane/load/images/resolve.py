@@ -22,11 +22,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from mixplane.errors import ConfigError, MixplaneError
+from mixplane.errors import ConfigError
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
-EVERYTHING = "TRUE"
 SAMPLE_BITS = 40  # a sample's key: shard number above these bits, index in shard below
 
 
@@ -56,10 +55,11 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
             "this mixture is a text mixture (kind: text); read it with MixtureDataset, or set "
             "`kind: image_text` for image-caption components"
         )
+    from mixplane.load.resolve import catalog_path, select_leaf
+
     tree = MixtureTree(spec)
     if catalog is None:
         from mixplane.catalog import Catalog
-        from mixplane.load.resolve import catalog_path
 
         catalog = Catalog(catalog_path(spec), storage_options=spec.storage_options)
     numbering: dict[tuple[str, str], int] = {}
@@ -69,7 +69,7 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
     with catalog.session() as session:
         for leaf in tree.leaves:
             keys = []
-            for part in sorted(_select(session, leaf), key=lambda p: p.dataset):
+            for part in sorted(select_leaf(session, leaf, "sample"), key=lambda p: p.dataset):
                 if part.documents == 0:
                     continue
                 local, index = part.document_indices()
@@ -140,17 +140,3 @@ def settle_overlaps(names: list[str], keys: list[np.ndarray], rule: str) -> list
         settled.append(mine)
         taken = np.union1d(taken, mine)
     return settled
-
-
-def _select(session, leaf):
-    where = leaf.where or EVERYTHING
-    try:
-        selection = session.select(where, datasets=list(leaf.datasets or []) or None)
-    except MixplaneError as error:
-        raise ConfigError(f"component {leaf.name!r}: {error}") from None
-    if selection.documents == 0:
-        raise ConfigError(
-            f"component {leaf.name!r}: no sample matches {where!r}"
-            + (f" in {list(leaf.datasets)}" if leaf.datasets else "")
-        )
-    return selection
