@@ -119,7 +119,7 @@ def demo_work(tmp_path_factory) -> Path:
     from mixplane.demo import run_demo
 
     work = tmp_path_factory.mktemp("demo")
-    run_demo(work, docs=1500, workers=2, batches=5)
+    run_demo(work, docs=1500, workers=2, batches=5, images=0)
     return work
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
+
+from mixplane.demo_steps import Stepper, write_yaml
 
 # Stop words per language let the Gopher quality filter judge non-English pages fairly.
 STOP_WORDS = {
@@ -104,7 +105,7 @@ def run_demo(
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"work": str(work)}
-    step = _Stepper(report, on_step)
+    step = Stepper(report, on_step)
 
     with step("synth") as out:
         summary = generate_corpus(str(work / "corpus"), docs=docs, seed=seed, overwrite=True)
@@ -113,7 +114,7 @@ def run_demo(
 
     with step("process") as out:
         config = pipeline_config(work, workers)
-        _write_yaml(work / "pipeline.yaml", config)
+        write_yaml(work / "pipeline.yaml", config)
         stats = run_pipeline(config).stats
         out |= {k: stats[k] for k in ("documents_in", "kept", "excluded", "quarantined")}
         out["excluded_by"] = stats["excluded_by"]
@@ -149,7 +150,7 @@ def run_demo(
 
     with step("mix") as out:
         mixture = mixture_config(work)
-        _write_yaml(work / "mixture.yaml", mixture)
+        write_yaml(work / "mixture.yaml", mixture)
         out |= stream_batches(mixture, batches, workers)
 
     if images:
@@ -198,33 +199,3 @@ def stream_batches(mixture: dict[str, Any], batches: int, workers: int) -> dict[
             for i, name in enumerate(names)
         },
     }
-
-
-def _write_yaml(path: Path, config: dict[str, Any]) -> None:
-    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
-
-
-class _Stepper:
-    """Times each step and hands its report to the caller as soon as it is done."""
-
-    def __init__(self, report: dict[str, Any], on_step):
-        self.report = report
-        self.on_step = on_step or (lambda name, out: None)
-
-    def __call__(self, name: str):
-        return _Step(self, name)
-
-
-class _Step:
-    def __init__(self, stepper: _Stepper, name: str):
-        self.stepper, self.name, self.out = stepper, name, {}
-
-    def __enter__(self) -> dict[str, Any]:
-        self.started = time.perf_counter()
-        return self.out
-
-    def __exit__(self, kind, error, trace) -> None:
-        if kind is None:
-            self.out["seconds"] = round(time.perf_counter() - self.started, 2)
-            self.stepper.report[self.name] = self.out
-            self.stepper.on_step(self.name, self.out)

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from mixplane.demo_steps import Stepper, write_yaml
+
 IMAGE_QUERIES = {
     "English captions of large originals": "language = 'en' AND original_width >= 400",
     "German captions": "language = 'de'",
@@ -87,14 +89,13 @@ def run_image_demo(
     """Run the image-text steps in `work` (the catalog is `work/catalog.duckdb`, shared with
     the text journey); `tokenizer` tokenizes the captions. Returns a report per step."""
     from mixplane.catalog import Catalog
-    from mixplane.demo import _Stepper, _write_yaml
     from mixplane.process.pipeline import run_pipeline
     from mixplane.synth.images import evaluate_image_dedup, generate_image_corpus
 
     work = Path(work)
     corpus = work / "images" / "corpus"
     report: dict[str, Any] = {}
-    step = _Stepper(report, on_step)
+    step = Stepper(report, on_step)
 
     with serve_folder(corpus / "raw" / "urls") as url_base:
         with step("image_synth") as out:
@@ -107,7 +108,7 @@ def run_image_demo(
 
         with step("image_process") as out:
             config = image_pipeline_config(work, workers)
-            _write_yaml(work / "images" / "pipeline.yaml", config)
+            write_yaml(work / "images" / "pipeline.yaml", config)
             stats = run_pipeline(config).stats
             out |= {k: stats[k] for k in ("documents_in", "kept", "excluded", "quarantined")}
             out["excluded_by"] = stats["excluded_by"]
@@ -127,7 +128,7 @@ def run_image_demo(
 
     with step("image_mix") as out:
         mixture = image_mixture_config(work)
-        _write_yaml(work / "images" / "mixture.yaml", mixture)
+        write_yaml(work / "images" / "mixture.yaml", mixture)
         out |= stream_image_batches(mixture, tokenizer, batches, workers)
     return report
 
