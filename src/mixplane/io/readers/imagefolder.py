@@ -27,8 +27,7 @@ from mixplane.document import RESERVED_COLUMNS, Document
 from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard, oversized
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.urls import url_filesystem
-
-IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
+from mixplane.stages.image.media import IMAGE_EXTENSIONS
 
 
 def folder_images(url: str, storage_options: dict[str, Any] | None = None):

@@ -35,9 +35,8 @@ from mixplane.io.readers.base import (
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.readers.pipes import open_input
 from mixplane.io.readers.tarstream import Broken, Member, TarReader
+from mixplane.stages.image.media import IMAGE_EXTENSIONS
 
-#: Extensions that hold "the image" of a sample, in order of preference.
-IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
 # Members of other kinds up to this size that are UTF-8 text become metadata strings.
 SMALL_TEXT = 4096
 _KEY = re.compile(r"^((?:.*/|)[^./]+)\.([^/]*)$")

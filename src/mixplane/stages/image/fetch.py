@@ -33,6 +33,7 @@ from pydantic import Field
 from mixplane.document import Document, Drop
 from mixplane.io.readers.base import image_media
 from mixplane.process.stage import Result, Stage
+from mixplane.stages.image.media import IMAGE_EXTENSIONS
 
 _CONTENT_TYPES = {
     "image/jpeg": "jpg",
@@ -45,7 +46,6 @@ _CONTENT_TYPES = {
     "image/x-ms-bmp": "bmp",
     "image/tiff": "tiff",
 }
-_URL_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
 # X-Robots-Tag directives that take a value after a colon (not a user agent before it).
 _VALUED_DIRECTIVES = ("unavailable_after", "max-snippet", "max-image-preview", "max-video-preview")
 
@@ -227,7 +227,7 @@ def _extension(content_type: str, url: str, data: bytes) -> str:
     if content_type.lower() in _CONTENT_TYPES:
         return _CONTENT_TYPES[content_type.lower()]
     suffix = posixpath.splitext(urlsplit(url).path)[1].lstrip(".").lower()
-    if suffix in _URL_EXTENSIONS:
+    if suffix in IMAGE_EXTENSIONS:
         return suffix
     return next(iter(image_media(data) or {"bin": b""}))
 
