@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -194,6 +195,52 @@ def image_media(value: Any) -> dict[str, bytes] | str | None:
         return {"webp": data}
     ext = next((ext for magic, ext in _SIGNATURES if data.startswith(magic)), "bin")
     return {ext: data}
+
+
+def sidecar_document(
+    files: dict[str, bytes],
+    options: ReadOptions,
+    source: str,
+    doc_id: str,
+    location: str,
+    label: Callable[[str], str],
+) -> Document | Quarantined:
+    """A sample whose caption and metadata come as files beside its image (a WebDataset
+    sample's members, an image folder's sidecars), as a Document without media.
+
+    The `json` file's object is the metadata. The caption is the `txt` file (a `caption`
+    field equal to it leaves the metadata), else the JSON's text field or `caption` (which
+    leaves it), else "". A record's own `source` wins over the default source. A broken
+    file quarantines the sample; `label(ext)` names the file in the error.
+    """
+    metadata: dict[str, Any] = {}
+    if "json" in files:
+        try:
+            metadata = orjson.loads(files["json"])
+        except orjson.JSONDecodeError as error:
+            error = f"invalid JSON in {label('json')}: {error}"
+            return Quarantined(location, error, files["json"], doc_id)
+        if not isinstance(metadata, dict):
+            kind = type(metadata).__name__
+            error = f"{label('json')} holds a JSON {kind}, expected an object"
+            return Quarantined(location, error, files["json"], doc_id)
+    if "txt" in files:
+        try:
+            text = files["txt"].decode("utf-8")
+        except UnicodeDecodeError as error:
+            error = f"{label('txt')} is not UTF-8: {error}"
+            return Quarantined(location, error, files["txt"], doc_id)
+        if metadata.get("caption") == text:
+            del metadata["caption"]
+    else:
+        fields = (options.text_key, "caption")
+        text = next((metadata.pop(k) for k in fields if isinstance(metadata.get(k), str)), "")
+    record_source = metadata.pop("source", None)
+    if record_source is not None and not options.source:
+        source = str(record_source)
+    for key in RESERVED_COLUMNS:
+        metadata.pop(key, None)
+    return Document(doc_id, text, source, metadata)
 
 
 def record_id(record: dict[str, Any], options: ReadOptions, fallback_id: str) -> str:

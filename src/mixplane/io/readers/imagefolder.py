@@ -21,10 +21,8 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
-from mixplane.document import RESERVED_COLUMNS, Document
-from mixplane.io.readers.base import Quarantined, ReadOptions, ReadStats, Shard, oversized
+from mixplane.document import Document
+from mixplane.io.readers.base import ReadOptions, ReadStats, Shard, oversized, sidecar_document
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.urls import url_filesystem
 from mixplane.stages.image.media import IMAGE_EXTENSIONS
@@ -57,46 +55,10 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
             ext: fs.cat_file(f"{root.rstrip('/')}/{path}")
             for ext, path in [("image", name), *sidecars.items()]
         }
-        yield _document(files, name, doc_id, where, source, options)
-
-
-def _document(files: dict[str, bytes], name: str, doc_id: str, where: str, source, options):
-    metadata: dict[str, Any] = {}
-    if "json" in files:
-        try:
-            metadata = orjson.loads(files["json"])
-        except orjson.JSONDecodeError as error:
-            return Quarantined(
-                where, f"invalid JSON in its .json sidecar: {error}", files["json"], doc_id
-            )
-        if not isinstance(metadata, dict):
-            error = f"its .json sidecar holds a JSON {type(metadata).__name__}, expected an object"
-            return Quarantined(where, error, files["json"], doc_id)
-    if "txt" in files:
-        try:
-            text = files["txt"].decode("utf-8")
-        except UnicodeDecodeError as error:
-            return Quarantined(
-                where, f"its .txt sidecar is not UTF-8: {error}", files["txt"], doc_id
-            )
-        if metadata.get("caption") == text:
-            del metadata["caption"]
-    else:
-        text = next(
-            (
-                metadata.pop(key)
-                for key in (options.text_key, "caption")
-                if isinstance(metadata.get(key), str)
-            ),
-            "",
-        )
-    record_source = metadata.pop("source", None)
-    if record_source is not None and not options.source:
-        source = str(record_source)
-    for key in RESERVED_COLUMNS:
-        metadata.pop(key, None)
-    ext = name.rsplit(".", 1)[1].lower()
-    return Document(doc_id, text, source, metadata, {ext: files["image"]})
+        doc = sidecar_document(files, options, source, doc_id, where, _sidecar)
+        if isinstance(doc, Document):
+            doc.media = {name.rsplit(".", 1)[1].lower(): files["image"]}
+        yield doc
 
 
 def _listing(url: str, storage_options) -> list[tuple[str, int]]:
@@ -116,3 +78,7 @@ def _listing(url: str, storage_options) -> list[tuple[str, int]]:
 
 def _is_image(name: str) -> bool:
     return "." in posixpath.basename(name) and name.rsplit(".", 1)[1].lower() in IMAGE_EXTENSIONS
+
+
+def _sidecar(ext: str) -> str:
+    return f"its .{ext} sidecar"

@@ -19,11 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-import orjson
-
-from mixplane.document import RESERVED_COLUMNS, Document
 from mixplane.io.readers.base import (
     Quarantined,
     ReadOptions,
@@ -31,6 +27,7 @@ from mixplane.io.readers.base import (
     Shard,
     default_source,
     oversized,
+    sidecar_document,
 )
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.readers.pipes import open_input
@@ -133,56 +130,24 @@ def _convert(sample: _Sample, shard: Shard, options: ReadOptions, source: str):
         return oversized(where, size, options.max_record_bytes, sample.raw, doc_id)
     if sample.problem:
         return Quarantined(where, sample.problem, sample.raw, doc_id, reason=_reason(sample))
-    members = sample.members
-    metadata: dict[str, Any] = {}
-    if "json" in members:
-        try:
-            parsed = orjson.loads(members["json"])
-        except orjson.JSONDecodeError as error:
-            return Quarantined(
-                where, f"invalid JSON in {sample.key}.json: {error}", members["json"], doc_id
-            )
-        if not isinstance(parsed, dict):
-            kind = type(parsed).__name__
-            error = f"{sample.key}.json holds a JSON {kind}, expected an object"
-            return Quarantined(where, error, members["json"], doc_id)
-        metadata = parsed
-    text = _caption(members, metadata, options)
-    if not isinstance(text, str):
-        return Quarantined(where, f"{sample.key}.txt is not UTF-8: {text}", members["txt"], doc_id)
-    record_source = metadata.pop("source", None)
-    if record_source is not None and not options.source:
-        source = str(record_source)
-    for name in RESERVED_COLUMNS:
-        metadata.pop(name, None)
-    metadata["key"] = sample.key
-    media: dict[str, bytes] = {}
-    for ext, data in members.items():
+    doc = sidecar_document(
+        sample.members, options, source, doc_id, where, lambda ext: f"{sample.key}.{ext}"
+    )
+    if isinstance(doc, Quarantined):
+        return doc
+    doc.metadata["key"] = sample.key
+    doc.media = {}
+    for ext, data in sample.members.items():
         if ext in ("txt", "json"):
             continue
-        small = _small_text(data) if ext not in IMAGE_EXTENSIONS and ext not in metadata else None
+        small = (
+            _small_text(data) if ext not in IMAGE_EXTENSIONS and ext not in doc.metadata else None
+        )
         if small is not None:
-            metadata[ext] = small
+            doc.metadata[ext] = small
         else:
-            media[ext] = data
-    return Document(doc_id, text, source, metadata, media)
-
-
-def _caption(members: dict[str, bytes], metadata: dict[str, Any], options: ReadOptions):
-    """The `.txt` member, else the JSON's text field or `caption`, else ""; the field used
-    leaves the metadata (the text holds it). A UnicodeDecodeError for a broken `.txt`."""
-    if "txt" in members:
-        try:
-            text = members["txt"].decode("utf-8")
-        except UnicodeDecodeError as error:
-            return error
-        if metadata.get("caption") == text:
-            del metadata["caption"]
-        return text
-    for name in (options.text_key, "caption"):
-        if isinstance(metadata.get(name), str):
-            return metadata.pop(name)
-    return ""
+            doc.media[ext] = data
+    return doc
 
 
 def _small_text(data: bytes) -> str | None:
