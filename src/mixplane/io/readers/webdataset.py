@@ -46,6 +46,7 @@ class _Sample:
     members: dict[str, bytes] = field(default_factory=dict)
     problem: str | None = None
     raw: bytes = b""
+    size: int = 0  # of the oversized member
 
 
 def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
@@ -95,8 +96,7 @@ def _samples(items: Iterator[Member | Broken]) -> Iterator[_Sample]:
             current.raw = bytes(item.data[:PREFIX])
         elif item.oversized:
             current.problem = "oversized"
-            current.raw = bytes(item.data)
-            current.members = {ext: b"", "__size__": str(item.size).encode()}
+            current.raw, current.size = bytes(item.data), item.size
         elif ext in current.members:
             current.problem = f"extension {ext!r} repeated under key {key!r} (member {item.name!r})"
             current.raw = bytes(item.data[:PREFIX])
@@ -126,8 +126,7 @@ def _convert(sample: _Sample, shard: Shard, options: ReadOptions, source: str):
     doc_id = f"{shard.name}/{sample.key}"
     where = f"{shard.url}#{sample.key}"
     if sample.problem == "oversized":
-        size = int(sample.members.pop("__size__"))
-        return oversized(where, size, options.max_record_bytes, sample.raw, doc_id)
+        return oversized(where, sample.size, options.max_record_bytes, sample.raw, doc_id)
     if sample.problem:
         return Quarantined(where, sample.problem, sample.raw, doc_id, reason=_reason(sample))
     doc = sidecar_document(
