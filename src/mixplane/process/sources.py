@@ -13,10 +13,8 @@ Example:
 
 from __future__ import annotations
 
-import posixpath
-
 from mixplane.errors import ConfigError
-from mixplane.io.readers import arrow, jsonl, parquet
+from mixplane.io.readers import arrow, imagefolder, jsonl, parquet
 from mixplane.io.readers.base import folder_source
 from mixplane.process.config import PipelineConfig
 from mixplane.process.tasks import InputFile
@@ -59,7 +57,7 @@ def file_source(file: InputFile, storage_options: dict) -> str:
     if file.format == "hf_disk":
         return arrow.dataset_source(file.url, storage_options)
     if file.format == "image_folder":
-        return posixpath.basename(file.url.rstrip("/")) or "images"
+        return imagefolder.dataset_source(file.url)
     return folder_source(file.url)
 
 

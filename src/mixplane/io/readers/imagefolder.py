@@ -30,15 +30,23 @@ from mixplane.stages.image.media import IMAGE_EXTENSIONS
 
 def folder_images(url: str, storage_options: dict[str, Any] | None = None):
     """`(relative path, size)` of every image file under the folder, sorted by path."""
-    return [(name, size) for name, size in _listing(url, storage_options) if _is_image(name)]
+    fs, root = url_filesystem(url, storage_options)
+    return [(name, size) for name, size in _listing(fs, root) if _is_image(name)]
+
+
+def dataset_source(url: str) -> str:
+    """The source of a folder's images when neither the input nor a sidecar names one: the
+    folder's name."""
+    return posixpath.basename(url.rstrip("/")) or "images"
 
 
 def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     """Yield a Document per image of `[start, end)`: text = caption, media = the image."""
     fs, root = url_filesystem(shard.url, options.storage_options)
-    listing = dict(_listing(shard.url, options.storage_options))
-    images = [name for name in sorted(listing) if _is_image(name)]
-    source = options.source or posixpath.basename(shard.url.rstrip("/")) or "images"
+    root = root.rstrip("/")
+    listing = dict(_listing(fs, root))
+    images = [name for name in listing if _is_image(name)]
+    source = options.source or dataset_source(shard.url)
     limit = options.max_record_bytes
     for name in images[shard.start : shard.end]:
         doc_id = posixpath.join(shard.name, name) if shard.name else name
@@ -48,12 +56,11 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
         sidecars = {ext: f"{stem}.{ext}" for ext in ("txt", "json") if f"{stem}.{ext}" in listing}
         stats.bytes += size + sum(listing[path] for path in sidecars.values())
         if size > limit:
-            with fs.open(f"{root.rstrip('/')}/{name}", "rb") as handle:
+            with fs.open(f"{root}/{name}", "rb") as handle:
                 yield oversized(where, size, limit, handle.read(PREFIX), doc_id)
             continue
         files = {
-            ext: fs.cat_file(f"{root.rstrip('/')}/{path}")
-            for ext, path in [("image", name), *sidecars.items()]
+            ext: fs.cat_file(f"{root}/{path}") for ext, path in [("image", name), *sidecars.items()]
         }
         doc = sidecar_document(files, options, source, doc_id, where, _sidecar)
         if isinstance(doc, Document):
@@ -61,9 +68,8 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
         yield doc
 
 
-def _listing(url: str, storage_options) -> list[tuple[str, int]]:
-    """Every visible file under the folder: `(path relative to it, size)`."""
-    fs, root = url_filesystem(url, storage_options)
+def _listing(fs, root: str) -> list[tuple[str, int]]:
+    """Every visible file under the folder: `(path relative to it, size)`, sorted."""
     base = root.rstrip("/") + "/"
     found = []
     for path, info in fs.find(root, detail=True).items():
