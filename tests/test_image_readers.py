@@ -367,6 +367,25 @@ def test_image_folder_with_sidecars(tmp_path: Path):
     assert manifest["inputs"][0]["fingerprint"].startswith("folder:")
 
 
+def test_image_folder_on_s3(s3_bucket, tmp_path: Path):
+    import s3fs
+
+    bucket, options = s3_bucket
+    fs = s3fs.S3FileSystem(**options)
+    fs.pipe({f"{bucket}/photos/a.jpg": JPG, f"{bucket}/photos/a.txt": b"a red square"})
+    result = run_pipeline(
+        {
+            "input": {"path": f"s3://{bucket}/photos", "format": "image_folder"},
+            "output": str(tmp_path / "out"),
+            "storage_options": options,
+        }
+    )
+    assert result.stats["kept"] == 1 and balanced(result.stats)
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert manifest["inputs"][0]["fingerprint"].startswith("folder:")
+    assert manifest["inputs"][0]["size"] == len(JPG) + len(b"a red square")
+
+
 def test_parquet_rows_with_image_bytes(tmp_path: Path):
     (tmp_path / "rows").mkdir()
     table = pa.table(

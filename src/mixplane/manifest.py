@@ -28,7 +28,10 @@ HASH_CHUNK = 8 << 20
 
 def file_digest(url: str, storage_options: dict[str, Any] | None = None) -> tuple[int, str]:
     """Size and content hash (`xxh3_128:HEX`) of a file, streamed."""
-    fs, path = url_filesystem(url, storage_options)
+    return _digest(*url_filesystem(url, storage_options))
+
+
+def _digest(fs, path: str) -> tuple[int, str]:
     digest = xxhash.xxh3_128()
     size = 0
     with fs.open(path, "rb") as handle:
@@ -54,25 +57,33 @@ def file_fingerprint(url: str, storage_options: dict[str, Any] | None = None) ->
     fs, path = url_filesystem(url, storage_options)
     info = fs.info(path)
     if info.get("type") == "directory":
-        return _folder_fingerprint(fs, path, storage_options)
-    if not is_local(url):
-        for key, kind in STORE_CHECKSUMS:
-            value = info.get(key)
-            if value and info.get("size") is not None:
-                checksum = str(value).strip('"')  # S3 quotes its ETags
-                return int(info["size"]), f"{kind}:{checksum}"
-    return file_digest(url, storage_options)
+        return _folder_fingerprint(fs, path, is_local(url))
+    checksum = None if is_local(url) else _store_checksum(info)
+    return checksum or _digest(fs, path)
 
 
-def _folder_fingerprint(fs, path: str, storage_options) -> tuple[int, str]:
+def _store_checksum(info: dict[str, Any]) -> tuple[int, str] | None:
+    """`(size, fingerprint)` from the checksum a store reports for an object, if any."""
+    for key, kind in STORE_CHECKSUMS:
+        value = info.get(key)
+        if value and info.get("size") is not None:
+            checksum = str(value).strip('"')  # S3 quotes its ETags
+            return int(info["size"]), f"{kind}:{checksum}"
+    return None
+
+
+def _folder_fingerprint(fs, path: str, local: bool) -> tuple[int, str]:
+    """The files' fingerprints hashed with their names. A store's listing carries the
+    checksums it keeps, so a remote folder costs no request per file (unless it lacks them)."""
     base = path.rstrip("/") + "/"
     digest, total = xxhash.xxh3_128(), 0
-    for name in sorted(fs.find(path)):
-        if any(part.startswith((".", "_")) for part in name[len(base) :].split("/")):
+    for name, info in sorted(fs.find(path, detail=True).items()):
+        relative = name[len(base) :]
+        if any(part.startswith((".", "_")) for part in relative.split("/")):
             continue  # hidden and bookkeeping files are not read as inputs
-        url = name if is_local(path) or "://" in name else fs.unstrip_protocol(name)
-        size, fingerprint = file_fingerprint(url, storage_options)
-        digest.update(f"{name[len(base) :]}\0{size}\0{fingerprint}\n".encode())
+        checksum = None if local else _store_checksum(info) or _store_checksum(fs.info(name))
+        size, fingerprint = checksum or _digest(fs, name)
+        digest.update(f"{relative}\0{size}\0{fingerprint}\n".encode())
         total += size
     return total, f"folder:{digest.hexdigest()}"
 
