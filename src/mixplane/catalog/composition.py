@@ -73,8 +73,8 @@ def composition(
     else:
         totals: dict[Any, list[int]] = {}
         sql = f"SELECT {quote_name(column)}, count(*), coalesce(sum(n_tokens), 0) FROM documents"
-        for value, documents, tokens in _rows(
-            session, versions, where, sql, "GROUP BY 1", (column,)
+        for value, documents, tokens in _Scan(session, versions, where, column).rows(
+            sql, "GROUP BY 1"
         ):
             key = _group_key(value)
             entry = totals.setdefault(key, [0, 0])
@@ -122,10 +122,11 @@ def _histogram(
 ) -> dict[str, Any]:
     if not 1 <= bins <= MAX_BINS:
         raise PredicateError(f"bins must be between 1 and {MAX_BINS}, not {bins}")
+    scan = _Scan(session, versions, where, column)
     value = f"CAST({quote_name(column)} AS DOUBLE)"
     low, high = math.inf, -math.inf
     sql = f"SELECT min({value}), max({value}) FROM documents"
-    for smallest, largest in _rows(session, versions, where, sql, also=(column,)):
+    for smallest, largest in scan.rows(sql):
         if smallest is not None and math.isfinite(smallest) and math.isfinite(largest):
             low, high = min(low, smallest), max(high, largest)
     counts = [[0, 0] for _ in range(bins)]
@@ -137,15 +138,14 @@ def _histogram(
             f"ELSE least(CAST(floor(({value} - {low!r}) / {width!r}) AS BIGINT), {bins - 1}) END"
         )
         sql = f"SELECT {bucket}, count(*), coalesce(sum(n_tokens), 0) FROM documents"
-        rows = _rows(session, versions, where, sql, "GROUP BY 1", (column,))
-        for index, documents, tokens in rows:
+        for index, documents, tokens in scan.rows(sql, "GROUP BY 1"):
             target = nulls if index < 0 else counts[index]
             target[0] += documents
             target[1] += tokens
         edges = [low + i * width for i in range(bins)] + [low + bins * width]
     else:  # no finite value at all: everything is in `nulls`
         sql = "SELECT count(*), coalesce(sum(n_tokens), 0) FROM documents"
-        for documents, tokens in _rows(session, versions, where, sql):
+        for documents, tokens in scan.rows(sql):
             nulls[0] += documents
             nulls[1] += tokens
         edges = [0.0] * (bins + 1)
@@ -172,36 +172,41 @@ def _column(versions: list[DatasetVersion], name: str) -> tuple[str, str]:
     return column, "VARCHAR" if is_null_type(kind) else kind
 
 
-def _rows(
-    session: CatalogSession,
-    versions: list[DatasetVersion],
-    where: str,
-    select: str,
-    tail: str = "",
-    also: tuple[str, ...] = (),
-) -> list[tuple]:
-    """`select ... FROM documents WHERE <where> tail` on every version, rows concatenated.
-    `also`: the columns `select` reads, besides the predicate's."""
-    columns = columns_of(versions)
-    engine = session.engine(versions)
-    predicate = check_predicate(where, columns, engine)
-    needed = {name.lower() for name in (*predicate.columns, *also)}
-    rows: list[tuple] = []
-    for version in versions:
-        check_unchanged(version, session.catalog.storage_options)
-        present = {name.lower() for name in version.schema}
-        missing = {
-            name: "VARCHAR" if is_null_type(kind) else kind
-            for name, kind in columns.items()
-            if name.lower() not in present and name.lower() in needed
-        }
-        view = documents_view(meta_urls(version), version.schema, missing, not version.uniform)
-        try:
-            engine.execute(f"CREATE OR REPLACE TEMP VIEW documents AS {view}")
-            rows += engine.execute(f"{select} {predicate.framed()} {tail}").fetchall()
-        except duckdb.Error as error:
-            raise engine_error(error, f"query failed on {version.ref}") from error
-    return rows
+class _Scan:
+    """Queries `... FROM documents WHERE <where> ...` on every version of a selection, their
+    rows concatenated; `column` is the one they read besides the predicate's. The predicate is
+    validated and each version's files checked unchanged once, however many queries run (a
+    histogram runs two)."""
+
+    def __init__(
+        self, session: CatalogSession, versions: list[DatasetVersion], where: str, column: str
+    ):
+        columns = columns_of(versions)
+        self.engine = session.engine(versions)
+        self.predicate = check_predicate(where, columns, self.engine)
+        needed = {name.lower() for name in (*self.predicate.columns, column)}
+        self.views: list[tuple[str, str]] = []
+        for version in versions:
+            check_unchanged(version, session.catalog.storage_options)
+            present = {name.lower() for name in version.schema}
+            missing = {
+                name: "VARCHAR" if is_null_type(kind) else kind
+                for name, kind in columns.items()
+                if name.lower() not in present and name.lower() in needed
+            }
+            view = documents_view(meta_urls(version), version.schema, missing, not version.uniform)
+            self.views.append((version.ref, view))
+
+    def rows(self, select: str, tail: str = "") -> list[tuple]:
+        """`select ... FROM documents WHERE <where> tail` on every version."""
+        rows: list[tuple] = []
+        for ref, view in self.views:
+            try:
+                self.engine.execute(f"CREATE OR REPLACE TEMP VIEW documents AS {view}")
+                rows += self.engine.execute(f"{select} {self.predicate.framed()} {tail}").fetchall()
+            except duckdb.Error as error:
+                raise engine_error(error, f"query failed on {ref}") from error
+        return rows
 
 
 def _group_key(value: Any) -> str | int | float | bool:
