@@ -245,6 +245,14 @@ def test_pipe_inputs(tmp_path: Path):
         read(f"pipe:cat {tmp_path}/nope.tar")
 
 
+def test_pipe_inputs_naming_urls_are_not_opened_when_planning():
+    spec = InputConfig(path="pipe:curl -s https://host/{0..1}.tar")
+    files = scan_inputs([spec], {})
+    assert [(f.url, f.name, f.format, f.size) for f in files] == [
+        (f"pipe:curl -s https://host/{i}.tar", f"{i}.tar", "webdataset", 0) for i in range(2)
+    ]
+
+
 def test_s3_shards(s3_bucket, tmp_path: Path):
     import s3fs
 

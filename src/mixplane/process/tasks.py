@@ -79,11 +79,11 @@ def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
     """`(url, root)` of each file (or image folder, or command) an input names."""
     if spec.format == "image_folder":
         return _image_folders(spec, storage_options)
-    patterns = _hf_patterns(spec, storage_options)
-    pipes = [url for pattern in patterns if is_pipe(pattern) for url in expand_braces(pattern)]
-    found = [(url, "") for url in pipes]
+    patterns = spec.patterns()
+    found = [(url, "") for p in patterns if is_pipe(p) for url in expand_braces(p)]
     files = [pattern for pattern in patterns if not is_pipe(pattern)]
     if files:
+        files = _hf_patterns(files, spec.format, storage_options)
         found += _without_tar_sidecars(expand_inputs(files, storage_options))
     return found
 
@@ -120,18 +120,18 @@ def _image_folders(spec: InputConfig, storage_options: dict) -> list[tuple[str, 
     return sorted(set(found))
 
 
-def _hf_patterns(spec: InputConfig, storage_options: dict) -> list[str]:
+def _hf_patterns(patterns: list[str], fmt: str, storage_options: dict) -> list[str]:
     """A saved Hugging Face dataset is a folder; read its Arrow files, not its JSON."""
-    patterns = []
-    for pattern in spec.patterns():
+    found = []
+    for pattern in patterns:
         fs, path = url_filesystem(pattern, storage_options)
-        is_dataset = spec.format == "hf_disk" or (
-            spec.format == "auto"
+        is_dataset = fmt == "hf_disk" or (
+            fmt == "auto"
             and fs.isdir(path)
             and any(fs.exists(f"{path}/{n}") for n in ("state.json", "dataset_dict.json"))
         )
-        patterns.append(pattern.rstrip("/") + "/**/*.arrow" if is_dataset else pattern)
-    return patterns
+        found.append(pattern.rstrip("/") + "/**/*.arrow" if is_dataset else pattern)
+    return found
 
 
 def _format_of(url: str, spec: InputConfig) -> str | None:
