@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mixplane.io.exporter import start_exporter
+from mixplane.io.exporter import prometheus, start_exporter
 from mixplane.load.plan_service import TOKEN_ENV
 
 T = TypeVar("T")
@@ -218,12 +218,11 @@ class _PrometheusFigures:
     """The reporter's figures on a Prometheus endpoint of this process."""
 
     def __init__(self, job: str, host: str, port: int):
-        from prometheus_client import CollectorRegistry, Gauge
-
-        self.registry = CollectorRegistry()
+        client = prometheus()
+        self.registry = client.CollectorRegistry()
         labels = {"labelnames": ["job"], "registry": self.registry}
         self.gauges = {
-            name: Gauge(f"mixplane_loader_{name}", text, **labels)
+            name: client.Gauge(f"mixplane_loader_{name}", text, **labels)
             for name, text in {
                 "step": "Batches the training loop received",
                 "sequences_per_second": "Sequences per second delivered",
@@ -231,13 +230,13 @@ class _PrometheusFigures:
                 "wait_seconds_total": "Seconds the training loop waited for data in all",
             }.items()
         }
-        self.weight = Gauge(
+        self.weight = client.Gauge(
             "mixplane_loader_weight",
             "Mixture weight in force",
             ["job", "component"],
             registry=self.registry,
         )
-        self.cache = Gauge(
+        self.cache = client.Gauge(
             "mixplane_loader_cache",
             "Node cache counters",
             ["job", "counter"],

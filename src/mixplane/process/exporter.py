@@ -14,33 +14,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from mixplane.io.exporter import start_exporter
+from mixplane.io.exporter import prometheus, start_exporter
 
 
 class ProcessExporter:
     """Counters fed by each completed task's statistics."""
 
     def __init__(self, port: int, host: str = "127.0.0.1"):
-        from prometheus_client import CollectorRegistry, Counter
-
-        self.registry = CollectorRegistry()
+        client = prometheus()
+        self.registry = client.CollectorRegistry()
         self.current = "tasks"
-        self.documents = Counter(
+        self.documents = client.Counter(
             "mixplane_process_documents",
             "Documents by outcome (in, kept, excluded, quarantined)",
             ["phase", "outcome"],
             registry=self.registry,
         )
-        self.reasons = Counter(
+        self.reasons = client.Counter(
             "mixplane_process_removed",
             "Documents excluded or quarantined, by stage and reason",
             ["phase", "outcome", "stage", "reason"],
             registry=self.registry,
         )
-        self.bytes = Counter(
+        self.bytes = client.Counter(
             "mixplane_process_input_bytes", "Bytes of input read", ["phase"], registry=self.registry
         )
-        self.tasks = Counter(
+        self.tasks = client.Counter(
             "mixplane_process_tasks", "Tasks completed", ["phase"], registry=self.registry
         )
         self.server = start_exporter(self.registry, host, port)
