@@ -56,9 +56,9 @@ def serve(
         token=token,
         query_timeout=query_timeout,
         cache_dir=cache_dir,
-    ).checked()
-    app = create_app(settings)
+    )
+    app = create_app(settings)  # checks the settings, taking the token from the environment
     shown = f"[{host}]" if ":" in host else host
-    fragment = "/#token=…" if settings.token else "/"
+    fragment = "/#token=…" if app.state.service.settings.token else "/"
     status.print(f"serving {catalog} on http://{shown}:{port}{fragment}  (Ctrl-C stops)")
     uvicorn.run(app, host=host, port=port, log_level="warning")

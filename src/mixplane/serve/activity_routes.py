@@ -28,16 +28,14 @@ JobName = Path(pattern=models.JOB_NAME, description="letters, digits, '_', '-', 
 @router.get("/runs", response_model=list[models.Run], tags=["runs"])
 async def runs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
     """Processing steps behind the catalog's datasets, newest first."""
-    catalog = svc.queries.catalog
-    return await svc.queries.answer(("runs",), lambda _: find_runs(catalog))
+    return await _runs(svc)
 
 
 @router.get("/runs/{run}", response_model=models.RunDetails, tags=["runs"])
 async def run(run: str, svc: Service = Depends(service)) -> dict[str, Any]:
     """One run, with what it excluded and quarantined by stage and reason."""
-    catalog = svc.queries.catalog
-    known = await svc.queries.answer(("runs",), lambda _: find_runs(catalog))
-    options = catalog.storage_options
+    known = await _runs(svc)
+    options = svc.queries.catalog.storage_options
     found = await svc.queries.answer(("run", run), lambda _: run_details(known, run, options))
     if found is None:
         raise HTTPException(404, f"no run {run!r}; see /api/runs")
@@ -114,3 +112,9 @@ def job_metrics(
     if found is None:
         raise HTTPException(404, f"no job {job!r} has pushed metrics")
     return {"job": job, "samples": found}
+
+
+async def _runs(svc: Service) -> list[dict[str, Any]]:
+    """Every run behind the catalog (`find_runs`), cached as long as the catalog is the same."""
+    catalog = svc.queries.catalog
+    return await svc.queries.answer(("runs",), lambda _: find_runs(catalog))
