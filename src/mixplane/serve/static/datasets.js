@@ -1,7 +1,7 @@
 // Datasets view: the latest version of every dataset; one selected shows columns and versions.
 
 import { api } from "./api.js";
-import { empty, fill, h, selectRow, showError, table } from "./dom.js";
+import { empty, fill, h, loading, selectRow, showError, table } from "./dom.js";
 import { fmtInt, fmtTime, fmtTokenizer } from "./format.js";
 
 export function datasetsView(section, context) {
@@ -12,7 +12,7 @@ export function datasetsView(section, context) {
 
   async function load() {
     showError(error, "");
-    fill(list, h("p", { class: "hint" }, "Loading…"));
+    fill(list, loading());
     try {
       render(await context.datasets(true));
       loaded = true;
@@ -59,7 +59,7 @@ export function datasetsView(section, context) {
 
   async function select(dataset, row) {
     selectRow(row);
-    fill(detail, h("p", { class: "hint" }, "Loading…"));
+    fill(detail, loading());
     try {
       renderDetail(await api(`datasets/${encodeURIComponent(dataset.name)}`));
     } catch (failure) {

@@ -1,7 +1,7 @@
 // Document viewer: one document's properties, full text and its way back to the raw file.
 
 import { api } from "./api.js";
-import { fill, h, showError } from "./dom.js";
+import { fill, h, loading, showError } from "./dom.js";
 import { fmtInt, fmtTime, fmtValue } from "./format.js";
 
 /** A step of the document's way back: kind, folder, time, and the part that kept it. */
@@ -87,7 +87,7 @@ export function createDocumentViewer(dialog) {
     const mine = ++request;
     title.textContent = `${dataset} · ${shard}#${index}`;
     showError(error, "");
-    fill(content, h("p", { class: "hint" }, "Loading…"));
+    fill(content, loading());
     if (!dialog.open) dialog.showModal();
     try {
       const path = ["documents", dataset, shard, String(index)].map(encodeURIComponent).join("/");

@@ -69,6 +69,17 @@ export function empty(...children) {
   return h("div", { class: "empty" }, ...children);
 }
 
+/** The "Loading…" line shown while a request runs. */
+export function loading() {
+  return h("p", { class: "hint" }, "Loading…");
+}
+
+/** A labelled figure of a stats row; `id` (optional) names its value. */
+export function stat(label, value, id) {
+  return h("div", { class: "stat" },
+    h("span", { class: "label" }, label), h("span", { class: "value", id }, value));
+}
+
 /** Mark `row` as the selected row of its table. */
 export function selectRow(row) {
   for (const other of row.parentElement.querySelectorAll("tr.selected")) {

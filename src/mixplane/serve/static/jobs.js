@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { color, lineChart, widthOf } from "./charts.js";
-import { empty, fill, h, s, showError, table } from "./dom.js";
+import { empty, fill, h, s, showError, stat, table } from "./dom.js";
 import { fmtBytes, fmtFixed, fmtInt, fmtNum, fmtTime } from "./format.js";
 
 const PERIOD_MS = 1000;
@@ -16,11 +16,6 @@ function when(sample) {
   if (typeof time === "number") return time;
   const parsed = Date.parse(time);
   return Number.isNaN(parsed) ? -Infinity : parsed / 1000;
-}
-
-function stat(label, value) {
-  return h("div", { class: "stat" }, h("span", { class: "label" }, label),
-    h("span", { class: "value" }, value));
 }
 
 export function jobsView(section) {

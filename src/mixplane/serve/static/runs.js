@@ -3,7 +3,7 @@
 
 import { api } from "./api.js";
 import { barChart, color, widthOf } from "./charts.js";
-import { empty, fill, h, selectRow, showError, table } from "./dom.js";
+import { empty, fill, h, loading, selectRow, showError, stat, table } from "./dom.js";
 import { fmtInt, fmtNum, fmtShare, fmtTime } from "./format.js";
 
 /** {stage: {reason: n}} (or {reason: n}) -> [{stage, reason, count}], stages in given order. */
@@ -20,11 +20,6 @@ function flatten(counts) {
   return rows;
 }
 
-function stat(label, value, id) {
-  return h("div", { class: "stat" },
-    h("span", { class: "label" }, label), h("span", { class: "value", id }, fmtInt(value)));
-}
-
 export function runsView(section) {
   const list = section.querySelector('[data-role="list"]');
   const detail = section.querySelector('[data-role="detail"]');
@@ -34,7 +29,7 @@ export function runsView(section) {
 
   async function load() {
     showError(error, "");
-    fill(list, h("p", { class: "hint" }, "Loading…"));
+    fill(list, loading());
     let runs;
     try {
       runs = await api("runs");
@@ -82,7 +77,7 @@ export function runsView(section) {
   async function select(id, row) {
     selectRow(row);
     const mine = ++request;
-    fill(detail, h("p", { class: "hint" }, "Loading…"));
+    fill(detail, loading());
     try {
       const run = await api(`runs/${encodeURIComponent(id)}`);
       if (mine === request) renderDetail(run);
@@ -127,20 +122,19 @@ export function runsView(section) {
   function renderDetail(run) {
     const seconds = Object.entries(run.seconds || {});
     const made = run.datasets || [];
+    const quarantined = flatten(run.quarantined_by).length > 0;
     fill(detail,
       h("h2", {}, `${run.kind} run `, h("span", { class: "mono" }, run.id)),
       h("p", { class: "hint mono" }, run.folder, " · ", fmtTime(run.created_at)),
       h("div", { class: "stats" },
-        stat("Documents in", run.documents_in, "run-documents-in"),
-        stat("Kept", run.kept, "run-kept"),
-        stat("Excluded", run.excluded, "run-excluded"),
-        stat("Quarantined", run.quarantined, "run-quarantined")),
+        stat("Documents in", fmtInt(run.documents_in), "run-documents-in"),
+        stat("Kept", fmtInt(run.kept), "run-kept"),
+        stat("Excluded", fmtInt(run.excluded), "run-excluded"),
+        stat("Quarantined", fmtInt(run.quarantined), "run-quarantined")),
       h("h3", {}, "Excluded by stage and reason"),
       ...reasons("excluded", run.excluded_by, run.excluded, "Nothing was excluded in this run."),
-      flatten(run.quarantined_by).length ? h("h3", {}, "Quarantined by reason") : null,
-      ...(flatten(run.quarantined_by).length
-        ? reasons("quarantined", run.quarantined_by, run.quarantined, "")
-        : []),
+      quarantined ? h("h3", {}, "Quarantined by reason") : null,
+      ...(quarantined ? reasons("quarantined", run.quarantined_by, run.quarantined, "") : []),
       seconds.length ? h("h3", {}, "Time per stage") : null,
       seconds.length
         ? table({
