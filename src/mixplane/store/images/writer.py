@@ -8,18 +8,17 @@ only on the documents written, in order.
 
 from __future__ import annotations
 
-import io
 import re
+import sys
 from contextlib import ExitStack
 from typing import Any
 
 import orjson
 import pyarrow as pa
-import xxhash
 
-from mixplane.document import Document
+from mixplane.document import Document, Drop
 from mixplane.errors import MixplaneError
-from mixplane.io.atomic import HashingWriter, atomic_open, join_url, write_bytes
+from mixplane.io.atomic import HashingWriter, atomic_open, join_url
 from mixplane.io.columns import column_array, string_array
 from mixplane.io.writers import ParquetTableWriter
 from mixplane.stages.image.media import IMAGE_EXTENSIONS, image_of
@@ -137,15 +136,14 @@ class ImageShardWriter:
         self._tar.write(END_BLOCKS)
         tar_size, tar_hash = self._tar.size, self._tar.fingerprint
         self._stack.close()
-        index = encode_index(self._offsets)
-        write_bytes(join_url(self.folder, self.stem + IDX), index, self.storage_options)
+        with atomic_open(join_url(self.folder, self.stem + IDX), self.storage_options) as index:
+            index.write(encode_index(self._offsets))
         self._flush()
         self._meta.close(FIXED)
         meta_size, meta_hash = self._meta.written
-        index_hash = f"xxh3_128:{xxhash.xxh3_128_hexdigest(index)}"
         return [
             _entry(self.stem + TAR, tar_size, tar_hash, self.documents),
-            _entry(self.stem + IDX, len(index), index_hash, self.documents),
+            _entry(self.stem + IDX, index.size, index.fingerprint, self.documents),
             _entry(self.stem + META, meta_size, meta_hash, self.documents),
         ]
 
@@ -182,14 +180,13 @@ def _image_fields(metadata: dict[str, Any], ext: str, image: bytes) -> dict[str,
 
 def _probe(image: bytes) -> dict[str, Any] | None:
     """The format, width and height in the image's header, None if Pillow cannot tell."""
-    from PIL import Image, UnidentifiedImageError
+    from mixplane.stages.image.imaging import open_header  # Pillow only for image outputs
 
-    try:
-        with Image.open(io.BytesIO(image)) as opened:
-            image_format = (opened.format or "").lower() or None
-            return {"image_format": image_format, "width": opened.width, "height": opened.height}
-    except (UnidentifiedImageError, OSError, ValueError):
+    header = open_header(image, max_pixels=sys.maxsize)
+    if isinstance(header, Drop):
         return None
+    width, height = header.size
+    return {"image_format": header.format or None, "width": width, "height": height}
 
 
 def _json(record: dict[str, Any]) -> bytes:
