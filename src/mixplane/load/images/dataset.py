@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -272,10 +273,9 @@ class ImageTextDataset:
     ) -> Iterator[dict[str, np.ndarray]]:
         """In a DataLoader worker: its batches (w, w + N, ...) of the rest of the epoch, from
         the start the training process published; the position here does not move."""
-        epoch, start = self.epoch, self.position
-        layout = BatchLayout(self.layout.rank, self.layout.world_size, self.batch_size)
-        first = epoch * self.epoch_length
-        for batch in range(worker, layout.count(self.epoch_length, start), workers):
+        start, first = self.position, self.epoch * self.epoch_length
+        layout = dataclasses.replace(self.layout, workers=workers, worker=worker)
+        for batch in layout.own_batches(self.epoch_length, start):
             yield self.read(first + layout.positions(start, batch), allocate)
 
     def _advance(self, position: int) -> None:

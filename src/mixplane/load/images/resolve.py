@@ -124,10 +124,10 @@ def settle_overlaps(names: list[str], keys: list[np.ndarray], rule: str) -> list
         shared = np.isin(mine, taken)
         if shared.any():
             if rule == "error":
-                earlier = [n for n, k in zip(names, keys, strict=True) if n != name]
+                earlier = names[: len(settled)]
                 raise ConfigError(
                     f"component {name!r} shares {int(shared.sum()):,} samples with "
-                    f"{', '.join(repr(n) for n in earlier[: len(settled)])}; make their "
+                    f"{', '.join(repr(n) for n in earlier)}; make their "
                     "predicates disjoint or set `overlap: first` (earlier components keep "
                     "shared samples) or `overlap: allow`"
                 )
