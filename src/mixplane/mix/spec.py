@@ -247,9 +247,7 @@ class MixtureSpec(BaseModel):
             raise ValueError(
                 f"an image_text mixture weighs samples, not tokens; remove {', '.join(ignored)}"
             )
-        weightings = _weightings(self.weighting, self.components)
-        capped = any(w.method == "unimax" or w.max_epochs is not None for w in weightings)
-        if capped or _any_epoch_cap(self.components):
+        if _caps_epochs(self.weighting, self.components):
             raise ValueError(
                 "an image_text mixture takes explicit, natural or temperature weights over "
                 "samples, without max_epochs"
@@ -333,16 +331,15 @@ IMAGE_TEXT_UNUSED = frozenset(
 )
 
 
-def _weightings(top: Weighting | None, components: dict[str, ComponentSpec]) -> list[Weighting]:
-    found = [top] if top is not None else []
-    for child in components.values():
-        found += _weightings(child.weighting, child.components or {})
-    return found
-
-
-def _any_epoch_cap(components: dict[str, ComponentSpec]) -> bool:
+def _caps_epochs(weighting: Weighting | None, components: dict[str, ComponentSpec]) -> bool:
+    """Whether a weighting (unimax always has max_epochs) or a component at or below this
+    level caps epochs."""
+    if weighting is not None and weighting.max_epochs is not None:
+        return True
     return any(
-        c.max_epochs is not None or c.on_exhausted is not None or _any_epoch_cap(c.components or {})
+        c.max_epochs is not None
+        or c.on_exhausted is not None
+        or _caps_epochs(c.weighting, c.components or {})
         for c in components.values()
     )
 
