@@ -18,7 +18,12 @@ from PIL import Image
 
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.synth.images import encoding
-from mixplane.synth.images.captions import describe, language_of, short_caption, with_email
+from mixplane.synth.images.captions import (
+    CAPTION_LANGUAGES,
+    describe,
+    short_caption,
+    with_email,
+)
 from mixplane.synth.images.scene import Scene, draw_scene, picture_size, render
 from mixplane.synth.images.sinks import (
     IMG2DATASET_PER_SHARD,
@@ -32,7 +37,7 @@ from mixplane.synth.images.sinks import (
 )
 from mixplane.synth.images.truth import ImageTruth
 from mixplane.synth.lexicon import pick
-from mixplane.synth.plan import interleaving, largest_remainder
+from mixplane.synth.plan import draw, interleaving, largest_remainder
 
 SOURCE_SHARES = {"webdataset": 0.6, "img2dataset": 0.15, "folder": 0.1, "urls": 0.15}
 EXACT_SHARE = 0.04
@@ -41,7 +46,7 @@ BAD_SHARE = 0.006  # of each bad kind, per source that holds bad files
 BOMB_SHARE = 0.001
 FAILED_SHARE = 0.05  # img2dataset rows that failed to download, urls that answer 404
 EXIF_SHARE = 0.06
-CAPTION_KINDS = {"missing": 0.02, "short": 0.03, "pii": 0.02}
+CAPTION_KINDS = {"missing": 0.02, "short": 0.03, "pii": 0.02, "ok": 0.93}
 SAME_SOURCE_COPY = 0.8
 RESERVOIR = 256
 TRUNCATED_SHARD_MAX = 40
@@ -236,14 +241,8 @@ class ImageCorpusBuilder:
 
     def _caption(self, source: str, kind: str, sample: dict[str, Any]) -> None:
         rng = self.rng
-        code = language_of(rng)
-        roll, caption_kind = rng.random(), "ok"
-        total = 0.0
-        for name, share in CAPTION_KINDS.items():
-            total += share
-            if roll < total:
-                caption_kind = name
-                break
+        code = draw(rng, CAPTION_LANGUAGES)
+        caption_kind = draw(rng, CAPTION_KINDS)
         if caption_kind == "missing" and source not in ("webdataset", "folder"):
             caption_kind = "ok"
         # Unreadable files still came with a caption describing the picture they were.

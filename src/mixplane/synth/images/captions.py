@@ -47,7 +47,6 @@ class Words:
     lead_ins: tuple[str, ...]
     short: tuple[str, ...]
     credit: str  # with {email}
-    adjective_first: bool
 
 
 EN = Words(
@@ -92,7 +91,6 @@ EN = Words(
     ),
     short=("image", "photo", "untitled", "abstract art", "IMG"),
     credit="Photo credit: {email}",
-    adjective_first=True,
 )
 # German colours: stem (for endings), noun (for the gradient).
 DE = Words(
@@ -127,7 +125,6 @@ DE = Words(
     lead_ins=("", "", "Bild: ", "Abstrakte Grafik: ", "Foto: ", "Zu sehen: "),
     short=("Bild", "Foto", "ohne Titel", "Grafik"),
     credit="Foto: {email}",
-    adjective_first=True,
 )
 # French and Spanish colours: masculine, feminine, masculine plural, feminine plural.
 FR = Words(
@@ -162,7 +159,6 @@ FR = Words(
     lead_ins=("", "", "Image : ", "Illustration abstraite : ", "Photo : ", "On y voit "),
     short=("image", "photo", "sans titre", "illustration"),
     credit="Crédit photo : {email}",
-    adjective_first=False,
 )
 ES = Words(
     shapes={
@@ -196,19 +192,9 @@ ES = Words(
     lead_ins=("", "", "Imagen: ", "Ilustración abstracta: ", "Foto: ", "Se ve "),
     short=("imagen", "foto", "sin título", "ilustración"),
     credit="Foto: {email}",
-    adjective_first=False,
 )
 WORDS = {"en": EN, "de": DE, "fr": FR, "es": ES}
 _DE_ENDINGS = {"m": "er", "f": "e", "n": "es"}
-
-
-def language_of(rng: random.Random) -> str:
-    roll, total = rng.random(), 0.0
-    for code, share in CAPTION_LANGUAGES.items():
-        total += share
-        if roll < total:
-            return code
-    return "en"
 
 
 def _group(words: Words, code: str, shape: str, colour: str, count: int) -> str:
