@@ -59,11 +59,6 @@ class FolderScan:
     uniform: bool  # every shard has the same columns and types
 
     @property
-    def kind(self) -> str:
-        """`tokens` or `image_text` (see `dataset_kind`)."""
-        return dataset_kind(self.manifest)
-
-    @property
     def documents(self) -> int:
         return sum(shard.documents for shard in self.shards)
 
@@ -84,17 +79,29 @@ def normalize_uri(folder: str) -> str:
 
 def list_meta_files(uri: str, storage_options: dict[str, Any] | None) -> dict[str, int]:
     """Shard stem -> size of its `.meta.parquet`, for every shard in the folder."""
+    return _meta_sizes(_list_folder(uri, storage_options))
+
+
+def _list_folder(uri: str, storage_options: dict[str, Any] | None) -> dict[str, int]:
+    """File name -> size, for everything in the folder (listed afresh)."""
     fs, path = url_filesystem(uri, storage_options)
     fs.invalidate_cache(path)  # object stores cache listings; sizes must be current
     try:
         entries = fs.ls(path, detail=True)
     except FileNotFoundError as error:
         raise InputError(f"{uri}: no such folder") from error
-    found = {}
-    for entry in entries:
-        name = posixpath.basename(entry["name"].rstrip("/"))
-        if name.endswith(META_SUFFIX) and not name.startswith((".", "_")):
-            found[name[: -len(META_SUFFIX)]] = int(entry.get("size") or 0)
+    return {
+        posixpath.basename(entry["name"].rstrip("/")): int(entry.get("size") or 0)
+        for entry in entries
+    }
+
+
+def _meta_sizes(files: dict[str, int]) -> dict[str, int]:
+    found = {
+        name[: -len(META_SUFFIX)]: size
+        for name, size in files.items()
+        if name.endswith(META_SUFFIX) and not name.startswith((".", "_"))
+    }
     return dict(sorted(found.items()))
 
 
@@ -117,14 +124,15 @@ def scan_folder(folder: str, storage_options: dict[str, Any] | None = None) -> F
     """Read and cross-check a tokenized or image-text folder; raise `InputError` naming any
     inconsistency."""
     uri = normalize_uri(folder)
-    sizes = list_meta_files(uri, storage_options)
+    files = _list_folder(uri, storage_options)
+    sizes = _meta_sizes(files)
     manifest = _read_manifest(uri, storage_options)
     if not sizes:
         raise InputError(f"{uri}: no shard metadata (*{META_SUFFIX}) in this dataset folder")
     recorded = manifest_shards(manifest)
     _check_same_shards(uri, list(sizes), recorded)
     if dataset_kind(manifest) == IMAGE_TEXT:
-        _check_image_files(uri, list(sizes), storage_options)
+        _check_image_files(uri, list(sizes), files)
     stems = list(sizes)
     urls = [join_url(uri, stem + META_SUFFIX) for stem in stems]
     connection = sandbox(urls, storage_options)
@@ -177,13 +185,11 @@ def _image_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return dict(sorted(shards.items()))
 
 
-def _check_image_files(uri: str, stems: list[str], storage_options) -> None:
-    """Every image shard has its tar and index beside its metadata."""
-    fs, path = url_filesystem(uri, storage_options)
-    names = {posixpath.basename(entry.rstrip("/")) for entry in fs.ls(path, detail=False)}
+def _check_image_files(uri: str, stems: list[str], files: dict[str, int]) -> None:
+    """Every image shard has its tar and index beside its metadata (`files`: the folder)."""
     for stem in stems:
         for suffix in IMAGE_FILES:
-            if stem + suffix not in names:
+            if stem + suffix not in files:
                 raise InputError(f"{uri}: image shard {stem} has no {stem}{suffix}")
 
 
