@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -61,28 +63,38 @@ def synth(
     if images:
         if faults:
             raise ConfigError("--faults is for the text corpus; --images always has bad files")
+        from mixplane.synth import generate_image_corpus
+
         samples = DEFAULT_IMAGE_SAMPLES if docs is None else docs
-        _images(out, samples, seed, url_base, overwrite, as_json)
+        make = partial(
+            generate_image_corpus, out, samples, seed, url_base=url_base, overwrite=overwrite
+        )
+        _generate(out, samples, make, print_image_summary, as_json)
         return
+    from mixplane.synth import generate_corpus
+
     docs = DEFAULT_DOCS if docs is None else docs
+    make = partial(generate_corpus, out, docs, seed, faults, overwrite=overwrite)
+    _generate(out, docs, make, print_summary, as_json)
+
+
+def _generate(
+    out: str,
+    total: int,
+    generate: Callable[..., Any],
+    show: Callable[[str, Any, float], None],
+    as_json: bool,
+) -> None:
+    """`generate(on_progress=...)` under a progress bar of `total`, then its summary."""
     started = time.perf_counter()
     with progress(quiet=as_json) as bar:
-        handle = bar.add_task("generating", total=docs)
-        from mixplane.synth import generate_corpus
-
-        summary = generate_corpus(
-            out,
-            docs,
-            seed,
-            faults,
-            overwrite=overwrite,
-            on_progress=lambda done: bar.update(handle, completed=done),
-        )
+        handle = bar.add_task("generating", total=total)
+        summary = generate(on_progress=lambda done: bar.update(handle, completed=done))
     seconds = time.perf_counter() - started
     if as_json:
         print_json({"out": out, "seconds": round(seconds, 3), **summary.to_dict()})
     else:
-        print_summary(out, summary, seconds)
+        show(out, summary, seconds)
 
 
 def print_summary(out: str, summary: SynthSummary, seconds: float) -> None:
@@ -103,29 +115,6 @@ def print_summary(out: str, summary: SynthSummary, seconds: float) -> None:
     if summary.faults:
         console.print(f"fault files: {summary.faults['bad_records']} bad records planted")
     console.print(f"ground truth: {out.rstrip('/')}/truth/  (ids relative to {out}/raw)")
-
-
-def _images(
-    out: str, samples: int, seed: int, url_base: str, overwrite: bool, as_json: bool
-) -> None:
-    started = time.perf_counter()
-    with progress(quiet=as_json) as bar:
-        handle = bar.add_task("generating", total=samples)
-        from mixplane.synth import generate_image_corpus
-
-        summary = generate_image_corpus(
-            out,
-            samples,
-            seed,
-            url_base=url_base,
-            overwrite=overwrite,
-            on_progress=lambda done: bar.update(handle, completed=done),
-        )
-    seconds = time.perf_counter() - started
-    if as_json:
-        print_json({"out": out, "seconds": round(seconds, 3), **summary.to_dict()})
-    else:
-        print_image_summary(out, summary, seconds)
 
 
 def print_image_summary(out: str, summary: ImageSynthSummary, seconds: float) -> None:
