@@ -16,9 +16,8 @@ from pydantic import Field, model_validator
 from mixplane.document import Document, Drop
 from mixplane.stages.dedup.hashing import mix64
 from mixplane.stages.dedup.stage import DedupStage
-from mixplane.stages.image.decode import check_header
-from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS, decode
-from mixplane.stages.image.media import image_of
+from mixplane.stages.image.decode import upright_image
+from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS
 from mixplane.stages.image.phash import phash
 
 BITS = 64
@@ -96,13 +95,7 @@ class ImageDedup(DedupStage):
         stored = doc.metadata.get("phash")
         if isinstance(stored, str) and _HEX.fullmatch(stored):
             return int(stored, 16)
-        found = image_of(doc)
-        if found is None:
-            return None
-        header = check_header(found[1], self.max_pixels, None)
-        if isinstance(header, Drop):
-            return None
-        image = decode(found[1], header, exif_orientation=True)
+        image = upright_image(doc, self.max_pixels)
         return None if isinstance(image, Drop) else phash(image)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from PIL import Image
 from pydantic import Field
 
 from mixplane.document import Document, Drop
@@ -108,3 +109,15 @@ def check_header(data: bytes, max_pixels: int, max_area: int | None) -> Header |
     """The image's header, or the Drop for an empty, unreadable or too large image."""
     limit = min(max_pixels, max_area) if max_area is not None else max_pixels
     return open_header(data, limit)
+
+
+def upright_image(doc: Document, max_pixels: int) -> Image.Image | Drop:
+    """The document's image, decoded and upright, or the Drop saying why it has none that
+    decodes (`decode_image`'s reasons)."""
+    found = image_of(doc)
+    if found is None:
+        return Drop("no_image")
+    header = check_header(found[1], max_pixels, None)
+    if isinstance(header, Drop):
+        return header
+    return decode(found[1], header, exif_orientation=True)

@@ -14,9 +14,8 @@ from pydantic import Field, PrivateAttr
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
 from mixplane.process.stage import Result, Stage
-from mixplane.stages.image.decode import check_header
-from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS, decode, to_rgb
-from mixplane.stages.image.media import image_of
+from mixplane.stages.image.decode import upright_image
+from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS, to_rgb
 
 
 class ClipScore(Stage):
@@ -87,13 +86,7 @@ class ClipScore(Stage):
         return results
 
     def _image(self, doc: Document):
-        found = image_of(doc)
-        if found is None:
-            return Drop("no_image")
-        header = check_header(found[1], self.max_pixels, None)
-        if isinstance(header, Drop):
-            return header
-        image = decode(found[1], header, exif_orientation=True)
+        image = upright_image(doc, self.max_pixels)
         return image if isinstance(image, Drop) else to_rgb(image)
 
     def _scores(self, captions: list[str], images: list) -> list[float]:
