@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mixplane.demo_steps import Stepper, write_yaml
+from mixplane.demo_steps import Stepper, component_shares, write_yaml
 
 # Stop words per language let the Gopher quality filter judge non-English pages fairly.
 STOP_WORDS = {
@@ -182,20 +182,11 @@ def stream_batches(mixture: dict[str, Any], batches: int, workers: int) -> dict[
             break
     seconds = time.perf_counter() - started
     sequences = int(counts.sum())
-    weights = {name: c["weight"] for name, c in mixture["components"].items()}
-    total = sum(weights.values())
     return {
         "batches": seen,
         "sequences": sequences,
         "tokens": sequences * mixture["seq_len"],
         "seconds_to_first_batch": round(first_batch or 0.0, 3),
         "sequences_per_second": round(sequences / seconds, 1),
-        "components": {
-            name: {
-                "requested": round(weights[name] / total, 4),
-                "realized": round(int(counts[i]) / max(sequences, 1), 4),
-                "sequences": int(counts[i]),
-            }
-            for i, name in enumerate(names)
-        },
+        "components": component_shares(mixture, names, counts, "sequences"),
     }

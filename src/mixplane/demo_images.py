@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from mixplane.demo_steps import Stepper, write_yaml
+from mixplane.demo_steps import Stepper, component_shares, write_yaml
 
 IMAGE_QUERIES = {
     "English captions of large originals": "language = 'en' AND original_width >= 400",
@@ -163,21 +163,12 @@ def stream_image_batches(
                 break
     seconds = time.perf_counter() - started
     images = int(counts.sum())
-    weights = {name: c["weight"] for name, c in mixture["components"].items()}
-    total = sum(weights.values())
     return {
         "batches": seen,
         "images": images,
         "batch_shape": shape,
         "images_per_second": round(images / seconds, 1),
-        "components": {
-            name: {
-                "requested": round(weights[name] / total, 4),
-                "realized": round(int(counts[i]) / max(images, 1), 4),
-                "images": int(counts[i]),
-            }
-            for i, name in enumerate(names)
-        },
+        "components": component_shares(mixture, names, counts, "images"),
     }
 
 

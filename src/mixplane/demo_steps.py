@@ -1,4 +1,5 @@
-"""What every demo step shares: timing, reporting as it ends, and writing its config."""
+"""What every demo step shares: timing, reporting as it ends, writing its config, and
+comparing a streamed mixture with its weights."""
 
 from __future__ import annotations
 
@@ -6,11 +7,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 
 def write_yaml(path: Path, config: dict[str, Any]) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+
+
+def component_shares(
+    mixture: dict[str, Any], names: list[str], counts: np.ndarray, unit: str
+) -> dict[str, dict[str, Any]]:
+    """Per component: the share its weight requests, the share of `counts` it got, and its
+    count (under `unit`)."""
+    weights = {name: c["weight"] for name, c in mixture["components"].items()}
+    total, seen = sum(weights.values()), int(counts.sum())
+    return {
+        name: {
+            "requested": round(weights[name] / total, 4),
+            "realized": round(int(counts[i]) / max(seen, 1), 4),
+            unit: int(counts[i]),
+        }
+        for i, name in enumerate(names)
+    }
 
 
 class Stepper:

@@ -99,10 +99,7 @@ def _mix(out: dict[str, Any]) -> None:
         f"first batch {out['seconds_to_first_batch']:.2f}s, "
         f"{out['sequences_per_second']:,.0f} sequences/s",
     )
-    table = Table("component", "requested", "realized", "sequences", box=None, padding=(0, 2))
-    for name, c in out["components"].items():
-        table.add_row(name, f"{c['requested']:.3f}", f"{c['realized']:.3f}", f"{c['sequences']:,}")
-    console.print(table)
+    _components(out, "sequences")
 
 
 def _image_synth(out: dict[str, Any]) -> None:
@@ -138,9 +135,14 @@ def _image_mix(out: dict[str, Any]) -> None:
         f"{out['batches']} batches of {tuple(out['batch_shape'])} images with tokenized "
         f"captions through a DataLoader with workers, {out['images_per_second']:,.0f} images/s",
     )
-    table = Table("component", "requested", "realized", "images", box=None, padding=(0, 2))
+    _components(out, "images")
+
+
+def _components(out: dict[str, Any], unit: str) -> None:
+    """The requested and realized share of each component of a streamed mixture."""
+    table = Table("component", "requested", "realized", unit, box=None, padding=(0, 2))
     for name, c in out["components"].items():
-        table.add_row(name, f"{c['requested']:.3f}", f"{c['realized']:.3f}", f"{c['images']:,}")
+        table.add_row(name, f"{c['requested']:.3f}", f"{c['realized']:.3f}", f"{c[unit]:,}")
     console.print(table)
 
 
