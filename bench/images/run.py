@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from bench.measure import measure  # noqa: E402
+from bench.measure import measure, spread  # noqa: E402
 
 TOOLS = ("mixplane", "webdataset")
 
@@ -133,11 +133,7 @@ def main() -> None:
         mine, theirs = runs[f"mixplane/{workers}"], runs[f"webdataset/{workers}"]
         for name in ("images_per_s", "images_per_core_s"):
             paired = [a[name] / b[name] for a, b in zip(mine, theirs, strict=True)]
-            ratios[f"{name}/{workers}"] = {
-                "median": round(statistics.median(paired), 2),
-                "min": round(min(paired), 2),
-                "max": round(max(paired), 2),
-            }
+            ratios[f"{name}/{workers}"] = spread(paired, digits=2)
     report = {
         "benchmark": "images",
         "command": " ".join(["python", "bench/images/run.py", *sys.argv[1:]]),
