@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-README = Path(__file__).parent.parent / "README.md"
+from readme_blocks import readme_block
+
 EPOCHS = 2
-BATCHES_PER_EPOCH = 12  # 120 + 72 samples, batches of 16
+# photos: the 120 English samples of 240 (all at least 256 wide); art: 72; batches of 16
+BATCHES_PER_EPOCH = 12
 CHECKPOINT_EVERY = 10
 KILL_AFTER = 15  # steps: in the second epoch, the checkpoint in the first
 EMBED = 32
@@ -30,8 +31,7 @@ EMBED = 32
 
 def recipe() -> str:
     """The README's image-text loading block, as written."""
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    return next(block for block in blocks if "image_text_loader(dataset" in block)
+    return readme_block("python", "image_text_loader(dataset")
 
 
 def train(workdir: str, epochs: int) -> None:
@@ -121,30 +121,31 @@ import psutil  # noqa: E402 (the test's imports; the script above needs none of 
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
+from mixplane.catalog import Catalog  # noqa: E402
 from mixplane.load.images.synthetic import caption_tokenizer, write_image_catalog  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def mixture(tmp_path_factory) -> str:
+    """The README's mixture block as written, in a folder with its catalog (`photos`: half
+    of the captions English, sides from 256; `art`: small images) and a tokenizer."""
     folder = tmp_path_factory.mktemp("clip")
     write_image_catalog(
         str(folder),
         {
-            "photos": {"samples": 120, "seed": 1, "shards": 2, "size": (48, 80)},
+            "photos": {"samples": 240, "seed": 1, "shards": 2, "size": (256, 288)},
             "art": {"samples": 72, "seed": 2, "shards": 2, "size": (48, 80)},
         },
     )
     caption_tokenizer(("photos", "art")).save(str(folder / "tokenizer.json"))
-    spec = {
-        "kind": "image_text",
-        "catalog": "catalog.duckdb",
-        "seed": 11,
-        "components": {
-            "photos": {"datasets": ["photos"], "weight": 0.7},
-            "art": {"datasets": ["art"], "weight": 0.3},
-        },
-    }
-    (folder / "mixture.yaml").write_text(yaml.safe_dump(spec))
+    block = readme_block("yaml", "kind: image_text")
+    spec = yaml.safe_load(block)
+    assert spec["catalog"] == "catalog.duckdb"  # relative to the run's folder
+    where = spec["components"]["photos"]["where"]
+    selected = Catalog(folder / "catalog.duckdb").select(where, ["photos"])
+    assert (selected.documents, selected.parts[0].total_documents) == (120, 240)
+    assert "where" not in spec["components"]["art"]
+    (folder / "mixture.yaml").write_text(block)
     return str(folder)
 
 
