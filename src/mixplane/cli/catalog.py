@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 DEFAULT_CATALOG = "catalog.duckdb"  # the same default as mixplane.catalog.Catalog
 
 catalog_app = typer.Typer(
-    help="Register tokenized datasets and list their versions.", no_args_is_help=True
+    help="Register tokenized or image-text datasets and list their versions.", no_args_is_help=True
 )
 CATALOG_OPTION = typer.Option(
     DEFAULT_CATALOG, "--catalog", "-c", help="Catalog file (DuckDB); created on first register."
@@ -46,7 +46,11 @@ def register(app: typer.Typer) -> None:
 
 @catalog_app.command("register")
 def register_dataset(
-    folder: str = typer.Argument(..., help="A folder written by `mixplane tokenize`."),
+    folder: str = typer.Argument(
+        ...,
+        help="A folder written by `mixplane tokenize`, or by `mixplane process` with "
+        "output_format webdataset.",
+    ),
     name: str = typer.Option(..., "--name", "-n", help="Dataset name; versions are NAME@N."),
     catalog: str = CATALOG_OPTION,
     storage: str | None = STORAGE_OPTION,
