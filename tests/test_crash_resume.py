@@ -62,3 +62,20 @@ def test_sigkill_then_rerun_matches_an_uninterrupted_run(tmp_path: Path):
     for name, mtime in finished.items():
         assert (markers / name).stat().st_mtime_ns == mtime, f"{name} was redone"
     assert not list((tmp_path / "out").rglob("*.tmp")), "temporary files were left behind"
+
+
+def test_a_rerun_removes_what_a_killed_writer_left(tmp_path: Path):
+    """SIGKILL in the middle of a write leaves the writer's hidden temporary (a completion
+    marker, a part): the next run in the folder removes it, whichever file it was."""
+    from mixplane.process.pipeline import run_pipeline
+
+    raw = tmp_path / "raw"
+    write_jsonl(raw / "a.jsonl", make_records(20, "a"))
+    out = tmp_path / "out"
+    (out / "_tasks").mkdir(parents=True)
+    left = [out / "_tasks" / ".task-00000.json.1a2b3c4d.tmp", out / ".part-00000.parquet.99.tmp"]
+    for path in left:
+        path.write_bytes(b"half written")
+    run_pipeline({"input": str(raw / "*.jsonl"), "output": str(out)})
+    assert not [path for path in left if path.exists()]
+    assert (out / "part-00000.parquet").exists()

@@ -61,6 +61,25 @@ class HashingWriter:
         return getattr(self._handle, name)
 
 
+TEMPORARY_SUFFIX = ".tmp"
+
+
+def remove_stale_temporaries(folder: str) -> int:
+    """Delete the hidden temporaries a killed writer left under a local output `folder`
+    (`atomic_open` renames or removes its own, but not after SIGKILL); returns how many.
+    Call it before a run resumes in the folder, never while another run writes there.
+    Remote folders have none: their temporaries are on local disk."""
+    if not is_local(folder) or not os.path.isdir(local_path(folder)):
+        return 0
+    removed = 0
+    for root, _, names in os.walk(local_path(folder)):
+        for name in names:
+            if name.startswith(".") and name.endswith(TEMPORARY_SUFFIX):
+                os.remove(os.path.join(root, name))
+                removed += 1
+    return removed
+
+
 @contextmanager
 def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iterator[HashingWriter]:
     """Open `url` for binary writing; it appears only if the block finishes without error.
@@ -73,7 +92,7 @@ def atomic_open(url: str, storage_options: dict[str, Any] | None = None) -> Iter
         path = local_path(url)
         folder, name = os.path.split(path)
         os.makedirs(folder or ".", exist_ok=True)
-        temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
+        temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}{TEMPORARY_SUFFIX}")
         try:
             with open(temporary, "wb") as handle:
                 yield HashingWriter(handle)

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from mixplane.errors import MostlyQuarantinedError
-from mixplane.io.atomic import join_url, write_bytes
+from mixplane.io.atomic import join_url, remove_stale_temporaries, write_bytes
 from mixplane.manifest import file_fingerprint, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute
@@ -82,6 +82,7 @@ class Pipeline:
         """
         started = time.perf_counter()
         config = self.config
+        remove_stale_temporaries(config.output)  # what a killed run was writing
         tasks = self.plan()
         if on_planned:
             on_planned(tasks)

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from mixplane.io.atomic import join_url, write_bytes
+from mixplane.io.atomic import join_url, remove_stale_temporaries, write_bytes
 from mixplane.manifest import find_parent_manifests, write_manifest
 from mixplane.process.executors import ExecutorSettings, execute
 from mixplane.store.format import FILE_SUFFIXES, FORMAT_NAME, FORMAT_VERSION, token_dtype
@@ -58,6 +58,7 @@ def tokenize_dataset(
     probe = TokenizeContext(config, "", threads)
     tokenizer = task_tokenizer(probe)
     context = TokenizeContext(config, config.outputs_hash(tokenizer.fingerprint()), threads)
+    remove_stale_temporaries(config.output)  # what a killed run was writing
     tasks = plan(config)
     if on_planned:
         on_planned(tasks)
