@@ -285,8 +285,10 @@ def runner(argv: list[str]) -> None:
     if args.tool == "wire":
         report(wire(spec["storage_options"], spec["bytes"]))
         return
+    import s3fs  # noqa: F401 - libraries load before the clock, as for MosaicML
     import torch
 
+    import mixplane.catalog  # noqa: F401
     from mixplane.load import MixtureDataset
     from mixplane.load.torch_adapter import torch_loader
 

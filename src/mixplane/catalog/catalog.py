@@ -11,30 +11,42 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from mixplane.catalog.dataset import scan_folder
+from mixplane.catalog.mirror import MetadataMirror
 from mixplane.catalog.predicate import ValidPredicate, check_predicate
-from mixplane.catalog.query import open_engine, select_version
+from mixplane.catalog.query import check_unchanged, meta_urls, open_engine, select_version
 from mixplane.catalog.registry import DatasetVersion, Registry, is_null_type
 from mixplane.catalog.selection import Selection
 from mixplane.errors import MixplaneError
 
 DEFAULT_CATALOG = "catalog.duckdb"
+# Versions queried side by side: on object storage each query waits on round trips.
+PARALLEL_VERSIONS = 8
 
 
 class Catalog:
     """A catalog file; every call opens it briefly, so several processes can share it.
 
-    `storage_options` are passed to fsspec for datasets on object storage.
+    `storage_options` are passed to fsspec for datasets on object storage. With
+    `metadata_cache` (a cache folder), remote shard metadata is copied there once per machine
+    and queried locally (`mirror`): far fewer round trips when a job queries many files.
     """
 
     def __init__(
-        self, path: str | os.PathLike = DEFAULT_CATALOG, storage_options: dict | None = None
+        self,
+        path: str | os.PathLike = DEFAULT_CATALOG,
+        storage_options: dict | None = None,
+        metadata_cache: str | None = None,
     ):
         self.path = os.fspath(path)
         self.storage_options = storage_options or {}
+        self.metadata_cache = metadata_cache
 
     def register(self, folder: str, name: str) -> DatasetVersion:
         """Record a tokenized folder as the next version of `name` (a no-op if unchanged)."""
@@ -85,7 +97,9 @@ class Catalog:
 
 class CatalogSession:
     """A catalog opened once for several queries (a mixture's components): the registry and
-    the query engine are opened once instead of per query.
+    the query engine are opened once instead of per query, and each version's files are
+    checked unchanged once. Queries may run from several threads at once; the versions of one
+    query run side by side (each on its own cursor of the engine).
 
     Example:
         >>> with Catalog("catalog.duckdb").session() as session:  # doctest: +SKIP
@@ -97,6 +111,14 @@ class CatalogSession:
         self.registry = Registry(catalog.path)
         self._versions: dict[tuple[str, ...], list[DatasetVersion]] = {}
         self._engines: dict[tuple[str, ...], Any] = {}
+        self._cursors: set[Any] = set()
+        self._checked: set[str] = set()
+        self._urls: dict[str, list[str]] = {}
+        self._lock = threading.RLock()
+        # Taken by the threads of `meta_urls` while a caller may hold `_lock`: locks of their own.
+        self._checks_lock, self._urls_lock = threading.Lock(), threading.Lock()
+        cache = catalog.metadata_cache
+        self.mirror = MetadataMirror(cache, catalog.storage_options) if cache else None
 
     def __enter__(self) -> CatalogSession:
         return self
@@ -105,22 +127,26 @@ class CatalogSession:
         self.close()
 
     def close(self) -> None:
-        for engine in self._engines.values():
-            engine.close()
-        self._engines.clear()
-        self.registry.close()
+        with self._lock:
+            for engine in self._engines.values():
+                engine.close()
+            self._engines.clear()
+            self.registry.close()
 
     def interrupt(self) -> None:
         """Stop the queries running on this session (from another thread: a time limit)."""
-        for engine in list(self._engines.values()):
-            engine.interrupt()
+        with self._lock:
+            running = [*self._engines.values(), *self._cursors]
+        for connection in running:
+            connection.interrupt()
 
     def resolve(self, datasets: Sequence[str] | None = None) -> list[DatasetVersion]:
         """The given refs' versions, or the latest of every dataset."""
         key = tuple(datasets or ())
-        if key not in self._versions:
-            self._versions[key] = self._resolve(datasets)
-        return self._versions[key]
+        with self._lock:
+            if key not in self._versions:
+                self._versions[key] = self._resolve(datasets)
+            return self._versions[key]
 
     def _resolve(self, datasets: Sequence[str] | None) -> list[DatasetVersion]:
         if not datasets:
@@ -134,30 +160,79 @@ class CatalogSession:
         unique = {version.ref: version for version in found}  # a version listed twice runs once
         return list(unique.values())
 
+    def check_unchanged(self, version: DatasetVersion) -> None:
+        """Refuse a version whose metadata changed since it was registered (listed once per
+        session, however many queries read it)."""
+        with self._checks_lock:
+            if version.ref in self._checked:
+                return
+        check_unchanged(version, self.catalog.storage_options)
+        with self._checks_lock:
+            self._checked.add(version.ref)
+
     def select(self, where: str, datasets: Sequence[str] | None = None) -> Selection:
         """As `Catalog.select`."""
         versions = self.resolve(datasets)
         columns = columns_of(versions)
         engine = self.engine(versions)
-        predicate = check_predicate(where, columns, engine)
-        parts = []
-        for version in versions:
+        with self.cursor(engine) as connection:
+            predicate = check_predicate(where, columns, connection)
+
+        def one(version: DatasetVersion):
+            self.check_unchanged(version)
             present = {name.lower() for name in version.schema}
             missing = {
                 name: kind
                 for name, kind in columns.items()
                 if name.lower() not in present and name in predicate.columns
             }
-            storage = self.catalog.storage_options
-            parts.append(select_version(engine, version, predicate, missing, storage))
-        return Selection(where, tuple(parts))
+            urls, storage = self.meta_urls([version])[0], self.catalog.storage_options
+            with self.cursor(engine) as connection:
+                return select_version(connection, version, urls, predicate, missing, storage)
+
+        if len(versions) == 1:
+            return Selection(where, (one(versions[0]),))
+        with ThreadPoolExecutor(min(len(versions), PARALLEL_VERSIONS)) as pool:
+            return Selection(where, tuple(pool.map(one, versions)))
 
     def engine(self, versions: list[DatasetVersion]):
         """The sandboxed query connection over `versions`' shard metadata (opened once)."""
         key = tuple(version.ref for version in versions)
-        if key not in self._engines:
-            self._engines[key] = open_engine(versions, self.catalog.storage_options)
-        return self._engines[key]
+        with self._lock:
+            if key not in self._engines:
+                urls = [url for urls in self.meta_urls(versions) for url in urls]
+                self._engines[key] = open_engine(urls, self.catalog.storage_options)
+            return self._engines[key]
+
+    def meta_urls(self, versions: list[DatasetVersion]) -> list[list[str]]:
+        """Each version's metadata files: their local copies with a `metadata_cache` (made
+        now where missing, versions side by side), else where they are."""
+        with self._urls_lock:
+            missing = [v for v in versions if v.ref not in self._urls]
+            if missing and self.mirror is None:
+                self._urls.update((v.ref, meta_urls(v)) for v in missing)
+            elif missing:
+                # The folders' listings (`check_unchanged`) go out beside the copies.
+                with ThreadPoolExecutor(min(2 * len(missing), PARALLEL_VERSIONS)) as pool:
+                    checked = pool.map(self.check_unchanged, missing)
+                    copied = pool.map(self.mirror.paths, missing)
+                    self._urls.update(zip([v.ref for v in missing], copied, strict=True))
+                    list(checked)
+            return [self._urls[version.ref] for version in versions]
+
+    @contextmanager
+    def cursor(self, engine: Any) -> Iterator[Any]:
+        """A connection of its own to `engine` (DuckDB connections are not shared by
+        threads), interrupted with the session's."""
+        connection = engine.cursor()
+        with self._lock:
+            self._cursors.add(connection)
+        try:
+            yield connection
+        finally:
+            with self._lock:
+                self._cursors.discard(connection)
+            connection.close()
 
 
 def columns_of(versions: Sequence[DatasetVersion]) -> dict[str, str]:

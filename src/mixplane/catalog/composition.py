@@ -23,7 +23,6 @@ import orjson
 from mixplane.catalog.catalog import CatalogSession, columns_of
 from mixplane.catalog.engine import documents_view, engine_error, quote_name
 from mixplane.catalog.predicate import PredicateError, check_predicate
-from mixplane.catalog.query import check_unchanged, meta_urls
 from mixplane.catalog.registry import DatasetVersion, is_null_type
 from mixplane.catalog.sample import json_value
 
@@ -187,14 +186,15 @@ class _Scan:
         needed = {name.lower() for name in (*self.predicate.columns, column)}
         self.views: list[tuple[str, str]] = []
         for version in versions:
-            check_unchanged(version, session.catalog.storage_options)
+            session.check_unchanged(version)
             present = {name.lower() for name in version.schema}
             missing = {
                 name: "VARCHAR" if is_null_type(kind) else kind
                 for name, kind in columns.items()
                 if name.lower() not in present and name.lower() in needed
             }
-            view = documents_view(meta_urls(version), version.schema, missing, not version.uniform)
+            urls = session.meta_urls([version])[0]
+            view = documents_view(urls, version.schema, missing, not version.uniform)
             self.views.append((version.ref, view))
 
     def rows(self, select: str, tail: str = "") -> list[tuple]:

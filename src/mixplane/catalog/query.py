@@ -6,9 +6,9 @@ in Arrow batches; they are compressed into ranges batch by batch, so memory foll
 of ranges, not of matching documents.
 
 Example:
-    >>> engine = open_engine([version])  # doctest: +SKIP
+    >>> engine = open_engine(meta_urls(version))  # doctest: +SKIP
     >>> predicate = check_predicate("language = 'de'", version.schema, engine)  # doctest: +SKIP
-    >>> part = select_version(engine, version, predicate, {})  # doctest: +SKIP
+    >>> part = select_version(engine, version, meta_urls(version), predicate, {})  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-import numpy as np
-import pyarrow as pa
 
 from mixplane.catalog.dataset import META_SUFFIX, list_meta_files
 from mixplane.catalog.engine import (
@@ -32,6 +30,7 @@ from mixplane.catalog.registry import DatasetVersion
 from mixplane.catalog.selection import DatasetSelection, merge_runs, runs_of
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import join_url
+from mixplane.io.columns import integers
 
 BATCH_ROWS = 1 << 20
 
@@ -42,26 +41,28 @@ def meta_urls(version: DatasetVersion) -> list[str]:
 
 
 def open_engine(
-    versions: list[DatasetVersion], storage_options: dict[str, Any] | None = None
+    urls: list[str], storage_options: dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyConnection:
-    """One sandboxed connection that may read the shard metadata of all `versions`."""
-    return sandbox([url for version in versions for url in meta_urls(version)], storage_options)
+    """One sandboxed connection that may read the shard metadata files `urls` (of every
+    version it will query)."""
+    return sandbox(urls, storage_options)
 
 
 def select_version(
     connection: duckdb.DuckDBPyConnection,
     version: DatasetVersion,
+    urls: list[str],
     predicate: ValidPredicate,
     missing: dict[str, str],
     storage_options: dict[str, Any] | None = None,
 ) -> DatasetSelection:
     """The documents of `version` matching `predicate`, as ranges.
 
-    `connection` comes from `open_engine`. `missing` maps columns this version lacks (but
-    other queried versions have) to a type; they read as NULL here.
+    `connection` comes from `open_engine` (or is a cursor of it); `urls` are the version's
+    metadata files (`meta_urls`, or their local copies); the caller has checked the version
+    unchanged (`check_unchanged`). `missing` maps columns this version lacks (but other
+    queried versions have) to a type; they read as NULL here.
     """
-    check_unchanged(version, storage_options)
-    urls = meta_urls(version)
     pieces = []
     try:
         connection.execute(
@@ -73,7 +74,7 @@ def select_version(
             "CAST(coalesce(n_tokens, 0) AS BIGINT) FROM documents " + predicate.framed()
         )
         for batch in _arrow_batches(relation):
-            shard, row, tokens = (_numbers(column) for column in batch.columns)
+            shard, row, tokens = (integers(column) for column in batch.columns)
             pieces.append(runs_of(shard, row, tokens))
     except duckdb.Error as error:
         raise engine_error(error, f"query failed on {version.ref}") from error
@@ -90,18 +91,6 @@ def select_version(
         version.tokens,
         storage_options,
     )
-
-
-def _numbers(column: pa.Array) -> np.ndarray:
-    """A null-free signed integer Arrow array as numpy, without copying.
-
-    (pyarrow's own conversion imports pandas, which takes longer than a selective query.)
-    """
-    dtype = np.dtype(f"<i{column.type.bit_width // 8}")
-    if len(column) == 0:
-        return np.zeros(0, dtype=dtype)
-    offset = column.offset * dtype.itemsize
-    return np.frombuffer(column.buffers()[1], dtype=dtype, count=len(column), offset=offset)
 
 
 def _arrow_batches(relation: duckdb.DuckDBPyRelation):

@@ -25,7 +25,7 @@ import orjson
 from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.io.locks import locked
 from mixplane.load import ranges as iv
-from mixplane.load.cache import local_copy
+from mixplane.load.cache import cache_root, local_copy
 from mixplane.load.plan_cache import (
     PresummedRanges,
     entry_folder,
@@ -40,6 +40,7 @@ from mixplane.mix.tree import MixtureTree
 
 T = TypeVar("T")
 REMOTE_READS_IN_FLIGHT = 16  # shards' token counts read side by side from object storage
+PARALLEL_LEAVES = 4  # components queried at once
 
 EVERYTHING = "TRUE"
 
@@ -93,14 +94,19 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
 def _query(spec: MixtureSpec, path: str) -> ResolvedMixture:
     from mixplane.catalog import Catalog  # DuckDB loads only when the catalog is queried
 
-    return _resolve(spec, Catalog(path, storage_options=spec.storage_options))
+    # Remote shard metadata is copied into the machine's cache and queried there: the
+    # components' queries and the token counts read below then make no round trips.
+    metadata = cache_root(spec.cache_dir)
+    return _resolve(spec, Catalog(path, spec.storage_options, metadata_cache=metadata))
 
 
 def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
     tree = MixtureTree(spec)
     # One catalog session for every component: the registry and query engine open once.
     with catalog.session() as session:
-        selections = [select_leaf(session, leaf) for leaf in tree.leaves]
+        # Side by side: on object storage each query is a few round trips per file.
+        with ThreadPoolExecutor(min(len(tree.leaves), PARALLEL_LEAVES)) as pool:
+            selections = list(pool.map(lambda leaf: select_leaf(session, leaf), tree.leaves))
         selected, versions = [], {}
         for selection in selections:
             parts = []
@@ -115,24 +121,24 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
             selected.append(parts[0] if len(parts) == 1 else DocumentRanges.join(parts))
         selected = settle_overlaps(tree.names, selected, spec.overlap)
         infos = _dataset_infos(session, sorted(set(versions.values())))
-    shards, selected = _shared_shards(selected)
-    eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
-    source = TokenSource(
-        shards, eos_id, storage_options=spec.storage_options, cache_dir=spec.cache_dir
-    )
-    appended = np.array([int(append[uri]) for uri, _ in shards], dtype=np.int64)
+        shards, selected = _shared_shards(selected)
+        eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
+        source = TokenSource(
+            shards, eos_id, storage_options=spec.storage_options, cache_dir=spec.cache_dir
+        )
+        appended = np.array([int(append[uri]) for uri, _ in shards], dtype=np.int64)
 
-    def of_shard(number: int) -> tuple[np.ndarray, np.ndarray]:
-        """A shard's document lengths (with appended EOS) and token offsets (running sums of
-        stored lengths, as in its index)."""
-        stored = source.stored_lengths(number)
-        return stored + appended[number], np.cumsum(stored) - stored
+        def of_shard(number: int) -> tuple[np.ndarray, np.ndarray]:
+            """A shard's document lengths (with appended EOS) and token offsets (running sums
+            of stored lengths, as in its index)."""
+            stored = source.stored_lengths(number)
+            return stored + appended[number], np.cumsum(stored) - stored
 
-    if source.remote.any():  # each read is a round trip: many in flight, used in order
-        ahead = _in_order(of_shard, range(len(shards)), REMOTE_READS_IN_FLIGHT)
-        lengths, starts = _per_document(selected, len(shards), lambda n: _take(ahead, n))
-    else:
-        lengths, starts = _per_document(selected, len(shards), of_shard)
+        if source.remote.any():  # each read is a round trip: many in flight, used in order
+            ahead = _in_order(of_shard, range(len(shards)), REMOTE_READS_IN_FLIGHT)
+            lengths, starts = _per_document(selected, len(shards), lambda n: _take(ahead, n))
+        else:
+            lengths, starts = _per_document(selected, len(shards), of_shard)
     fingerprint = _fingerprint(spec, infos)
     return ResolvedMixture(
         spec, tree, shards, selected, lengths, starts, appended, eos_id, infos, fingerprint

@@ -14,16 +14,22 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import xxhash
 
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import is_local, join_url, local_path
-from mixplane.io.retry import Retry
+from mixplane.io.columns import integers
+from mixplane.io.retry import CorruptRead, Retry
 from mixplane.io.sizes import size_text
+from mixplane.io.urls import url_filesystem
 from mixplane.load.cache import cache_root
 from mixplane.load.range_reads import RangeReader
 from mixplane.load.ranges import ShardKey
@@ -75,6 +81,7 @@ class TokenSource:
         self._cache: ShardCache | None = None
         self._ranges: RangeReader | None = None
         self._lock = threading.RLock()
+        self._manifests_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
@@ -90,6 +97,7 @@ class TokenSource:
         """The machine's cache of remote shards (made on first use, after checking that the
         limit holds every shard the mixture reads)."""
         if self._cache is None:
+            self._load_manifests()
             if self.cache_limit is not None and self.cache_mode == "shards":
                 self._check_room()
             self._cache = ShardCache(
@@ -164,6 +172,14 @@ class TokenSource:
             )
         raise ConfigError(problem + f"or raise cache_limit to at least {needed:,} bytes")
 
+    def _load_manifests(self) -> None:
+        """Read the remote datasets' manifests side by side (one round trip each), before
+        the sizes and hashes of their shards are looked up."""
+        uris = sorted({self.shards[n][0] for n in np.flatnonzero(self.remote).tolist()})
+        if len(uris) > 1:
+            with ThreadPoolExecutor(min(len(uris), 16)) as pool:
+                list(pool.map(self._outputs_of, uris))
+
     def remote_url(self, number: int) -> str:
         uri, stem = self.shards[number]
         return join_url(uri, stem + BIN)
@@ -189,11 +205,16 @@ class TokenSource:
 
     def manifest_entry(self, uri: str, name: str) -> dict[str, Any] | None:
         """The manifest's output entry (path, size, hash) of a dataset's file, if listed."""
-        with self._lock:
-            if uri not in self._outputs:
-                outputs = self._dataset(uri).manifest.get("outputs", [])
-                self._outputs[uri] = {output["path"]: output for output in outputs}
-        return self._outputs[uri].get(name)
+        return self._outputs_of(uri).get(name)
+
+    def _outputs_of(self, uri: str) -> dict[str, dict[str, Any]]:
+        found = self._outputs.get(uri)
+        if found is None:  # read outside the lock, so several datasets' load side by side
+            outputs = self._dataset(uri).manifest.get("outputs", [])
+            # Not `_lock`: the pool of `_load_manifests` runs this while a pin holds that one.
+            with self._manifests_lock:
+                found = self._outputs.setdefault(uri, {o["path"]: o for o in outputs})
+        return found
 
     def stored_dtype(self, number: int) -> np.dtype:
         """The token type a shard is stored in (uint16 or uint32)."""
@@ -261,19 +282,32 @@ class TokenSource:
         return self._datasets[uri]
 
     def metadata_column(self, number: int, column: str) -> np.ndarray:
-        """One column of a shard's `.meta.parquet` (read from where the dataset lives)."""
-        import pyarrow.parquet as pq
-
-        from mixplane.io.urls import url_filesystem
+        """One column of a shard's `.meta.parquet`: from the machine's copy of a remote one
+        when querying the catalog made it (`catalog.mirror`), else read whole in one request
+        (a Parquet reader over a remote file makes a round trip per footer and column chunk)
+        and checked against the manifest's hash."""
+        from mixplane.catalog.mirror import mirrored_path  # the catalog loads DuckDB: not before
 
         uri, stem = self.shards[number]
-        fs, path = url_filesystem(join_url(uri, stem + ".meta.parquet"), self.storage_options)
+        name = stem + ".meta.parquet"
+        mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem)
+        if not is_local(uri) and os.path.exists(mirrored):  # copied when the catalog was queried
+            return _column(mirrored, column)
+        url = join_url(uri, name)
+        fs, path = url_filesystem(url, self.storage_options)
+        entry = self.manifest_entry(uri, name) or {}
 
-        def read() -> np.ndarray:
-            with fs.open(path, "rb") as handle:
-                return pq.read_table(handle, columns=[column]).column(column).to_numpy()
+        def read() -> bytes:
+            data = fs.cat_file(path)
+            if "hash" in entry and f"xxh3_128:{xxhash.xxh3_128_hexdigest(data)}" != entry["hash"]:
+                raise CorruptRead(
+                    f"{len(data)} bytes that do not hash to the manifest's {entry['hash']} "
+                    f"({entry.get('size')} bytes)"
+                )
+            return data
 
-        return self.retry.call(read, what=join_url(uri, stem + ".meta.parquet"))
+        data = self.retry.call(read, what=url)
+        return _column(pa.BufferReader(data), column)
 
     def stored_lengths(self, number: int) -> np.ndarray:
         """Token count of every document of a shard, as stored (without an appended EOS)."""
@@ -321,3 +355,14 @@ class TokenSource:
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+
+
+def _column(source: Any, column: str) -> np.ndarray:
+    """One column of a Parquet file. (`ParquetFile`, not `read_table`, and integers without
+    pyarrow's numpy conversion: each loads a library the first time, a quarter of a second.)"""
+    import pyarrow.parquet as pq
+
+    values = pq.ParquetFile(source).read(columns=[column]).column(column)
+    if pa.types.is_integer(values.type) and not values.null_count:
+        return integers(values)
+    return values.to_numpy()
