@@ -115,7 +115,7 @@ class CatalogSession:
         self._checked: set[str] = set()
         self._urls: dict[str, list[str]] = {}
         self._lock = threading.RLock()
-        # Taken by the threads of `meta_urls` while a caller may hold `_lock`: locks of their own.
+        # Locks of their own: `engine` holds `_lock` while `meta_urls` copies files.
         self._checks_lock, self._urls_lock = threading.Lock(), threading.Lock()
         cache = catalog.metadata_cache
         self.mirror = MetadataMirror(cache, catalog.storage_options) if cache else None
@@ -212,12 +212,13 @@ class CatalogSession:
             if missing and self.mirror is None:
                 self._urls.update((v.ref, meta_urls(v)) for v in missing)
             elif missing:
-                # The folders' listings (`check_unchanged`) go out beside the copies.
-                with ThreadPoolExecutor(min(2 * len(missing), PARALLEL_VERSIONS)) as pool:
-                    checked = pool.map(self.check_unchanged, missing)
-                    copied = pool.map(self.mirror.paths, missing)
-                    self._urls.update(zip([v.ref for v in missing], copied, strict=True))
-                    list(checked)
+                with ThreadPoolExecutor(min(len(missing), PARALLEL_VERSIONS)) as pool:
+                    copies = list(pool.map(self.mirror.paths, missing))
+                for version, (paths, fresh) in zip(missing, copies, strict=True):
+                    self._urls[version.ref] = paths
+                    if fresh:  # each copy was checked against the registration on arrival
+                        with self._checks_lock:
+                            self._checked.add(version.ref)
             return [self._urls[version.ref] for version in versions]
 
     @contextmanager

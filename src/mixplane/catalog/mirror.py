@@ -13,7 +13,7 @@ appears atomically, so processes sharing the cache never read half a file.
 Example:
     >>> mirror = MetadataMirror("/tmp/cache", {"endpoint_url": "http://127.0.0.1:9000"})
     >>> mirror.paths(version)  # doctest: +SKIP
-    ['/tmp/cache/metadata/5c1e.../shard-00000-000.meta.parquet', ...]
+    (['/tmp/cache/metadata/5c1e.../shard-00000-000.meta.parquet', ...], True)
 """
 
 from __future__ import annotations
@@ -52,11 +52,14 @@ class MetadataMirror:
         self.storage_options = storage_options or {}
         self.retry = Retry()
 
-    def paths(self, version: DatasetVersion) -> list[str]:
+    def paths(self, version: DatasetVersion) -> tuple[list[str], bool]:
         """Local paths of `version`'s metadata files in shard order, copied first where
-        missing; local versions are returned as they are."""
+        missing (local versions as they are), and whether every one was copied just now:
+        each copy's size is checked against the registration as it arrives, which is what
+        `check_unchanged` checks by listing the folder."""
         if is_local(version.uri):
-            return [join_url(version.uri, shard.stem + META_SUFFIX) for shard in version.shards]
+            urls = [join_url(version.uri, shard.stem + META_SUFFIX) for shard in version.shards]
+            return urls, False
         paths = [mirrored_path(self.cache_root, version.uri, s.stem) for s in version.shards]
         missing = [
             (shard, path)
@@ -67,7 +70,7 @@ class MetadataMirror:
             os.makedirs(os.path.dirname(paths[0]), exist_ok=True)
             with ThreadPoolExecutor(min(len(missing), COPIES_IN_FLIGHT)) as pool:
                 list(pool.map(lambda item: self._copy(version, *item), missing))
-        return paths
+        return paths, len(missing) == len(paths)
 
     def _copy(self, version: DatasetVersion, shard: Shard, path: str) -> None:
         url = join_url(version.uri, shard.stem + META_SUFFIX)
