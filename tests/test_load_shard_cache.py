@@ -337,3 +337,18 @@ def test_the_proxy_passes_object_sizes_on_head(stores, s3_server):
         assert fs.info(path)["size"] == stores["shard_bytes"][path]
         with fs.open(path, "rb") as handle:
             assert handle.read() == stores["fs"].cat_file(path)
+
+
+def test_blocks_needing_more_than_the_limit_are_refused_before_downloading(
+    stores, s3_server, tmp_path
+):
+    """Two shuffle windows per component fit, but each block reads more shards than that:
+    refused at the first block, naming what to lower, before anything is downloaded.
+    (Blocks of one sequence fit: the shuffle-window test streams under such a limit.)"""
+    sizes = sorted(stores["shard_bytes"].values())
+    limit = 2 * sum(sizes[-3:])  # two windows of one shard for each of the 3 components
+    spec = mixture(stores["catalog"], tmp_path / "cache", s3_server, limit=limit)
+    spec["shuffle_window"] = 1
+    with pytest.raises(ConfigError, match=r"blocks read together .* need \d+ shards .*read_ahead"):
+        next(iter(MixtureDataset(spec, read_ahead=SEQUENCES)))
+    assert not list((tmp_path / "cache").rglob("*.bin"))

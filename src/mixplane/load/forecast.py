@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from mixplane.errors import ConfigError
+from mixplane.io.sizes import size_text
 from mixplane.load.assemble import ReadContext
 
 MAX_HORIZON = 256  # blocks
@@ -42,10 +44,12 @@ class Forecast:
         context: ReadContext,
         blocks: Callable[[int], Iterator[tuple[np.ndarray, np.ndarray]]],
         horizon: int = 8,
+        pinned_blocks: int = 1,
     ):
         self.context = context
         self.blocks = blocks  # start -> (local indices, global positions) of each block
-        self.horizon = horizon
+        self.horizon = max(horizon, pinned_blocks)
+        self.pinned_blocks = pinned_blocks  # blocks planned and not yet filled, at most
         self._ahead: deque[tuple[int, np.ndarray]] = deque()  # (first local index, shards)
         self._upcoming: Iterator[tuple[np.ndarray, np.ndarray]] | None = None
         self._misses = 0
@@ -76,6 +80,7 @@ class Forecast:
             if int(local[0]) >= start:
                 shards = block_shards(self.context, positions)
                 self._ahead.append((int(local[0]), shards[source.remote[shards]]))
+        self._check_room()
         # Shards of the mixture not needed within the horizon come after those that are,
         # and before files of other mixtures (which have no next use at all).
         next_use = dict.fromkeys(source.remote_urls(), float(len(self._ahead) + 1))
@@ -88,3 +93,22 @@ class Forecast:
                     order.append(number)
         cache.plan(next_use)
         cache.prefetch([source.remote_file(number) for number in order])
+
+    def _check_room(self) -> None:
+        """Refuse a limit that cannot hold the shards of the blocks pinned together from
+        this one on (the start-up check counts shuffle windows, not blocks larger than a
+        shard): the cache would otherwise stop the reader mid-run, waiting for room."""
+        source = self.context.source
+        limit = source.cache_limit
+        together = list(self._ahead)[: self.pinned_blocks]
+        if limit is None or not together:
+            return
+        shards = np.unique(np.concatenate([numbers for _, numbers in together]))
+        needed = sum(source.remote_file(number).size for number in shards.tolist())
+        if needed > limit:
+            raise ConfigError(
+                f"cache_limit {size_text(limit)} is too small: the {len(together)} blocks "
+                f"read together from this reader's sequence {together[0][0]:,} on need "
+                f"{len(shards)} shards ({size_text(needed)}); raise cache_limit to at least "
+                f"{needed:,} bytes, or read fewer sequences at once (read_ahead, prefetch)"
+            )

@@ -54,7 +54,7 @@ class Stream:
         # Remote shards under a cache limit: prefetch what comes, evict what comes last.
         source = context.source
         self._forecast = (
-            Forecast(context, self.block_positions)
+            Forecast(context, self.block_positions, pinned_blocks=max(prefetch, 1))
             if source.cache_limit is not None
             and source.remote.any()
             and source.cache_mode == "shards"
