@@ -121,24 +121,24 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
             selected.append(parts[0] if len(parts) == 1 else DocumentRanges.join(parts))
         selected = settle_overlaps(tree.names, selected, spec.overlap)
         infos = _dataset_infos(session, sorted(set(versions.values())))
-        shards, selected = _shared_shards(selected)
-        eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
-        source = TokenSource(
-            shards, eos_id, storage_options=spec.storage_options, cache_dir=spec.cache_dir
-        )
-        appended = np.array([int(append[uri]) for uri, _ in shards], dtype=np.int64)
+    shards, selected = _shared_shards(selected)
+    eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
+    source = TokenSource(
+        shards, eos_id, storage_options=spec.storage_options, cache_dir=spec.cache_dir
+    )
+    appended = np.array([int(append[uri]) for uri, _ in shards], dtype=np.int64)
 
-        def of_shard(number: int) -> tuple[np.ndarray, np.ndarray]:
-            """A shard's document lengths (with appended EOS) and token offsets (running sums
-            of stored lengths, as in its index)."""
-            stored = source.stored_lengths(number)
-            return stored + appended[number], np.cumsum(stored) - stored
+    def of_shard(number: int) -> tuple[np.ndarray, np.ndarray]:
+        """A shard's document lengths (with appended EOS) and token offsets (running sums of
+        stored lengths, as in its index)."""
+        stored = source.stored_lengths(number)
+        return stored + appended[number], np.cumsum(stored) - stored
 
-        if source.remote.any():  # each read is a round trip: many in flight, used in order
-            ahead = _in_order(of_shard, range(len(shards)), REMOTE_READS_IN_FLIGHT)
-            lengths, starts = _per_document(selected, len(shards), lambda n: _take(ahead, n))
-        else:
-            lengths, starts = _per_document(selected, len(shards), of_shard)
+    if source.remote.any():  # each read is a round trip: many in flight, used in order
+        ahead = _in_order(of_shard, range(len(shards)), REMOTE_READS_IN_FLIGHT)
+        lengths, starts = _per_document(selected, len(shards), lambda n: _take(ahead, n))
+    else:
+        lengths, starts = _per_document(selected, len(shards), of_shard)
     fingerprint = _fingerprint(spec, infos)
     return ResolvedMixture(
         spec, tree, shards, selected, lengths, starts, appended, eos_id, infos, fingerprint
