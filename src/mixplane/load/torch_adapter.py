@@ -188,20 +188,29 @@ def torch_loader(
     `multiprocessing_context`...). Save `dataset.state_dict()` (or `loader.state_dict()`)
     with each checkpoint; it is exact with workers and resumes with any layout.
     """
+    error = "pass batch_size to torch_loader, not to the DataLoader options"
+    options = loader_options(options, error)
+    adapter = TorchMixtureDataset(dataset, batch_size)
+    adapter.tracked = True
+    return MixtureLoader(adapter, batch_size=None, num_workers=num_workers, **options)
+
+
+def loader_options(options: dict[str, Any], batch_size_error: str) -> dict[str, Any]:
+    """DataLoader options for an adapter that makes whole batches in the stream's order:
+    refuses a batch size (`batch_size_error` says where it goes) and `in_order=False`, and
+    takes batches as they come (`as_is`)."""
     if options.get("batch_size") is not None:
-        raise ConfigError("pass batch_size to torch_loader, not to the DataLoader options")
-    options.pop("batch_size", None)
+        raise ConfigError(batch_size_error)
     if options.get("in_order") is False:
         raise ConfigError(
             "in_order=False lets batches overtake each other, so no position says which "
             "batches the loop has had; leave in_order at True"
         )
-    adapter = TorchMixtureDataset(dataset, batch_size)
-    adapter.tracked = True
+    options = {key: value for key, value in options.items() if key != "batch_size"}
     # Batches are already tensors; the DataLoader's default conversion would only inspect
     # every field of every batch again (about 25 µs a batch).
     options.setdefault("collate_fn", as_is)
-    return MixtureLoader(adapter, batch_size=None, num_workers=num_workers, **options)
+    return options
 
 
 def as_is(batch: Any) -> Any:

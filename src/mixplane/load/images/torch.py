@@ -30,10 +30,14 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from mixplane.errors import ConfigError
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.images.dataset import ImageTextDataset
-from mixplane.load.torch_adapter import Received, as_is, as_tensors, exit_with_parent
+from mixplane.load.torch_adapter import (
+    Received,
+    as_tensors,
+    exit_with_parent,
+    loader_options,
+)
 
 
 class TorchImageTextDataset(IterableDataset):
@@ -102,17 +106,10 @@ def image_text_loader(
     """A DataLoader yielding the dataset's batches in order that follows what the loop
     receives. `options` go to the DataLoader (`persistent_workers`, `pin_memory`,
     `prefetch_factor`, `multiprocessing_context`...); the batch size is the dataset's."""
-    if options.get("batch_size") is not None:
-        raise ConfigError("the batch size is the dataset's (ImageTextDataset(batch_size=...))")
-    options.pop("batch_size", None)
-    if options.get("in_order") is False:
-        raise ConfigError(
-            "in_order=False lets batches overtake each other, so no position says which "
-            "batches the loop has had; leave in_order at True"
-        )
+    error = "the batch size is the dataset's (ImageTextDataset(batch_size=...))"
+    options = loader_options(options, error)
     adapter = TorchImageTextDataset(dataset)
     adapter.tracked = True
-    options.setdefault("collate_fn", as_is)
     return ImageTextLoader(adapter, batch_size=None, num_workers=num_workers, **options)
 
 
