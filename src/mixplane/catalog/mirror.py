@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import os
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -27,7 +26,7 @@ import xxhash
 
 from mixplane.catalog.dataset import META_SUFFIX, Shard
 from mixplane.catalog.registry import DatasetVersion
-from mixplane.io.atomic import is_local, join_url
+from mixplane.io.atomic import is_local, join_url, write_bytes
 from mixplane.io.retry import CorruptRead, Retry
 from mixplane.io.urls import url_filesystem
 
@@ -86,15 +85,7 @@ class MetadataMirror:
                 )
             return data
 
-        data = self.retry.call(read, what=url)
-        partial = f"{path}.{uuid.uuid4().hex[:8]}.partial"
-        try:
-            with open(partial, "wb") as handle:
-                handle.write(data)
-            os.replace(partial, path)
-        finally:
-            if os.path.exists(partial):
-                os.remove(partial)
+        write_bytes(path, self.retry.call(read, what=url))
 
 
 def _present(path: str, size: int) -> bool:

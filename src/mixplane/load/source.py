@@ -290,9 +290,10 @@ class TokenSource:
 
         uri, stem = self.shards[number]
         name = stem + ".meta.parquet"
-        mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem)
-        if not is_local(uri) and os.path.exists(mirrored):  # copied when the catalog was queried
-            return _column(mirrored, column)
+        if not is_local(uri):
+            mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem)
+            if os.path.exists(mirrored):  # copied when the catalog was queried
+                return _column(mirrored, column)
         url = join_url(uri, name)
         fs, path = url_filesystem(url, self.storage_options)
         entry = self.manifest_entry(uri, name) or {}
