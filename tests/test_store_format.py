@@ -202,3 +202,78 @@ def test_damaged_indexes_are_refused_with_the_shard_named(tmp_path: Path):
     with pytest.raises(MixplaneError, match="shard-00000-000: .*missing"):
         ShardReader(stem)
     assert len(encode_header(np.uint32, 5)) == HEADER_SIZE
+
+
+def write_grouped(folder: str, documents, groups, target_bytes: int, batch_sizes: list[int]):
+    """Write `documents` labelled `groups` (one language each) through a grouping writer."""
+    writer = TaskShardWriter(
+        folder, task=2, dtype=np.uint16, target_bytes=target_bytes, group_by="language"
+    )
+    start, turn = 0, 0
+    while start < len(documents):
+        size = batch_sizes[turn % len(batch_sizes)]
+        batch = documents[start : start + size]
+        meta = pa.table(
+            {
+                "id": [f"doc-{start + i}" for i in range(len(batch))],
+                "language": pa.array(groups[start : start + size], pa.string()),
+            }
+        )
+        tokens = np.concatenate(batch) if batch else np.zeros(0, np.uint16)
+        writer.add(tokens, np.array([len(d) for d in batch]), meta)
+        start += size
+        turn += 1
+    return writer.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    labelled=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 65_535), max_size=30).map(lambda i: np.array(i, np.uint16)),
+            st.sampled_from(["en", "de", "fr", None]),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    target_tokens=st.integers(1, 80),
+    first=st.lists(st.integers(1, 25), min_size=1, max_size=3),
+    second=st.lists(st.integers(1, 25), min_size=1, max_size=3),
+)
+def test_grouped_shards_hold_one_value_each_in_order(labelled, target_tokens, first, second):
+    documents = [document for document, _ in labelled]
+    groups = [group for _, group in labelled]
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        records = write_grouped(a, documents, groups, target_tokens * 2, first)
+        assert [r.name for r in records] == [shard_stem(2, k) for k in range(len(records))]
+        read: dict[object, list] = {}
+        for record in records:
+            shard = ShardReader(os.path.join(a, record.name))
+            values = set(shard.metadata().column("language").to_pylist())
+            assert len(values) == 1, (record.name, values)
+            value = values.pop()
+            ids = shard.metadata().column("id").to_pylist()
+            for i, doc_id in enumerate(ids):
+                read.setdefault(value, []).append((doc_id, shard.document(i).tolist()))
+        for value in set(groups):
+            expected = [
+                (f"doc-{i}", documents[i].tolist()) for i, g in enumerate(groups) if g == value
+            ]
+            assert read[value] == expected
+        # The bytes depend on the documents and their values, not on the batching.
+        write_grouped(b, documents, groups, target_tokens * 2, second)
+        assert sorted(os.listdir(a)) == sorted(os.listdir(b))
+        for name in os.listdir(a):
+            assert Path(a, name).read_bytes() == Path(b, name).read_bytes(), name
+
+
+def test_grouping_by_a_missing_or_nested_property_is_refused(tmp_path: Path):
+    writer = TaskShardWriter(str(tmp_path), 4, np.uint16, 100, group_by="language")
+    tokens, lengths = np.array([1, 2], np.uint16), np.array([2])
+    with pytest.raises(MixplaneError, match="'language': task 4's documents have no such"):
+        writer.add(tokens, lengths, pa.table({"id": ["a"], "source": ["web"]}))
+    nested = pa.table({"id": ["a"], "language": [["en", "de"]]})
+    with pytest.raises(MixplaneError, match="is a list<item: string>, not a single value"):
+        writer.add(tokens, lengths, nested)
+    writer.abort()
+    assert not list(tmp_path.iterdir())

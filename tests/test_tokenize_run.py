@@ -267,6 +267,57 @@ def test_bad_options_fail_before_any_work(workspace: Path, tmp_path: Path):
     assert not (tmp_path / "t" / "_manifest.json").exists()
 
 
+def test_group_by_gives_shards_of_one_language_that_a_selection_reads_whole(
+    workspace: Path, tmp_path: Path, cli
+):
+    from mixplane.catalog import Catalog
+
+    clean, tokenizer = str(workspace / "clean"), str(workspace / "tokenizer.json")
+    grouped = tmp_path / "grouped"
+    code, _, err = cli(
+        "tokenize", clean, str(grouped), "-t", tokenizer, "--eos", "--group-by", "language",
+        "--shard-size-mb", "0.01", "-w", "2", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    dataset = TokenizedDataset(grouped)
+    dataset.verify()
+    # The same documents as without grouping, each shard holding one language.
+    plain = tokenize_dataset(
+        {"input": clean, "output": str(tmp_path / "plain"), "tokenizer": tokenizer, "eos": True}
+    )
+    assert dataset.n_tokens == plain.stats["tokens"] and dataset.n_documents == 480
+    languages = []
+    for position in range(len(dataset.shards)):
+        values = set(dataset.shard(position).metadata().column("language").to_pylist())
+        assert len(values) == 1
+        languages.append(values.pop())
+    assert sorted(set(languages)) == sorted(LANGUAGES)
+    # A component selecting by the column reads whole shards and nothing else.
+    catalog = Catalog(str(tmp_path / "catalog.duckdb"))
+    catalog.register(str(grouped), "web")
+    german = catalog.select("language = 'de'")["web"]
+    documents, _ = german.per_shard()
+    for shard, language in zip(dataset.shards, languages, strict=True):
+        expected = shard["documents"] if language == "de" else 0
+        assert documents[german.shards.index(shard["name"])] == expected, shard["name"]
+    # The names and bytes do not depend on workers or batch size.
+    again = tmp_path / "again"
+    tokenize_dataset(
+        {"input": clean, "output": str(again), "tokenizer": tokenizer, "eos": True}
+        | {"group_by": "language", "shard_size_mb": 0.01, "batch_size": 7}
+    )
+    assert digests(again) == digests(grouped)
+    # Grouping is an option that decides the bytes: a run without it redoes every file.
+    redone = tokenize_dataset(
+        {"input": clean, "output": str(again), "tokenizer": tokenizer, "eos": True}
+        | {"shard_size_mb": 0.01}
+    )
+    assert redone.stats["skipped_tasks"] == 0
+    TokenizedDataset(again).verify()
+    code, _, err = cli("tokenize", clean, str(tmp_path / "x"), "-t", tokenizer, "--group-by", "x")
+    assert code != 0 and "group_by 'x': task 0's documents have no such property" in err
+
+
 def test_cli_trains_tokenizes_and_exports(workspace: Path, tmp_path: Path, cli):
     tokenizer = str(tmp_path / "tok.json")
     code, out, err = cli(

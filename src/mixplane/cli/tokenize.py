@@ -41,6 +41,12 @@ def tokenize(
     shard_size_mb: float = typer.Option(
         256.0, "--shard-size-mb", help="Target size of each shard's token file."
     ),
+    group_by: str | None = typer.Option(
+        None,
+        "--group-by",
+        help="Property whose value each shard holds one of (e.g. language): a mixture that "
+        "selects by it then reads whole shards.",
+    ),
     text_key: str = typer.Option("text", "--text-key", help="Field holding the text."),
     storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
@@ -67,6 +73,7 @@ def tokenize(
             "workers": workers,
             "executor": executor,
             "shard_size_mb": shard_size_mb,
+            "group_by": group_by,
             "storage_options": storage_options(storage),
         }
     )

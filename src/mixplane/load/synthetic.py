@@ -36,6 +36,7 @@ def write_token_dataset(
     batch: int = 50_000,
     storage_options: dict[str, Any] | None = None,
     tokens: Callable[[np.random.Generator, int], np.ndarray] | None = None,
+    group_by: str | None = None,
 ) -> str:
     """Write `documents` documents of random tokens; returns the manifest's URL.
 
@@ -44,11 +45,11 @@ def write_token_dataset(
     structured text, such as a Markov chain). `eos_id`, when given, ends every document as
     if tokenized with EOS.
     Properties: `source`, `language` (en, de, fr, es by document number, in turn) and
-    `quality` (uniform in [0, 1)).
+    `quality` (uniform in [0, 1)). `group_by` writes shards as `tokenize --group-by` does.
     """
     rng = np.random.default_rng(seed)
     dtype = token_dtype(vocab_size)
-    writer = TaskShardWriter(folder, 0, dtype, shard_bytes, storage_options)
+    writer = TaskShardWriter(folder, 0, dtype, shard_bytes, storage_options, group_by)
     done = 0
     while done < documents:
         count = min(batch, documents - done)
@@ -83,7 +84,12 @@ def write_token_dataset(
         {
             "kind": "tokenize",
             "format": {"name": FORMAT_NAME, "version": FORMAT_VERSION},
-            "config": {"synthetic": True, "seed": seed, "documents": documents},
+            "config": {
+                "synthetic": True,
+                "seed": seed,
+                "documents": documents,
+                "group_by": group_by,
+            },
             "tokenizer": {
                 "spec": f"synthetic:{vocab_size}",
                 "kind": "synthetic",

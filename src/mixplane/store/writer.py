@@ -17,13 +17,24 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
+from mixplane.errors import MixplaneError
 from mixplane.io.atomic import is_local, join_url, local_path, upload, write_bytes
 from mixplane.io.writers import ParquetTableWriter
 from mixplane.manifest import file_digest
 from mixplane.store.checksums import UNIT_TOKENS, UnitSums, hash_units, unit_starts
-from mixplane.store.format import BIN, IDX, META, OFFSET_DTYPE, SUMS, encode_index, shard_stem
+from mixplane.store.format import (
+    BIN,
+    IDX,
+    META,
+    OFFSET_DTYPE,
+    SUMS,
+    encode_index,
+    parse_stem,
+    shard_stem,
+)
 
 META_ROW_GROUP = 65_536
+MAX_OPEN_GROUPS = 256  # shards open at once per task (two open files each)
 EMPTY_META = pa.schema([("id", pa.string()), ("n_tokens", pa.int64()), ("source", pa.string())])
 
 
@@ -49,7 +60,9 @@ class TaskShardWriter:
     """Streams one task's tokenized documents into `shard-TTTTT-KKK` files in `folder`.
 
     A new shard starts when the current `.bin` has reached `target_bytes`, so a shard holds
-    at most one document beyond its target.
+    at most one document beyond its target. With `group_by`, each shard holds documents of one
+    value of that metadata column (one shard open per value), so a selection on the column
+    reads whole shards; documents of a value keep their order.
 
     Example:
         >>> writer = TaskShardWriter("out", task=0, dtype=np.uint16, target_bytes=1 << 28)
@@ -64,6 +77,7 @@ class TaskShardWriter:
         dtype: np.dtype,
         target_bytes: int,
         storage_options: dict[str, Any] | None = None,
+        group_by: str | None = None,
     ):
         if target_bytes <= 0:
             raise ValueError("target shard size must be positive")
@@ -72,8 +86,13 @@ class TaskShardWriter:
         self.dtype = np.dtype(dtype)
         self.target_bytes = target_bytes
         self.storage_options = storage_options
+        self.group_by = group_by
         self.records: list[ShardRecord] = []
-        self._shard: _OpenShard | None = None
+        self._open: dict[Any, _OpenShard] = {}  # group value (None without group_by) -> shard
+        self._named = 0
+        # Of the batch being added: shards opened (with the row that opened each) and filled.
+        self._opening: list[tuple[int, _OpenShard]] = []
+        self._filled: list[_OpenShard] = []
 
     def add(self, tokens: np.ndarray, lengths: np.ndarray, meta: pa.Table) -> None:
         """Append documents: their tokens concatenated, each one's length, their metadata.
@@ -84,48 +103,98 @@ class TaskShardWriter:
         if len(lengths) != meta.num_rows or int(lengths.sum()) != len(tokens):
             raise ValueError("tokens, lengths and metadata rows disagree")
         meta = _with_token_counts(meta, lengths)
+        if self.group_by is None:
+            self._append(None, np.arange(len(lengths)), tokens, lengths, meta)
+        else:
+            groups = _groups(meta, self.group_by, self.task)
+            if len(self._open.keys() | {value for value, _ in groups}) > MAX_OPEN_GROUPS:
+                raise MixplaneError(
+                    f"group_by {self.group_by!r}: task {self.task} would hold shards of more "
+                    f"than {MAX_OPEN_GROUPS} values open at once; group by a column with few "
+                    "values (language, source)"
+                )
+            for value, rows in groups:
+                taken = _gather(tokens, lengths, rows)
+                self._append(value, rows, taken, lengths[rows], meta.take(rows))
+        # Shards are numbered in the order of the documents that opened them, so the names
+        # do not depend on how documents were batched.
+        for _, shard in sorted(self._opening, key=lambda opened: opened[0]):
+            shard.name = shard_stem(self.task, self._named)
+            self._named += 1
+        self._opening.clear()
+        self.records.extend(shard.finish() for shard in self._filled)
+        self._filled.clear()
+
+    def close(self) -> list[ShardRecord]:
+        """Finish the open shards; return a record per shard written, in name order."""
+        self.records.extend(shard.finish() for shard in self._open.values())
+        self._open.clear()
+        self.records.sort(key=lambda record: parse_stem(record.name))
+        return self.records
+
+    def abort(self) -> None:
+        """Drop the shards being written (after an error); finished shards stay."""
+        for shard in [*self._open.values(), *self._filled]:
+            shard.discard()
+        self._open.clear()
+        self._filled.clear()
+        self._opening.clear()
+
+    def _append(self, value: Any, rows: np.ndarray, tokens: np.ndarray, lengths, meta) -> None:
+        """Cut one group's documents (batch rows `rows`) into that group's shards."""
         start_doc, start_token = 0, 0
         while start_doc < len(lengths):
-            shard = self._current()
+            shard = self._open.get(value)
+            if shard is None:
+                shard = _OpenShard(self.folder, self.task, self.dtype, self.storage_options)
+                self._open[value] = shard
+                self._opening.append((int(rows[start_doc]), shard))
             rest = lengths[start_doc:]
             # A document starts in this shard while the shard is below its target size.
             bytes_before = (np.cumsum(rest) - rest) * self.dtype.itemsize
             take = int(np.searchsorted(bytes_before, self.target_bytes - shard.bytes, "left"))
-            if take == 0:
-                self._finish()
-                continue
-            n_tokens = int(rest[:take].sum())
-            shard.write(
-                tokens[start_token : start_token + n_tokens],
-                rest[:take],
-                meta.slice(start_doc, take),
-            )
-            start_doc += take
-            start_token += n_tokens
-            if start_doc < len(lengths):
-                self._finish()
+            if take > 0:
+                n_tokens = int(rest[:take].sum())
+                shard.write(
+                    tokens[start_token : start_token + n_tokens],
+                    rest[:take],
+                    meta.slice(start_doc, take),
+                )
+                start_doc += take
+                start_token += n_tokens
+            if take == 0 or start_doc < len(lengths):
+                self._filled.append(self._open.pop(value))
 
-    def close(self) -> list[ShardRecord]:
-        """Finish the last shard; return a record per shard written, in order."""
-        if self._shard is not None:
-            self._finish()
-        return self.records
 
-    def abort(self) -> None:
-        """Drop the shard being written (after an error); finished shards stay."""
-        if self._shard is not None:
-            self._shard.discard()
-            self._shard = None
+def _groups(meta: pa.Table, column: str, task: int) -> list[tuple[Any, np.ndarray]]:
+    """Row numbers of each value of `column`, values in order of first appearance."""
+    if column not in meta.column_names:
+        raise MixplaneError(
+            f"group_by {column!r}: task {task}'s documents have no such property "
+            f"(they have {', '.join(meta.column_names)})"
+        )
+    kind = meta.schema.field(column).type
+    if pa.types.is_nested(kind):
+        raise MixplaneError(
+            f"group_by {column!r}: task {task}'s property is a {kind}, not a single value per "
+            "document; group by a text, number or boolean property"
+        )
+    values = meta.column(column).to_pylist()
+    rows: dict[Any, list[int]] = {}
+    for row, value in enumerate(values):
+        rows.setdefault(value, []).append(row)
+    return [(value, np.array(numbers, dtype=np.int64)) for value, numbers in rows.items()]
 
-    def _current(self) -> _OpenShard:
-        if self._shard is None:
-            name = shard_stem(self.task, len(self.records))
-            self._shard = _OpenShard(self.folder, name, self.dtype, self.storage_options)
-        return self._shard
 
-    def _finish(self) -> None:
-        self.records.append(self._shard.finish())
-        self._shard = None
+def _gather(tokens: np.ndarray, lengths: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The tokens of documents `rows` (in that order), concatenated."""
+    if len(rows) == len(lengths):
+        return tokens
+    starts = np.cumsum(lengths) - lengths
+    taken = lengths[rows]
+    # Each taken token's index: its document's start plus its place within the document.
+    shift = np.repeat(starts[rows] - (np.cumsum(taken) - taken), taken)
+    return tokens[shift + np.arange(int(taken.sum()))]
 
 
 def _with_token_counts(meta: pa.Table, lengths: np.ndarray) -> pa.Table:
@@ -141,9 +210,9 @@ def _with_token_counts(meta: pa.Table, lengths: np.ndarray) -> pa.Table:
 class _OpenShard:
     """The shard being written: a staged `.bin`, offsets in memory, metadata row groups."""
 
-    def __init__(self, folder: str, name: str, dtype: np.dtype, storage_options):
+    def __init__(self, folder: str, task: int, dtype: np.dtype, storage_options):
         self.folder = folder
-        self.name = name
+        self.name = ""  # given before `finish`, once the shard's place in the task is known
         self.dtype = dtype
         self.storage_options = storage_options
         self.bytes = 0
@@ -151,12 +220,11 @@ class _OpenShard:
         self._lengths: list[np.ndarray] = []
         self._unit_starts: list[np.ndarray] = []  # of each write, in shard tokens
         self._unit_hashes: list[np.ndarray] = []
-        self._bin_url = join_url(folder, name + BIN)
         self._bin_hash = xxhash.xxh3_128()
-        self._staged = _stage_path(self._bin_url)
+        staged = join_url(folder, f"shard-{task:05d}")
+        self._staged = _stage_path(staged + BIN)
         self._bin = open(self._staged, "wb")  # noqa: SIM115 (closed in finish/discard)
-        self._meta_url = join_url(folder, name + META)
-        self._meta_staged = _stage_path(self._meta_url)
+        self._meta_staged = _stage_path(staged + META)
         self._meta = ParquetTableWriter(self._meta_staged)
         self._meta_rows: list[pa.Table] = []
         self._meta_pending = 0
@@ -203,7 +271,7 @@ class _OpenShard:
         self._bin.flush()
         os.fsync(self._bin.fileno())
         self._bin.close()
-        _publish(self._staged, self._bin_url, self.storage_options)
+        _publish(self._staged, join_url(self.folder, self.name + BIN), self.storage_options)
         lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=OFFSET_DTYPE)
         np.cumsum(lengths, out=offsets[1:])
@@ -219,7 +287,7 @@ class _OpenShard:
             self._flush_meta(self._meta_pending)
         self._meta.close(EMPTY_META)
         meta_size, meta_hash = file_digest(self._meta_staged)
-        _publish(self._meta_staged, self._meta_url, self.storage_options)
+        _publish(self._meta_staged, join_url(self.folder, self.name + META), self.storage_options)
         files = {
             "bin": {"size": self.bytes, "hash": f"xxh3_128:{self._bin_hash.hexdigest()}"},
             "idx": {"size": len(index), "hash": f"xxh3_128:{xxhash.xxh3_128_hexdigest(index)}"},

@@ -37,6 +37,11 @@ class TokenizeConfig(BaseModel):
     eos_token: str | None = Field(None, description="the EOS token's text (default: detected)")
     batch_size: int = Field(1000, ge=1, description="documents per encode_batch call")
     shard_size_mb: float = Field(256.0, gt=0, description="target size of each shard's .bin")
+    group_by: str | None = Field(
+        None,
+        description="property whose value each shard holds one of (e.g. language), so a "
+        "mixture selecting by it reads whole shards",
+    )
     workers: int = Field(1, ge=1, description="parallel tasks (one per input file)")
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
@@ -64,6 +69,8 @@ class TokenizeConfig(BaseModel):
         """Hash of everything that decides the shards' bytes, the tokenizer's content too."""
         decisive = self.model_dump(mode="json", exclude=_NOT_DECISIVE)
         decisive["tokenizer_fingerprint"] = tokenizer_fingerprint
+        if decisive["group_by"] is None:
+            del decisive["group_by"]  # runs from before the option keep their hash
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
     @classmethod

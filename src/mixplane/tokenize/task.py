@@ -76,7 +76,12 @@ def run_tokenize_task(task: TokenizeTask, context: TokenizeContext) -> dict[str,
     dtype = token_dtype(tokenizer.vocab_size)
     spec = config.input[task.file.input_index]
     writer = TaskShardWriter(
-        config.output, task.index, dtype, config.shard_bytes, config.storage_options
+        config.output,
+        task.index,
+        dtype,
+        config.shard_bytes,
+        config.storage_options,
+        group_by=config.group_by,
     )
     quarantine = _Quarantine(config, task.index)
     stats = {"documents": 0, "tokens": 0, "quarantined": 0, "text_chars": 0, "seconds": {}}
