@@ -2,7 +2,9 @@
 narrow link, mixplane and MosaicML streaming in the same run.
 
 An S3 server (moto, in a subprocess) on loopback holds the data for both tools: mixplane's
-datasets wiki, code and web (written as data.py writes them, in shards of `--shard-mb`) with
+datasets wiki, code and web (written as data.py writes them, in shards of `--shard-mb`; web's
+shards one language each, as `tokenize --group-by language` writes them, or with `--layout
+mixed` the four languages interleaved in every shard, so web_de reads a quarter of each) with
 their catalog, and MDS shards of the same size holding each component's packed 2048-token
 sequences (wiki, code, web_de: one pass over its documents) for MosaicML. Every request goes
 through a `FlakyProxy` in this process that adds
@@ -72,9 +74,12 @@ GAP_ENV = "MIXPLANE_RANGE_GAP"  # range mode: join pieces this many bytes apart
 # -- data ------------------------------------------------------------------------------------
 
 
-def prepare(folder: Path, tokens: int, seq_len: int, shard_bytes: int) -> dict:
+def prepare(folder: Path, tokens: int, seq_len: int, shard_bytes: int, layout: str) -> dict:
     """mixplane's datasets and local catalog, and each component's packed sequences (for the
-    MDS shards); built once under `folder` and reused while the sizes match."""
+    MDS shards); built once under `folder` and reused while the sizes match.
+
+    Layout `grouped` writes web's shards one language each (`tokenize --group-by language`),
+    `mixed` with the four languages interleaved in every shard."""
     import numpy as np
 
     from mixplane.load import MixtureDataset
@@ -83,12 +88,15 @@ def prepare(folder: Path, tokens: int, seq_len: int, shard_bytes: int) -> dict:
     stamp = folder / "_bench.json"
     # format 2: shards with range checksums (.sums)
     wanted = {"tokens": tokens, "seq_len": seq_len, "shard_bytes": shard_bytes, "format": 2}
+    wanted["layout"] = layout
     if stamp.exists() and json.loads(stamp.read_text()) == wanted:
         return json.loads((folder / "_prepared.json").read_text())
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     started = time.perf_counter()
     datasets = dataset_settings(tokens, shard_bytes=shard_bytes)
+    if layout == "grouped":
+        datasets["web"]["group_by"] = "language"
     catalog = folder / "catalog.duckdb"
     write_catalog(str(folder), datasets, catalog=str(catalog))
     prepared = {"generate_seconds": round(time.perf_counter() - started, 1), "sequences": {}}
@@ -346,6 +354,12 @@ def main() -> None:
     parser.add_argument("--cache-fraction", type=float, default=0.25)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per request")
     parser.add_argument("--bandwidth", type=float, default=200e6, help="bytes per second")
+    parser.add_argument(
+        "--layout",
+        choices=("grouped", "mixed"),
+        default="grouped",
+        help="web's shards one language each (tokenize --group-by language) or interleaved",
+    )
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "loader-remote")
     parser.add_argument("--result", type=Path, default=RESULT, help="where the JSON goes")
     args = parser.parse_args()
@@ -353,8 +367,8 @@ def main() -> None:
     from mixplane.io.flaky_proxy import Faults, FlakyProxy
 
     tokens, shard_bytes = int(args.tokens), int(args.shard_mb * 1e6)
-    folder = (args.data / f"{tokens}").resolve()
-    prepared = prepare(folder, tokens, args.seq_len, shard_bytes)
+    folder = (args.data / f"{tokens}-{args.layout}").resolve()
+    prepared = prepare(folder, tokens, args.seq_len, shard_bytes, args.layout)
     print(f"data ready in {folder}: {json.dumps(prepared)}", file=sys.stderr)
     needed = (1 + args.warmup + args.batches) * args.batch
     if needed > sum(prepared["sequences"].values()):
