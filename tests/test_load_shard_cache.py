@@ -352,3 +352,34 @@ def test_blocks_needing_more_than_the_limit_are_refused_before_downloading(
     with pytest.raises(ConfigError, match=r"blocks read together .* need \d+ shards .*read_ahead"):
         next(iter(MixtureDataset(spec, read_ahead=SEQUENCES)))
     assert not list((tmp_path / "cache").rglob("*.bin"))
+
+
+def test_the_first_batch_does_not_wait_for_whole_shards(s3_bucket, tmp_path):
+    """Over a slow link, a cold reader's first block reads its pieces by ranges while the
+    whole shards download; later blocks read the cached shards."""
+    bucket, options = s3_bucket
+    settings = {"web": {"documents": 3000, "seed": 5, "source": "web", "mean_tokens": 200}}
+    settings["web"]["shard_bytes"] = 400_000  # 3 shards; one takes 2 s over the link below
+    local = write_catalog(str(tmp_path / "local"), settings)
+    catalog = upload_catalog(settings, bucket, options, tmp_path)
+    spec = mixture(catalog, tmp_path / "cache", options, limit="2MB")
+    spec["components"] = {"web": {"where": "source = 'web'", "weight": 1}}
+    local_spec = dict(spec, catalog=local, cache_dir=str(tmp_path / "local-cache"))
+    expected = MixtureDataset(local_spec).read_positions(np.arange(300))["input_ids"]
+    MixtureDataset(spec)  # the catalog and the plan cached: only the tokens are left to fetch
+    shards = tmp_path / "cache" / "shards"
+    with FlakyProxy(options["endpoint_url"], Faults(bandwidth=200_000, match=r"\.bin$")) as url:
+        remote = dict(spec, storage_options=through(url, options))
+        dataset = MixtureDataset(remote, read_ahead=16)  # blocks far smaller than a shard
+        stream = iter(dataset)
+        first = next(stream)["input_ids"]
+        whole = [p.name for p in shards.glob("*.bin")]
+        rest = [next(stream)["input_ids"] for _ in range(299)]
+        dataset.close()
+    assert whole == [], "the first batch waited for a whole shard"
+    assert np.array_equal(np.stack([first, *rest]), expected)
+    stats = dataset.source.stats()
+    assert 0 < stats["ranges"]["bytes"] < 100_000  # the first blocks' units, no more
+    assert stats["ranges"]["checksum_files"] > 0
+    assert stats["downloads"] >= 1  # then whole shards
+    assert "downloaded_per_consumed" not in stats  # a figure of `cache: ranges` only

@@ -58,12 +58,15 @@ class PlannedBlock:
     eos_at: np.ndarray
     labels: bool = False  # rows hold one token more, the last label
     pinned: np.ndarray | None = None  # remote shards held in the cache until filled
+    by_ranges: bool = False  # remote pieces fetched by ranges, not from cached shards
 
     def fill(self) -> dict[str, np.ndarray]:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
         tokens = self.arrays["input_ids"]
         try:
-            sources, shard, first = self.source.piece_sources(self.shard, self.first, self.take)
+            sources, shard, first = self.source.piece_sources(
+                self.shard, self.first, self.take, self.by_ranges
+            )
             copy_pieces(tokens, sources, shard, first, self.take, self.target)
         finally:
             self.release()
@@ -95,8 +98,10 @@ def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
-    """Plan the sequences at global `positions` (sorted or not) of the stream."""
+def plan_block(context: ReadContext, positions: np.ndarray, opening: bool = False) -> PlannedBlock:
+    """Plan the sequences at global `positions` (sorted or not) of the stream. A reader's
+    `opening` block whose remote shards are not cached yet reads its pieces by ranges while
+    the whole shards download (the first batch waits for kilobytes, not shards)."""
     plan, resolved, source = context.plan, context.resolved, context.source
     block = plan.block(positions)
     spans = block.spans
@@ -118,7 +123,8 @@ def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
     eos_at = (target + take)[take < lengths]
     if len(eos_at) and source.eos_id is None:
         raise ValueError("an appended EOS is needed but no eos_id is known")
-    pinned = source.open(shard)
+    by_ranges = opening and source.cold(shard)
+    pinned = source.open(shard, pin=not by_ranges)
     arrays = {
         "input_ids": np.empty((rows, width), dtype=source.dtype),
         "component": block.components.astype(np.int64),
@@ -140,4 +146,5 @@ def plan_block(context: ReadContext, positions: np.ndarray) -> PlannedBlock:
         eos_at,
         plan.spec.labels,
         pinned,
+        by_ranges,
     )

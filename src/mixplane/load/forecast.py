@@ -48,7 +48,7 @@ class Forecast:
     ):
         self.context = context
         self.blocks = blocks  # start -> (local indices, global positions) of each block
-        self.horizon = max(horizon, pinned_blocks)
+        self.horizon = max(horizon, pinned_blocks + 1)
         self.pinned_blocks = pinned_blocks  # blocks planned and not yet filled, at most
         self._ahead: deque[tuple[int, np.ndarray]] = deque()  # (first local index, shards)
         self._upcoming: Iterator[tuple[np.ndarray, np.ndarray]] | None = None
@@ -59,8 +59,11 @@ class Forecast:
         self._ahead.clear()
         self._upcoming = self.blocks(start)
 
-    def advance(self, start: int) -> None:
-        """The reader is planning the block that begins at local index `start`."""
+    def advance(self, start: int, opening: bool = False) -> None:
+        """The reader is planning the block that begins at local index `start`: check the
+        room, order eviction by next use and download what comes. An `opening` block is read
+        by ranges: it pins nothing, and nothing is downloaded whole while it is read (its few
+        requests do not queue behind whole shards), but the room is checked at once."""
         source = self.context.source
         cache = source.cache
         misses = cache.counters["misses"]
@@ -80,7 +83,7 @@ class Forecast:
             if int(local[0]) >= start:
                 shards = block_shards(self.context, positions)
                 self._ahead.append((int(local[0]), shards[source.remote[shards]]))
-        self._check_room()
+        self._check_room(1 if opening else 0)
         # Shards of the mixture not needed within the horizon come after those that are,
         # and before files of other mixtures (which have no next use at all).
         next_use = dict.fromkeys(source.remote_urls(), float(len(self._ahead) + 1))
@@ -92,15 +95,16 @@ class Forecast:
                     next_use[url] = float(rank)
                     order.append(number)
         cache.plan(next_use)
-        cache.prefetch([source.remote_file(number) for number in order])
+        if not opening:
+            cache.prefetch([source.remote_file(number) for number in order])
 
-    def _check_room(self) -> None:
+    def _check_room(self, skip: int) -> None:
         """Refuse a limit that cannot hold the shards of the blocks pinned together from
-        this one on (the start-up check counts shuffle windows, not blocks larger than a
-        shard): the cache would otherwise stop the reader mid-run, waiting for room."""
+        the `skip`-th ahead on (the start-up check counts shuffle windows, not blocks larger
+        than a shard): the cache would otherwise stop the reader mid-run, waiting for room."""
         source = self.context.source
         limit = source.cache_limit
-        together = list(self._ahead)[: self.pinned_blocks]
+        together = list(self._ahead)[skip : skip + self.pinned_blocks]
         if limit is None or not together:
             return
         shards = np.unique(np.concatenate([numbers for _, numbers in together]))

@@ -134,7 +134,7 @@ class RangeReader:
         self._sums_bytes = 0
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
-        names = ("requests", "bytes", "consumed_bytes", "unit_mismatches")
+        names = ("requests", "bytes", "consumed_bytes", "unit_mismatches", "checksum_files")
         self.counters = dict.fromkeys(names, 0)
 
     def read(
@@ -182,15 +182,20 @@ class RangeReader:
 
     def _load_one(self, number: int) -> UnitSums:
         file = self.sums_file(number)
-        cache = self.source.cache
-        path = cache.acquire(file)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        finally:
-            cache.release(file.url)
+        if self.source.cache_mode == "ranges":
+            cache = self.source.cache
+            path = cache.acquire(file)
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            finally:
+                cache.release(file.url)
+        else:  # a cold start's few reads: the cache's room is the whole shards'
+            uri, stem = self.source.shards[number]
+            data = self.source.fetch_whole(uri, stem + SUMS)
         units = UnitSums.decode(data, file.url)
         with self._lock:
+            self.counters["checksum_files"] += 1
             if number not in self._sums:
                 self._sums[number] = units
                 self._sums_bytes += units.nbytes
@@ -272,7 +277,11 @@ class RangeReader:
         found = self._paths.get(number)
         if found is None:
             url = self.source.remote_url(number)
-            options = concurrent_options(url, self.source.storage_options, CONCURRENT)
+            options = self.source.storage_options
+            # A bigger connection pool for `cache: ranges`; an opening block's few requests
+            # use the client the catalog and the cache use (a new one takes ~1 s to make).
+            if self.source.cache_mode == "ranges":
+                options = concurrent_options(url, options, CONCURRENT)
             found = self._paths[number] = url_filesystem(url, options)
         return found
 

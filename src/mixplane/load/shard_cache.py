@@ -134,6 +134,10 @@ class ShardCache:
                 self._pins[file.url] = (lock, 1)
         return self.path(file.url)
 
+    def present(self, file: RemoteFile) -> bool:
+        """Whether `file` is in the cache now, whole (it may be evicted unless pinned)."""
+        return _complete(self.path(file.url), file.size)
+
     def release(self, url: str) -> None:
         """Drop one pin of `url`; the last one lets the file be evicted."""
         with self._lock:

@@ -120,14 +120,28 @@ class TokenSource:
             return self._ranges
 
     def piece_sources(
-        self, shard: np.ndarray, first: np.ndarray, take: np.ndarray
+        self, shard: np.ndarray, first: np.ndarray, take: np.ndarray, by_ranges: bool = False
     ) -> tuple[list[Any], np.ndarray, np.ndarray]:
         """What `copy_pieces` reads pieces `[first, first + take)` of `shard` from: the
-        opened shards, and with `cache: ranges` the fetched ranges of remote ones (with the
-        pieces' indices moved to them)."""
-        if self.cache_mode == "ranges" and self.remote.any():
+        opened shards, and with `cache: ranges` (or `by_ranges`) the fetched ranges of
+        remote ones (with the pieces' indices moved to them)."""
+        if (self.cache_mode == "ranges" or by_ranges) and self.remote.any():
             return self.ranges.read(shard, first, take)
         return self._arrays, shard, first
+
+    def cold(self, shard: np.ndarray) -> bool:
+        """Whether reading `shard` would wait for remote shards to download whole, and their
+        pieces can be fetched by ranges meanwhile (the shards have range checksums). A
+        reader's first blocks do that, so its first batch does not wait for whole shards."""
+        if self.cache_mode != "shards" or not self.remote.any():
+            return False
+        numbers = np.unique(shard)
+        numbers = numbers[self.remote[numbers] & ~self._opened[numbers]]
+        waiting = [n for n in numbers.tolist() if not self.cache.present(self.remote_file(n))]
+        return bool(waiting) and all(
+            self.manifest_entry(self.shards[n][0], self.shards[n][1] + SUMS) is not None
+            for n in numbers.tolist()
+        )
 
     def stats(self) -> dict[str, Any]:
         """What this process fetched: the cache's counters (and the ranges' with
@@ -136,7 +150,7 @@ class TokenSource:
         if self._ranges is not None:
             ranges = dict(self._ranges.counters)
             out["ranges"] = ranges
-            if ranges["consumed_bytes"]:
+            if ranges["consumed_bytes"] and self.cache_mode == "ranges":
                 downloaded = ranges["bytes"] + out["downloaded_bytes"]
                 out["downloaded_per_consumed"] = downloaded / ranges["consumed_bytes"]
         return out
@@ -294,6 +308,11 @@ class TokenSource:
             mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem)
             if os.path.exists(mirrored):  # copied when the catalog was queried
                 return _column(mirrored, column)
+        return _column(pa.BufferReader(self.fetch_whole(uri, name)), column)
+
+    def fetch_whole(self, uri: str, name: str) -> bytes:
+        """A small file of a dataset, read in one request (retried) and checked against the
+        manifest's hash; not kept in the cache."""
         url = join_url(uri, name)
         fs, path = url_filesystem(url, self.storage_options)
         entry = self.manifest_entry(uri, name) or {}
@@ -307,8 +326,7 @@ class TokenSource:
                 )
             return data
 
-        data = self.retry.call(read, what=url)
-        return _column(pa.BufferReader(data), column)
+        return self.retry.call(read, what=url)
 
     def stored_lengths(self, number: int) -> np.ndarray:
         """Token count of every document of a shard, as stored (without an appended EOS)."""
@@ -323,9 +341,10 @@ class TokenSource:
         """Token arrays by shard number (None for shards not opened yet)."""
         return self._arrays
 
-    def open(self, shard: np.ndarray) -> np.ndarray:
+    def open(self, shard: np.ndarray, pin: bool = True) -> np.ndarray:
         """Open the shards numbered in `shard` that are not open yet, and pin the remote
-        ones for a planned block: returns their numbers, for `release` once it is filled."""
+        ones for a planned block: returns their numbers, for `release` once it is filled.
+        Without `pin`, remote shards are left alone (the block reads them by ranges)."""
         if not self.remote.any():
             missing = ~self._opened[shard]
             if missing.any():
@@ -336,7 +355,7 @@ class TokenSource:
         pinned = numbers[self.remote[numbers]]
         for number in numbers[~self.remote[numbers]].tolist():
             self.tokens(number)
-        if self.cache_mode == "ranges":
+        if self.cache_mode == "ranges" or not pin:
             return _NONE  # remote pieces are fetched when the block is filled
         for number in pinned.tolist():
             self._pin(number)

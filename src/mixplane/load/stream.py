@@ -49,10 +49,13 @@ class Stream:
         self.poll = poll
         blocks = max(1, -(-read_ahead // layout.block))
         self.chunk = blocks * layout.block
+        source = context.source
+        # Until the first item is handed out: remote shards cached whole may not be here yet,
+        # so the first block is one layout block (a batch), read by ranges if they are not.
+        self._opening = bool(source.remote.any()) and source.cache_mode == "shards"
         self._filler: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[np.ndarray, PlannedBlock, Future | None]] = deque()
         # Remote shards under a cache limit: prefetch what comes, evict what comes last.
-        source = context.source
         self._forecast = (
             Forecast(context, self.block_positions, pinned_blocks=max(prefetch, 1))
             if source.cache_limit is not None
@@ -65,11 +68,17 @@ class Stream:
     # -- producing -----------------------------------------------------------------------
 
     def block_positions(self, start: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(local indices, global positions) of each block from local index `start` on."""
+        """(local indices, global positions) of each block from local index `start` on (the
+        first one a single layout block while opening; decided now, so that the forecast and
+        the reader, which both call this at a restart, see the same blocks)."""
+        return self._block_positions(start, self.layout.block if self._opening else self.chunk)
+
+    def _block_positions(self, start: int, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         base, layout = self.cursor.base, self.layout
         limit = layout.local_limit(base, self.context.plan.length)
         while True:
-            local = layout.owned(start, self.chunk)
+            local = layout.owned(start, size)
+            size = self.chunk
             if limit is not None:
                 local = local[local < limit]
             if len(local) == 0:
@@ -80,14 +89,18 @@ class Stream:
     def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
         if self._forecast is not None:
             self._forecast.restart(start)
+        opening = self._opening
         for local, positions in self.block_positions(start):
             if self._forecast is not None:
-                self._forecast.advance(int(local[0]))
-            yield local, plan_block(self.context, positions)
+                self._forecast.advance(int(local[0]), opening)
+            yield local, plan_block(self.context, positions, opening)
+            opening = False
 
     def _schedule(self) -> None:
-        """Plan blocks until `prefetch` of them are being filled in the background."""
-        while self._planned is not None and len(self._pending) < max(self.prefetch, 1):
+        """Plan blocks until `prefetch` of them are being filled in the background (one while
+        opening: a block planned now would wait for its shards before the first item)."""
+        ahead = 1 if self._opening else max(self.prefetch, 1)
+        while self._planned is not None and len(self._pending) < ahead:
             try:
                 local, planned = next(self._planned)
             except StopIteration:
@@ -106,7 +119,8 @@ class Stream:
             return None
         local, planned, future = self._pending.popleft()
         arrays = planned.fill() if future is None else future.result()
-        self._schedule()  # keep the background thread busy while this block is handed out
+        if not self._opening:
+            self._schedule()  # keep the background thread busy while this block is handed out
         return local, arrays
 
     # -- handing out ---------------------------------------------------------------------
@@ -199,6 +213,7 @@ class Stream:
         else:
             item = {key: value[start] for key, value in self._arrays.items()}
         self._item += 1
+        self._opening = False
         self._next = stop
         self.cursor.read = int(self._local[stop - 1]) + 1
         return item
