@@ -7,7 +7,8 @@ import errno
 import pytest
 
 from mixplane.errors import InputError
-from mixplane.io.retry import CorruptRead, Retry, is_transient
+from mixplane.io.flaky_proxy import FlakyProxy
+from mixplane.io.retry import CorruptRead, Retry, is_transient, read_whole
 
 
 class Status(Exception):
@@ -98,3 +99,21 @@ def test_waits_grow_and_stay_under_the_cap():
     for attempt in range(10):
         wait = retry.wait_seconds(attempt)
         assert 0 <= wait <= min(1.0, 0.1 * 2**attempt)
+
+
+def test_a_whole_object_is_read_in_one_request(s3_bucket):
+    """Small files a cold start reads (metadata, manifests, checksums) cost one round trip
+    each, not a HEAD and a GET; empty objects read too."""
+    import s3fs
+
+    bucket, options = s3_bucket
+    fs = s3fs.S3FileSystem(**options)
+    fs.pipe(f"{bucket}/data", b"x" * 100_000)
+    fs.pipe(f"{bucket}/empty", b"")
+    proxy = FlakyProxy(options["endpoint_url"])
+    with proxy as url:
+        proxy_fs = s3fs.S3FileSystem(**dict(options, endpoint_url=url), skip_instance_cache=True)
+        before = proxy.counters["requests"]
+        assert read_whole(proxy_fs, f"{bucket}/data") == b"x" * 100_000
+        assert proxy.counters["requests"] - before == 1
+        assert read_whole(proxy_fs, f"{bucket}/empty") == b""

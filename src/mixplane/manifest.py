@@ -20,6 +20,7 @@ import xxhash
 
 from mixplane._version import __version__
 from mixplane.io.atomic import is_local, write_bytes
+from mixplane.io.retry import read_whole
 from mixplane.io.urls import url_filesystem
 
 MANIFEST = "_manifest.json"
@@ -121,6 +122,4 @@ def write_manifest(folder: str, content: dict[str, Any], storage_options=None) -
 
 
 def read_json(url: str, storage_options: dict[str, Any] | None = None) -> Any:
-    fs, path = url_filesystem(url, storage_options)
-    with fs.open(path, "rb") as handle:
-        return orjson.loads(handle.read())
+    return orjson.loads(read_whole(*url_filesystem(url, storage_options)))

@@ -27,7 +27,7 @@ import xxhash
 from mixplane.catalog.dataset import META_SUFFIX, Shard
 from mixplane.catalog.registry import DatasetVersion
 from mixplane.io.atomic import is_local, join_url, write_bytes
-from mixplane.io.retry import CorruptRead, Retry
+from mixplane.io.retry import CorruptRead, Retry, read_whole
 from mixplane.io.urls import url_filesystem
 
 COPIES_IN_FLIGHT = 32
@@ -76,7 +76,7 @@ class MetadataMirror:
         fs, remote = url_filesystem(url, self.storage_options)
 
         def read() -> bytes:
-            data = fs.cat_file(remote)
+            data = read_whole(fs, remote)
             if len(data) != shard.meta_size:  # cut short, or rewritten since registration
                 raise CorruptRead(
                     f"{len(data):,} bytes arrived where {version.ref} registered "

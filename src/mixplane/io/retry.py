@@ -62,6 +62,18 @@ def read_exact(fs, path: str, start: int, end: int) -> bytes:
     return data
 
 
+def read_whole(fs, path: str) -> bytes:
+    """A whole file in one request. (s3fs sizes a plain whole-file read with a HEAD first, to
+    split large files into parallel parts; an open-ended range skips that round trip. An
+    empty object has no byte to range over, so it is read the plain way.)"""
+    try:
+        return fs.cat_file(path, start=0)
+    except OSError as error:
+        if 416 not in (status_of(error), status_of(error.__cause__ or error)):
+            raise
+        return fs.cat_file(path)
+
+
 def status_of(error: BaseException) -> int | None:
     """The HTTP status of a client error, when it carries one (botocore's, aiohttp's)."""
     response = getattr(error, "response", None)

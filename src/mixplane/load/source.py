@@ -27,7 +27,7 @@ import xxhash
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.columns import integers
-from mixplane.io.retry import CorruptRead, Retry
+from mixplane.io.retry import CorruptRead, Retry, read_whole
 from mixplane.io.sizes import size_text
 from mixplane.io.urls import url_filesystem
 from mixplane.load.cache import cache_root
@@ -318,7 +318,7 @@ class TokenSource:
         entry = self.manifest_entry(uri, name) or {}
 
         def read() -> bytes:
-            data = fs.cat_file(path)
+            data = read_whole(fs, path)
             if "hash" in entry and f"xxh3_128:{xxhash.xxh3_128_hexdigest(data)}" != entry["hash"]:
                 raise CorruptRead(
                     f"{len(data)} bytes that do not hash to the manifest's {entry['hash']} "
