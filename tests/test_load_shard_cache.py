@@ -25,6 +25,7 @@ from test_load_remote import upload_catalog
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.flaky_proxy import Faults, FlakyProxy
 from mixplane.load import MixtureDataset
+from mixplane.load import source as source_module
 from mixplane.load.synthetic import write_catalog
 
 DATASETS = {
@@ -354,9 +355,11 @@ def test_blocks_needing_more_than_the_limit_are_refused_before_downloading(
     assert not list((tmp_path / "cache").rglob("*.bin"))
 
 
-def test_the_first_batch_does_not_wait_for_whole_shards(s3_bucket, tmp_path):
-    """Over a slow link, a cold reader's first block reads its pieces by ranges while the
-    whole shards download; later blocks read the cached shards."""
+def test_the_first_batch_does_not_wait_for_large_shards(s3_bucket, tmp_path, monkeypatch):
+    """A cold reader whose first block would wait for large shards reads that block's pieces
+    by ranges; later blocks read the cached shards. (Large: over `RANGED_OPENING_BYTES`,
+    lowered here to 400 KB shards on a link of 200 KB/s.)"""
+    monkeypatch.setattr(source_module, "RANGED_OPENING_BYTES", 300_000)
     bucket, options = s3_bucket
     settings = {"web": {"documents": 3000, "seed": 5, "source": "web", "mean_tokens": 200}}
     settings["web"]["shard_bytes"] = 400_000  # 3 shards; one takes 2 s over the link below
@@ -383,3 +386,13 @@ def test_the_first_batch_does_not_wait_for_whole_shards(s3_bucket, tmp_path):
     assert stats["ranges"]["checksum_files"] > 0
     assert stats["downloads"] >= 1  # then whole shards
     assert "downloaded_per_consumed" not in stats  # a figure of `cache: ranges` only
+
+
+def test_a_first_batch_from_small_shards_reads_them_whole(stores, s3_server, tmp_path):
+    """Small shards come whole even for the first batch (a few large requests beat dozens
+    of small ones), all of them at once, and nothing is read by ranges."""
+    spec = mixture(stores["catalog"], tmp_path / "cache", s3_server)
+    got, dataset = read_stream(spec)
+    assert np.array_equal(got, stores["expected"]["input_ids"])
+    stats = dataset.source.stats()
+    assert "ranges" not in stats and stats["downloads"] > 0

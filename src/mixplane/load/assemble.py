@@ -98,10 +98,12 @@ def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def plan_block(context: ReadContext, positions: np.ndarray, opening: bool = False) -> PlannedBlock:
-    """Plan the sequences at global `positions` (sorted or not) of the stream. A reader's
-    `opening` block whose remote shards are not cached yet reads its pieces by ranges while
-    the whole shards download (the first batch waits for kilobytes, not shards)."""
+def plan_block(
+    context: ReadContext, positions: np.ndarray, by_ranges: bool = False
+) -> PlannedBlock:
+    """Plan the sequences at global `positions` (sorted or not) of the stream; `by_ranges`:
+    fetch its remote pieces by ranges, not from cached shards (a reader's opening block, see
+    `TokenSource.opening_by_ranges`)."""
     plan, resolved, source = context.plan, context.resolved, context.source
     block = plan.block(positions)
     spans = block.spans
@@ -123,7 +125,6 @@ def plan_block(context: ReadContext, positions: np.ndarray, opening: bool = Fals
     eos_at = (target + take)[take < lengths]
     if len(eos_at) and source.eos_id is None:
         raise ValueError("an appended EOS is needed but no eos_id is known")
-    by_ranges = opening and source.cold(shard)
     pinned = source.open(shard, pin=not by_ranges)
     arrays = {
         "input_ids": np.empty((rows, width), dtype=source.dtype),

@@ -53,17 +53,20 @@ class Forecast:
         self._ahead: deque[tuple[int, np.ndarray]] = deque()  # (first local index, shards)
         self._upcoming: Iterator[tuple[np.ndarray, np.ndarray]] | None = None
         self._misses = 0
+        self._checked = -1
 
     def restart(self, start: int) -> None:
         """The reader starts over from local index `start` (a resume or a weight change)."""
         self._ahead.clear()
         self._upcoming = self.blocks(start)
+        self._checked = -1  # runs of blocks from this local index on are not checked yet
 
-    def advance(self, start: int, opening: bool = False) -> None:
+    def advance(self, start: int, by_ranges: bool = False) -> None:
         """The reader is planning the block that begins at local index `start`: check the
-        room, order eviction by next use and download what comes. An `opening` block is read
-        by ranges: it pins nothing, and nothing is downloaded whole while it is read (its few
-        requests do not queue behind whole shards), but the room is checked at once."""
+        room, order eviction by next use and download what comes. A block read `by_ranges`
+        (a reader's opening one) pins nothing, and nothing is downloaded whole while it is
+        read (its few requests do not queue behind whole shards), but the room is checked
+        at once."""
         source = self.context.source
         cache = source.cache
         misses = cache.counters["misses"]
@@ -83,7 +86,7 @@ class Forecast:
             if int(local[0]) >= start:
                 shards = block_shards(self.context, positions)
                 self._ahead.append((int(local[0]), shards[source.remote[shards]]))
-        self._check_room(1 if opening else 0)
+        self._check_room(1 if by_ranges else 0)
         # Shards of the mixture not needed within the horizon come after those that are,
         # and before files of other mixtures (which have no next use at all).
         next_use = dict.fromkeys(source.remote_urls(), float(len(self._ahead) + 1))
@@ -95,24 +98,32 @@ class Forecast:
                     next_use[url] = float(rank)
                     order.append(number)
         cache.plan(next_use)
-        if not opening:
+        if not by_ranges:
             cache.prefetch([source.remote_file(number) for number in order])
 
     def _check_room(self, skip: int) -> None:
-        """Refuse a limit that cannot hold the shards of the blocks pinned together from
-        the `skip`-th ahead on (the start-up check counts shuffle windows, not blocks larger
-        than a shard): the cache would otherwise stop the reader mid-run, waiting for room."""
+        """Refuse a limit that cannot hold the shards of `pinned_blocks` consecutive blocks
+        (the most ever pinned together) anywhere in the horizon from the `skip`-th block
+        ahead on (the start-up check counts shuffle windows, not blocks larger than a
+        shard): the cache would otherwise stop the reader mid-run, waiting for room. Each
+        run of blocks is checked once, as it enters the horizon."""
         source = self.context.source
         limit = source.cache_limit
-        together = list(self._ahead)[skip : skip + self.pinned_blocks]
-        if limit is None or not together:
+        ahead = list(self._ahead)[skip:]
+        if limit is None or not ahead:
             return
-        shards = np.unique(np.concatenate([numbers for _, numbers in together]))
-        needed = sum(source.remote_file(number).size for number in shards.tolist())
-        if needed > limit:
-            raise ConfigError(
-                f"cache_limit {size_text(limit)} is too small: the {len(together)} blocks "
-                f"read together from this reader's sequence {together[0][0]:,} on need "
-                f"{len(shards)} shards ({size_text(needed)}); raise cache_limit to at least "
-                f"{needed:,} bytes, or read fewer sequences at once (read_ahead, prefetch)"
-            )
+        for first in range(max(1, len(ahead) - self.pinned_blocks + 1)):
+            together = ahead[first : first + self.pinned_blocks]
+            if together[0][0] <= self._checked:
+                continue
+            self._checked = together[0][0]
+            shards = np.unique(np.concatenate([numbers for _, numbers in together]))
+            needed = sum(source.remote_file(number).size for number in shards.tolist())
+            if needed > limit:
+                raise ConfigError(
+                    f"cache_limit {size_text(limit)} is too small: the {len(together)} blocks "
+                    f"read together from this reader's sequence {together[0][0]:,} on need "
+                    f"{len(shards)} shards ({size_text(needed)}); raise cache_limit to at "
+                    f"least {needed:,} bytes, or read fewer sequences at once (read_ahead, "
+                    "prefetch)"
+                )

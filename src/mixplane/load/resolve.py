@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError, InputError, MixplaneError
+from mixplane.io.ahead import in_order
 from mixplane.io.locks import locked
 from mixplane.load import ranges as iv
 from mixplane.load.cache import cache_root, local_copy
@@ -135,7 +135,7 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
         return stored + appended[number], np.cumsum(stored) - stored
 
     if source.remote.any():  # each read is a round trip: many in flight, used in order
-        ahead = _in_order(of_shard, range(len(shards)), REMOTE_READS_IN_FLIGHT)
+        ahead = in_order(of_shard, range(len(shards)), REMOTE_READS_IN_FLIGHT)
         lengths, starts = _per_document(selected, len(shards), lambda n: _take(ahead, n))
     else:
         lengths, starts = _per_document(selected, len(shards), of_shard)
@@ -214,24 +214,8 @@ def _per_document(
     return lengths, starts
 
 
-def _in_order(
-    function: Callable[[int], T], numbers: Iterable[int], depth: int
-) -> Iterator[tuple[int, T]]:
-    """`(n, function(n))` for each n in order, computed up to `depth` ahead in threads."""
-    with ThreadPoolExecutor(depth) as pool:
-        pending: deque[tuple[int, Future]] = deque()
-        for number in numbers:
-            pending.append((number, pool.submit(function, number)))
-            if len(pending) >= depth:
-                first, future = pending.popleft()
-                yield first, future.result()
-        while pending:
-            first, future = pending.popleft()
-            yield first, future.result()
-
-
 def _take(ahead: Iterator[tuple[int, T]], number: int) -> T:
-    """The value for `number` from `_in_order` (numbers asked for in increasing order)."""
+    """The value for `number` from `in_order` (numbers asked for in increasing order)."""
     for found, value in ahead:
         if found == number:
             return value

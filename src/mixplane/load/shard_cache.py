@@ -36,12 +36,14 @@ from typing import Any
 import xxhash
 
 from mixplane.errors import ConfigError, MixplaneError
+from mixplane.io.ahead import in_order
 from mixplane.io.locks import locked, try_lock
 from mixplane.io.retry import Retry, read_exact
 from mixplane.io.sizes import parse_size, size_text
 from mixplane.io.urls import url_filesystem
 
 CHUNK_BYTES = 16 * 2**20  # one ranged GET
+CHUNKS_IN_FLIGHT = 4  # ranged GETs of one file at once
 LIMIT_ENV = "MIXPLANE_CACHE_LIMIT"
 
 
@@ -91,6 +93,7 @@ class ShardCache:
         self._lock = threading.RLock()
         self._prefetcher: ThreadPoolExecutor | None = None
         self._prefetching: set[str] = set()
+        self._failed: dict[str, Exception] = {}  # prefetches that gave up, by URL
         names = ("hits", "misses", "downloads", "downloaded_bytes", "waited", "evictions",
                  "stale_partials_removed", "hash_mismatches")  # fmt: skip
         self.counters = dict.fromkeys(names, 0)
@@ -113,7 +116,9 @@ class ShardCache:
     # -- pins ----------------------------------------------------------------------------
 
     def acquire(self, file: RemoteFile) -> str:
-        """A local path of `file`, downloaded if needed, pinned until `release(file.url)`."""
+        """A local path of `file`, downloaded if needed, pinned until `release(file.url)`.
+        A prefetch of it that gave up after every retry raises its error here, without
+        downloading it again."""
         with self._lock:
             pinned = self._pins.get(file.url)
             if pinned is not None:
@@ -196,7 +201,7 @@ class ShardCache:
                 pass  # nothing evictable is needed later than this file: it waits its turn
             finally:
                 os.close(lock)
-        except Exception:  # noqa: BLE001 - the reader meets the same error and reports it
+        except Exception:  # noqa: BLE001 - the reader reports it (see `_fetch`)
             pass
         finally:
             with self._lock:
@@ -248,9 +253,19 @@ class ShardCache:
             if not try_lock(lock, fcntl.LOCK_EX):  # another process is downloading it
                 self._count("waited")
                 fcntl.flock(lock, fcntl.LOCK_EX)
+                waited = True
             try:
                 if not _complete(target, file.size):
+                    with self._lock:
+                        failed = self._failed.pop(file.url, None)
+                    if failed is not None and pin and waited:
+                        raise failed  # the prefetch this reader waited for gave up
                     self._download(file, target, before)
+            except Exception as error:
+                if not pin and not isinstance(error, _NoRoom):
+                    with self._lock:  # before the lock is let go: a reader waiting sees it
+                        self._failed[file.url] = error
+                raise
             finally:
                 # Not atomic (flock converts by unlocking first): an evictor may slip in,
                 # in which case the loop sees the file gone and fetches it again.
@@ -290,16 +305,19 @@ class ShardCache:
                 os.remove(partial)
 
     def _copy(self, file: RemoteFile, partial: str) -> str:
-        """Download into the reserved `partial` in ranged chunks, each retried on its own;
-        returns the content hash."""
+        """Download into the reserved `partial` in ranged chunks, several in flight (one
+        request at a time leaves a fast link idle during each round trip), each retried on
+        its own, written and hashed in order; returns the content hash."""
         fs, path = url_filesystem(file.url, self.storage_options)
+
+        def fetch(start: int) -> bytes:
+            end = min(file.size, start + self.chunk_bytes)
+            return self.retry.call(lambda: read_exact(fs, path, start, end), what=file.url)
+
         digest = xxhash.xxh3_128()
         with open(partial, "r+b") as out:
-            for start in range(0, file.size, self.chunk_bytes):
-                end = min(file.size, start + self.chunk_bytes)
-                data = self.retry.call(
-                    lambda s=start, e=end: read_exact(fs, path, s, e), what=file.url
-                )
+            starts = range(0, file.size, self.chunk_bytes)
+            for _, data in in_order(fetch, starts, CHUNKS_IN_FLIGHT):
                 out.write(data)
                 digest.update(data)
                 self._count("downloaded_bytes", len(data))

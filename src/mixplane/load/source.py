@@ -38,6 +38,11 @@ from mixplane.store.dataset import TokenizedDataset
 from mixplane.store.format import BIN, SUMS
 from mixplane.store.reader import ShardReader
 
+# Whole shards smaller than this arrive about as soon as the dozens of ranged requests that
+# would read a batch's pieces out of them (on a link of a gigabit or more, to a store that
+# answers each request in tens of milliseconds); larger ones make the first batch wait.
+RANGED_OPENING_BYTES = 128 * 2**20
+
 
 class TokenSource:
     """Token reads for a fixed list of shards (`(dataset folder, shard stem)` pairs)."""
@@ -129,18 +134,20 @@ class TokenSource:
             return self.ranges.read(shard, first, take)
         return self._arrays, shard, first
 
-    def cold(self, shard: np.ndarray) -> bool:
-        """Whether reading `shard` would wait for remote shards to download whole, and their
-        pieces can be fetched by ranges meanwhile (the shards have range checksums). A
-        reader's first blocks do that, so its first batch does not wait for whole shards."""
+    def opening_by_ranges(self, shard: np.ndarray) -> bool:
+        """Whether a reader's opening block reads its pieces by ranges rather than wait for
+        remote shards to download whole: they are not cached yet, they hold more than
+        `RANGED_OPENING_BYTES`, and they have range checksums. So the first batch waits for
+        kilobytes, not for large shards."""
         if self.cache_mode != "shards" or not self.remote.any():
             return False
         numbers = np.unique(shard)
-        numbers = numbers[self.remote[numbers] & ~self._opened[numbers]]
-        waiting = [n for n in numbers.tolist() if not self.cache.present(self.remote_file(n))]
-        return bool(waiting) and all(
+        numbers = numbers[self.remote[numbers] & ~self._opened[numbers]].tolist()
+        waiting = [self.remote_file(n) for n in numbers]
+        waiting = [file for file in waiting if not self.cache.present(file)]
+        return sum(file.size for file in waiting) > RANGED_OPENING_BYTES and all(
             self.manifest_entry(self.shards[n][0], self.shards[n][1] + SUMS) is not None
-            for n in numbers.tolist()
+            for n in numbers
         )
 
     def stats(self) -> dict[str, Any]:

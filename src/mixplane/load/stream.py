@@ -18,7 +18,7 @@ import numpy as np
 
 from mixplane.errors import ConfigError
 from mixplane.load.assemble import PlannedBlock, ReadContext, plan_block
-from mixplane.load.forecast import Forecast
+from mixplane.load.forecast import Forecast, block_shards
 from mixplane.load.partition import Layout
 from mixplane.load.state import Cursor
 
@@ -50,17 +50,16 @@ class Stream:
         blocks = max(1, -(-read_ahead // layout.block))
         self.chunk = blocks * layout.block
         source = context.source
-        # Until the first item is handed out: remote shards cached whole may not be here yet,
-        # so the first block is one layout block (a batch), read by ranges if they are not.
-        self._opening = bool(source.remote.any()) and source.cache_mode == "shards"
+        whole_shards = bool(source.remote.any()) and source.cache_mode == "shards"
+        # Until the first item is handed out, remote shards may not be here yet: the first
+        # block is one layout block (a batch), which large shards let read by ranges.
+        self._opening = whole_shards
         self._filler: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[np.ndarray, PlannedBlock, Future | None]] = deque()
-        # Remote shards under a cache limit: prefetch what comes, evict what comes last.
+        # Remote shards cached whole: prefetch what comes, evict what comes last.
         self._forecast = (
             Forecast(context, self.block_positions, pinned_blocks=max(prefetch, 1))
-            if source.cache_limit is not None
-            and source.remote.any()
-            and source.cache_mode == "shards"
+            if whole_shards
             else None
         )
         self.restart()
@@ -91,9 +90,11 @@ class Stream:
             self._forecast.restart(start)
         opening = self._opening
         for local, positions in self.block_positions(start):
+            source = self.context.source
+            by_ranges = opening and source.opening_by_ranges(block_shards(self.context, positions))
             if self._forecast is not None:
-                self._forecast.advance(int(local[0]), opening)
-            yield local, plan_block(self.context, positions, opening)
+                self._forecast.advance(int(local[0]), by_ranges)
+            yield local, plan_block(self.context, positions, by_ranges)
             opening = False
 
     def _schedule(self) -> None:
