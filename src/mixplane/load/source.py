@@ -141,10 +141,11 @@ class TokenSource:
         kilobytes, not for large shards."""
         if self.cache_mode != "shards" or not self.remote.any():
             return False
+        cache = self.cache  # the manifests are read side by side first
         numbers = np.unique(shard)
         numbers = numbers[self.remote[numbers] & ~self._opened[numbers]].tolist()
         waiting = [self.remote_file(n) for n in numbers]
-        waiting = [file for file in waiting if not self.cache.present(file)]
+        waiting = [file for file in waiting if not cache.present(file)]
         return sum(file.size for file in waiting) > RANGED_OPENING_BYTES and all(
             self.manifest_entry(self.shards[n][0], self.shards[n][1] + SUMS) is not None
             for n in numbers
