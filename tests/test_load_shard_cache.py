@@ -396,3 +396,47 @@ def test_a_first_batch_from_small_shards_reads_them_whole(stores, s3_server, tmp
     assert np.array_equal(got, stores["expected"]["input_ids"])
     stats = dataset.source.stats()
     assert "ranges" not in stats and stats["downloads"] > 0
+
+
+def test_workers_find_their_first_shards_downloaded_by_the_training_process(
+    stores, s3_server, tmp_path
+):
+    """With DataLoader workers, the training process downloads the shards of their first
+    batches as they start; each shard crosses the wire once, and the batches are the local
+    run's."""
+    from mixplane.load.torch_adapter import torch_loader
+
+    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=r"\.bin$"))
+    cache = tmp_path / "cache"
+    with proxy as proxy_url:
+        spec = mixture(stores["catalog"], cache, through(proxy_url, s3_server))
+        dataset = MixtureDataset(spec)
+        loader = torch_loader(dataset, batch_size=8, num_workers=2)
+        batches = zip(range(SEQUENCES // 8), loader, strict=False)
+        rows = [batch["input_ids"].numpy() for _, batch in batches]
+    assert np.array_equal(np.concatenate(rows), stores["expected"]["input_ids"])
+    assert dataset.source.cache.stats()["downloads"] > 0  # by the training process
+    # Three processes, one GET per shard (each fits in one ranged request).
+    assert proxy.counters["matched"] == len(list((cache / "shards").glob("*.bin")))
+
+
+def test_a_forked_reader_starts_over(stores, s3_server, tmp_path):
+    """A process forked while reading (as DataLoader workers are) shares no thread, lock or
+    pin with its parent: its sources start over and read the same stream on their own."""
+    spec = mixture(stores["catalog"], tmp_path / "cache", s3_server, limit=10**9)
+    dataset = MixtureDataset(spec, read_ahead=8)
+    stream = iter(dataset)
+    first = [next(stream)["input_ids"] for _ in range(8)]  # prefetch threads are running
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 if it read the rest of the stream right
+        try:
+            fresh = dataset.source._cache is None and not dataset.source._opened.any()
+            rest = dataset.read_positions(np.arange(8, SEQUENCES))["input_ids"]
+            same = np.array_equal(rest, stores["expected"]["input_ids"][8:])
+            os._exit(0 if fresh and same else 1)
+        except BaseException:  # noqa: BLE001 - reported by the exit status
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    dataset.close()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert np.array_equal(np.stack(first), stores["expected"]["input_ids"][:8])

@@ -11,7 +11,7 @@ Example:
     >>> endpoint = proxy.start()  # doctest: +SKIP
     >>> options = {"client_kwargs": {"endpoint_url": endpoint}}  # doctest: +SKIP
     >>> proxy.counters  # doctest: +SKIP
-    {'requests': 41, 'error': 3, 'reset': 2, 'cut': 2, 'slow': 2}
+    {'requests': 41, 'bytes': 90210, 'matched': 30, 'error': 3, 'reset': 2, 'cut': 2, 'slow': 2}
     >>> proxy.stop()  # doctest: +SKIP
 """
 
@@ -152,6 +152,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         touched = bool(re.search(owner.faults.match, self.path))
+        if touched:
+            owner._count("matched")
         fault = owner.fault_for(self.command, self.path)
         if owner.faults.latency and touched:
             time.sleep(owner.faults.latency)

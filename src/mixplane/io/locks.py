@@ -1,6 +1,11 @@
 """File locks (flock) that processes of one machine coordinate through: the kernel drops a
 lock when its holder dies, so a crash leaves nothing stale.
 
+A lock belongs to an open file description, which a forked child shares: a DataLoader worker
+forked while a thread of its parent held a lock would hold it too, for as long as it lives,
+though no thread of its own ever took it. So every lock file is opened with `open_lock` and
+let go with `close_lock`, and a forked child closes its copies of all of them at once.
+
 Example:
     >>> with locked("/tmp/cache/.lock"):  # doctest: +SKIP
     ...     pass  # one process of the machine at a time
@@ -11,18 +16,52 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 from collections.abc import Iterator
+
+_open: set[int] = set()  # lock files this process has open (held or about to be)
+_guard = threading.Lock()
+
+
+def open_lock(path: str) -> int:
+    """Open lock file `path` (made if missing); lock it with `try_lock` or `fcntl.flock`."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    with _guard:
+        _open.add(fd)
+    return fd
+
+
+def close_lock(fd: int) -> None:
+    """Close a lock file from `open_lock`, which drops its lock (unless this is a forked
+    child, which has closed its copies of its parent's already)."""
+    with _guard:
+        if fd not in _open:
+            return
+        _open.discard(fd)
+    os.close(fd)
+
+
+def _close_all_in_child() -> None:
+    global _guard
+    _guard = threading.Lock()  # a parent thread may have held it at the fork
+    for fd in _open:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _open.clear()
+
+
+os.register_at_fork(after_in_child=_close_all_in_child)
 
 
 @contextlib.contextmanager
 def locked(path: str, wait: bool = True) -> Iterator[bool]:
     """Hold an exclusive lock on file `path` (made if missing); yields False when `wait` is
     off and another process holds it."""
-    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    handle = open_lock(path)
     try:
         yield try_lock(handle, fcntl.LOCK_EX) or (wait and _block(handle, fcntl.LOCK_EX))
     finally:
-        os.close(handle)  # closing releases the lock
+        close_lock(handle)  # closing releases the lock
 
 
 def try_lock(fd: int, kind: int) -> bool:

@@ -19,6 +19,7 @@ import numpy as np
 from mixplane.errors import ConfigError
 from mixplane.load.assemble import ReadContext, plan_block
 from mixplane.load.channel import WorkerChannel
+from mixplane.load.forecast import block_shards
 from mixplane.load.partition import Layout
 from mixplane.load.plan import SamplePlan
 from mixplane.load.plan_cache import epoch_orders
@@ -260,6 +261,27 @@ class MixtureDataset:
         self._start = {"base": consumed, "split": list(self.cursor.split)}
         self._publish()
         return self.generation
+
+    def warm_cache(self, batches: int, batch_size: int) -> None:
+        """In the training process, as DataLoader workers start: download the remote shards
+        of this rank's next `batches` batches in the background, so the workers find them
+        on the way rather than each making its client first. Nothing to do for local data,
+        for `cache: ranges`, or when a first batch would be read by ranges (large shards)."""
+        source = self.source
+        if not source.remote.any() or source.cache_mode != "shards":
+            return
+        local = self.cursor.read + np.arange(batches * batch_size, dtype=np.int64)
+        limit = self.layout.local_limit(self.cursor.base, self.plan.length)
+        if limit is not None:
+            local = local[local < limit]
+        if len(local) == 0:
+            return
+        positions = self.layout.positions(self.cursor.base, local)
+        if source.opening_by_ranges(block_shards(self.context, positions[:batch_size])):
+            return
+        shards = block_shards(self.context, positions)
+        shards = shards[source.remote[shards]].tolist()
+        source.cache.prefetch([source.remote_file(number) for number in shards])
 
     def received(self, first: int, count: int, generation: int) -> None:
         """In the training process: the loop received the `count` sequences of a batch

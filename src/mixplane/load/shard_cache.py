@@ -37,7 +37,7 @@ import xxhash
 
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.ahead import in_order
-from mixplane.io.locks import locked, try_lock
+from mixplane.io.locks import close_lock, locked, open_lock, try_lock
 from mixplane.io.retry import Retry, read_exact
 from mixplane.io.sizes import parse_size, size_text
 from mixplane.io.urls import url_filesystem
@@ -128,12 +128,12 @@ class ShardCache:
         try:
             self._fetch(file, lock, pin=True)
         except BaseException:
-            os.close(lock)
+            close_lock(lock)
             raise
         with self._lock:
             pinned = self._pins.get(file.url)
             if pinned is not None:  # another thread pinned it meanwhile: one lock is enough
-                os.close(lock)
+                close_lock(lock)
                 self._pins[file.url] = (pinned[0], pinned[1] + 1)
             else:
                 self._pins[file.url] = (lock, 1)
@@ -151,7 +151,7 @@ class ShardCache:
                 self._pins[url] = (lock, count - 1)
                 return
             del self._pins[url]
-        os.close(lock)  # closing the descriptor drops the shared lock
+        close_lock(lock)  # closing the descriptor drops the shared lock
 
     def pinned_bytes(self) -> int:
         with self._lock:
@@ -200,7 +200,7 @@ class ShardCache:
             except _NoRoom:
                 pass  # nothing evictable is needed later than this file: it waits its turn
             finally:
-                os.close(lock)
+                close_lock(lock)
         except Exception:  # noqa: BLE001 - the reader reports it (see `_fetch`)
             pass
         finally:
@@ -215,18 +215,18 @@ class ShardCache:
         with self._lock:
             pins, self._pins = self._pins, {}
         for lock, _ in pins.values():
-            os.close(lock)
+            close_lock(lock)
 
     def __del__(self) -> None:
         # Pins are file locks held by open descriptors: a cache dropped unclosed lets go.
         for lock, _ in getattr(self, "_pins", {}).values():
             with contextlib.suppress(OSError):
-                os.close(lock)
+                close_lock(lock)
 
     # -- fetching ------------------------------------------------------------------------
 
     def _open_lock(self, url: str) -> int:
-        return os.open(self.path(url) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        return open_lock(self.path(url) + ".lock")
 
     def _rank(self, url: str) -> float:
         return self._next_use.get(url, math.inf)
@@ -377,7 +377,7 @@ class ShardCache:
 
     def _stale(self, stem: str, partial: str) -> bool:
         """A `.partial` whose lock nobody holds was left by a killed download: remove it."""
-        lock = os.open(stem + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        lock = open_lock(stem + ".lock")
         try:
             if not try_lock(lock, fcntl.LOCK_EX):
                 return False
@@ -385,7 +385,7 @@ class ShardCache:
                 os.remove(partial)
             return True
         finally:
-            os.close(lock)
+            close_lock(lock)
 
     def _make_room(self, size: int, before: float) -> bool:
         if self.limit is None:
@@ -410,7 +410,7 @@ class ShardCache:
 
     def _evict(self, path: str) -> bool:
         """Remove a cached file unless some process has it pinned or is writing it."""
-        lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        lock = open_lock(path + ".lock")
         try:
             if not try_lock(lock, fcntl.LOCK_EX):
                 return False
@@ -421,7 +421,7 @@ class ShardCache:
             self._count("evictions")
             return True
         finally:
-            os.close(lock)
+            close_lock(lock)
 
     def _count(self, key: str, amount: int = 1) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -74,6 +75,7 @@ class TokenSource:
         self._reset()
 
     def _reset(self) -> None:
+        _LIVE.add(self)
         self._readers: dict[int, ShardReader] = {}
         self._arrays: list[np.ndarray | None] = [None] * len(self.shards)  # opened shards
         self._opened = np.zeros(len(self.shards), dtype=bool)
@@ -383,6 +385,18 @@ class TokenSource:
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+_LIVE: weakref.WeakSet[TokenSource] = weakref.WeakSet()
+
+
+def _start_over_in_child() -> None:
+    """A forked process (a DataLoader worker) shares no threads, locks or pins with its
+    parent: every source there starts over, its shards reopened on first use (a prefetch
+    pool copied from the parent would have no threads behind it)."""
+    for source in list(_LIVE):
+        source._reset()
+
+
+os.register_at_fork(after_in_child=_start_over_in_child)
 
 
 def _column(source: Any, column: str) -> np.ndarray:

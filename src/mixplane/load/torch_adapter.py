@@ -125,6 +125,8 @@ class MixtureLoader(DataLoader):
             return super().__iter__()
         mixture = self.dataset.dataset
         generation = mixture.begin_worker_pass(self.num_workers, self.dataset.block)
+        # The workers' first batches: one per worker, as they start (persistent ones, too).
+        mixture.warm_cache(self.num_workers, self.dataset.block)
         return Received(super().__iter__(), mixture, generation)
 
     def state_dict(self) -> dict[str, Any]:
