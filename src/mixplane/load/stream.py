@@ -88,9 +88,8 @@ class Stream:
     def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
         if self._forecast is not None:
             self._forecast.restart(start)
-        opening = self._opening
+        opening, source = self._opening, self.context.source
         for local, positions in self.block_positions(start):
-            source = self.context.source
             by_ranges = opening and source.opening_by_ranges(block_shards(self.context, positions))
             if self._forecast is not None:
                 self._forecast.advance(int(local[0]), by_ranges)
