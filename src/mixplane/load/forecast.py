@@ -61,12 +61,13 @@ class Forecast:
         self._upcoming = self.blocks(start)
         self._checked = -1  # runs of blocks from this local index on are not checked yet
 
-    def advance(self, start: int, by_ranges: bool = False) -> None:
+    def advance(self, start: int, opening: str | None = None) -> None:
         """The reader is planning the block that begins at local index `start`: check the
-        room, order eviction by next use and download what comes. A block read `by_ranges`
-        (a reader's opening one) pins nothing, and nothing is downloaded whole while it is
-        read (its few requests do not queue behind whole shards), but the room is checked
-        at once."""
+        room, order eviction by next use and download what comes. A reader's opening block
+        gets the link to itself: read from whole shards (`opening="whole"`), only its own
+        shards are downloaded now; read by ranges (`"ranges"`), it pins nothing and nothing
+        is downloaded whole while its few requests are under way. The room is checked at
+        once either way."""
         source = self.context.source
         cache = source.cache
         misses = cache.counters["misses"]
@@ -86,7 +87,7 @@ class Forecast:
             if int(local[0]) >= start:
                 shards = block_shards(self.context, positions)
                 self._ahead.append((int(local[0]), shards[source.remote[shards]]))
-        self._check_room(1 if by_ranges else 0)
+        self._check_room(1 if opening == "ranges" else 0)
         # Shards of the mixture not needed within the horizon come after those that are,
         # and before files of other mixtures (which have no next use at all).
         next_use = dict.fromkeys(source.remote_urls(), float(len(self._ahead) + 1))
@@ -98,7 +99,9 @@ class Forecast:
                     next_use[url] = float(rank)
                     order.append(number)
         cache.plan(next_use)
-        if not by_ranges:
+        if opening == "whole":
+            order = order[: len(self._ahead[0][1])] if self._ahead else []
+        if opening != "ranges":
             cache.prefetch([source.remote_file(number) for number in order])
 
     def _check_room(self, skip: int) -> None:

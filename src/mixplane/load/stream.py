@@ -92,7 +92,8 @@ class Stream:
         for local, positions in self.block_positions(start):
             by_ranges = opening and source.opening_by_ranges(block_shards(self.context, positions))
             if self._forecast is not None:
-                self._forecast.advance(int(local[0]), by_ranges)
+                how = ("ranges" if by_ranges else "whole") if opening else None
+                self._forecast.advance(int(local[0]), how)
             yield local, plan_block(self.context, positions, by_ranges)
             opening = False
 
