@@ -36,6 +36,9 @@ bench/results/loader-remote.json; the data (about 2 GB on disk) to bench/data/lo
     python bench/loader/remote.py            # 5e8 tokens (1 GB), workers 0 and 2, 3 rounds
     python bench/loader/remote.py --tokens 3e7 --shard-mb 2 --cache-fraction 0.5 \
         --batches 600 --warmup 100 --rounds 1                     # quick check (1 minute)
+    python bench/loader/remote.py --tools mixplane --workers 0 --tokens 1.5e9 --shard-mb 256 \
+        --cache-fraction 0.6 --batches 200 --warmup 0 [--ranged-opening-bytes 1e12]
+                        # first batch over 256 MB shards: by ranges, or waiting for shards
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ BUCKET = "bench"
 CREDENTIALS = {"key": "testing", "secret": "testing", "client_kwargs": {"region_name": "us-east-1"}}
 RESULT = ROOT / "bench" / "results" / "loader-remote.json"
 GAP_ENV = "MIXPLANE_RANGE_GAP"  # range mode: join pieces this many bytes apart
+OPENING_ENV = "BENCH_RANGED_OPENING_BYTES"  # the runner's RANGED_OPENING_BYTES
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -223,6 +227,8 @@ def command_for(tool: str, workers: int, run_dir: Path, setup: dict, args) -> tu
     options = ["--workers", str(workers), "--batch", str(args.batch), "--seq-len"]
     options += [str(args.seq_len), "--batches", str(args.batches), "--warmup", str(args.warmup)]
     env = os.environ | {"PYTHONWARNINGS": "ignore"}
+    if args.ranged_opening_bytes is not None:
+        env[OPENING_ENV] = str(args.ranged_opening_bytes)
     cache = run_dir / "cache"
     if tool == "mosaic":
         env |= {
@@ -301,6 +307,10 @@ def runner(argv: list[str]) -> None:
     from mixplane.load.torch_adapter import torch_loader
 
     torch.set_num_threads(1)
+    if OPENING_ENV in os.environ:  # compare a first batch from ranges with one from shards
+        import mixplane.load.source
+
+        mixplane.load.source.RANGED_OPENING_BYTES = int(os.environ[OPENING_ENV])
     made = {}
 
     def make_loader():
@@ -361,6 +371,12 @@ def main() -> None:
         choices=("grouped", "mixed"),
         default="grouped",
         help="web's shards one language each (tokenize --group-by language) or interleaved",
+    )
+    parser.add_argument(
+        "--ranged-opening-bytes",
+        type=lambda text: int(float(text)),
+        help="read a cold first batch by ranges above this many bytes of shards (default: "
+        "the loader's RANGED_OPENING_BYTES; a huge value makes it wait for whole shards)",
     )
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "loader-remote")
     parser.add_argument("--result", type=Path, default=RESULT, help="where the JSON goes")
