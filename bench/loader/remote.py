@@ -182,12 +182,26 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
+def cpu_seconds(server_pid: int) -> tuple[float, float, float]:
+    """CPU seconds used so far by the whole machine (all cores), the S3 server and this
+    process (the proxy): where the cores go while a tool reads."""
+    tick = os.sysconf("SC_CLK_TCK")
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    idle = int(fields[3]) + int(fields[4])  # idle + iowait
+    machine = (sum(int(x) for x in fields[:8]) - idle) / tick
+    server = Path(f"/proc/{server_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    own = os.times()
+    return machine, (int(server[11]) + int(server[12])) / tick, own.user + own.system
+
+
 class Sampler:
     """Every 50 ms: wall time, bytes the proxy has sent, bytes in the cache folder and in its
-    part that the limit governs (`shards`: mixplane's shard files, MosaicML's whole folder)."""
+    part that the limit governs (`shards`: mixplane's shard files, MosaicML's whole folder),
+    and CPU seconds so far (machine, S3 server, proxy)."""
 
-    def __init__(self, proxy, cache: Path, shards: Path):
+    def __init__(self, proxy, cache: Path, shards: Path, server_pid: int):
         self.proxy, self.cache, self.shards, self.samples = proxy, cache, shards, []
+        self.server_pid = server_pid
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
 
@@ -198,9 +212,8 @@ class Sampler:
 
     def take(self) -> None:
         sent = self.proxy.counters["bytes"]
-        self.samples.append(
-            (time.time(), sent, folder_bytes(self.cache), folder_bytes(self.shards))
-        )
+        sizes = folder_bytes(self.cache), folder_bytes(self.shards)
+        self.samples.append((time.time(), sent, *sizes, *cpu_seconds(self.server_pid)))
 
     def __enter__(self) -> Sampler:
         self.take()
@@ -215,11 +228,19 @@ class Sampler:
     def peak_mb(self, column: int) -> float:
         return max(sample[column] for sample in self.samples) / 1e6
 
-    def sent_between(self, start: float, end: float) -> float:
+    def between(self, column: int, start: float, end: float) -> float:
+        """How much a counter column grew from `start` to `end` (interpolated)."""
         import numpy as np
 
-        times, sent = (np.array([x[i] for x in self.samples], dtype=float) for i in (0, 1))
-        return float(np.interp(end, times, sent) - np.interp(start, times, sent))
+        times, counts = (np.array([x[i] for x in self.samples], dtype=float) for i in (0, column))
+        return float(np.interp(end, times, counts) - np.interp(start, times, counts))
+
+    def cores(self, start: float, end: float) -> dict[str, float]:
+        """Cores busy on average from `start` to `end`: the machine, the S3 server, the proxy,
+        and the rest (the tool and whatever else runs)."""
+        machine, server, proxy = (self.between(c, start, end) / (end - start) for c in (4, 5, 6))
+        rest = machine - server - proxy
+        return {"machine": machine, "server": server, "proxy": proxy, "rest": rest}
 
 
 def command_for(tool: str, workers: int, run_dir: Path, setup: dict, args) -> tuple[list, dict]:
@@ -265,20 +286,23 @@ def run_tool(tool: str, workers: int, setup: dict, args, proxy) -> dict:
     cache = run_dir / "cache"
     before = proxy.counters["bytes"]
     shards = cache / "shards" if tool in ("mixplane", "ranges") else cache
-    with Sampler(proxy, cache, shards) as sampler:
+    with Sampler(proxy, cache, shards, setup["server_pid"]) as sampler:
         done = measure(command, env=env)
     shutil.rmtree(run_dir, ignore_errors=True)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if done.returncode != 0 or line is None:
         raise RuntimeError(f"{tool} with {workers} workers failed:\n{done.stderr[-3000:]}")
     result = json.loads(line[len("RESULT ") :]) | {"peak_rss_mb": round(done.peak_rss_mb, 1)}
+    if tool == "wire":
+        result["cores"] = sampler.cores(result["end"] - result["seconds"], result["end"])
     if tool not in ("mixplane", "ranges", "mosaic"):
         return result
     result["proxy_mb"] = (proxy.counters["bytes"] - before) / 1e6
     result["peak_cache_mb"], result["peak_shards_mb"] = sampler.peak_mb(2), sampler.peak_mb(3)
     # Bytes through the link while the clock ran, per byte handed to the loop.
     start = result["steady_end"] - result["steady_seconds"]
-    sent = sampler.sent_between(start, result["steady_end"])
+    sent = sampler.between(1, start, result["steady_end"])
+    result["cores"] = sampler.cores(start, result["steady_end"])
     result["link_mb_per_second"] = sent / 1e6 / result["steady_seconds"]
     result["bytes_per_byte_steady"] = sent / (args.batches * args.batch * args.seq_len * 2)
     consumed = (1 + args.warmup + args.batches) * args.batch * args.seq_len * 2
@@ -343,7 +367,12 @@ def wire(storage_options: dict, total: int, chunk: int = 16 << 20, threads: int 
     with ThreadPoolExecutor(threads) as pool:
         got = sum(pool.map(lambda r: len(fs.cat_file(r[0], start=r[1], end=r[2])), ranges))
     seconds = time.perf_counter() - started
-    return {"mb_per_second": got / seconds / 1e6, "seconds": seconds, "bytes": got}
+    return {
+        "mb_per_second": got / seconds / 1e6,
+        "seconds": seconds,
+        "bytes": got,
+        "end": time.time(),
+    }
 
 
 # -- the driver ------------------------------------------------------------------------------
@@ -402,6 +431,7 @@ def main() -> None:
             raise RuntimeError(f"MDS build failed:\n{built.stderr[-3000:]}")
 
     server, endpoint = start_s3()
+    setup["server_pid"] = server.pid
     faults = Faults(latency=args.latency, bandwidth=args.bandwidth)
     proxy = FlakyProxy(endpoint, faults)
     try:
@@ -436,6 +466,10 @@ def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) ->
         | {"runs": measured}
         for key, measured in runs.items()
     }
+    for key, measured in runs.items():
+        if "cores" in measured[0]:
+            names = measured[0]["cores"]
+            results[key]["cores"] = {n: spread([r["cores"][n] for r in measured]) for n in names}
     ratios, goals = {}, {}
     bandwidth_mb = args.bandwidth / 1e6
     for workers in args.workers:
@@ -504,6 +538,10 @@ def print_table(results: dict, ratios: dict, goals: dict) -> None:
         if "peak_shards_mb" in value:
             shards, folder = value["peak_shards_mb"]["max"], value["peak_cache_mb"]["max"]
             print(f"{key}: peak cache {shards:,.0f} MB of shards, {folder:,.0f} MB in all")
+    for key, value in results.items():
+        if "cores" in value:
+            busy = ", ".join(f"{n} {c['median']:.2f}" for n, c in value["cores"].items())
+            print(f"{key}: cores busy while timed: {busy}")
     for key, ratio in ratios.items():
         print(f"{key}: {ratio['median']:.2f}x (rounds {ratio['min']:.2f}-{ratio['max']:.2f})")
     print(json.dumps(goals, indent=2))
