@@ -42,3 +42,22 @@ def ensure_venv(name: str, packages: list[str]) -> str:
             )
             stamp.write_text(json.dumps(sorted(set(installed) | set(missing))))
     return str(python)
+
+
+def ensure_node_packages(name: str, packages: list[str]) -> Path:
+    """Install (once) npm `packages` under `bench/.venvs/NAME`; return that folder (its
+    `node_modules` is what `node` resolves `require` against from scripts run there)."""
+    folder = ROOT / name
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(ROOT / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = folder / ".installed.json"
+        wanted = sorted(packages)
+        if not stamp.exists() or json.loads(stamp.read_text()) != wanted:
+            subprocess.run(
+                ["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", *wanted],
+                check=True,
+                stdout=sys.stderr,
+            )
+            stamp.write_text(json.dumps(wanted))
+    return folder

@@ -1,7 +1,10 @@
 """Remote loader benchmark: the three-component mixture read from object storage over a slow,
 narrow link, mixplane and MosaicML streaming in the same run.
 
-An S3 server (moto, in a subprocess) on loopback holds the data for both tools: mixplane's
+An S3 server on loopback holds the data for both tools (s3rver, from npm, installed under
+bench/.venvs/s3rver on first use; or with `--server moto` moto's server, which reads the whole
+object for every ranged GET, under a lock per object, so each of a batch's dozens of small
+ranged reads costs tens of milliseconds of its time): mixplane's
 datasets wiki, code and web (written as data.py writes them, in shards of `--shard-mb`; web's
 shards one language each, as `tokenize --group-by language` writes them, or with `--layout
 mixed` the four languages interleaved in every shard, so web_de reads a quarter of each) with
@@ -64,12 +67,14 @@ from consume import add_run_options, consume, report  # noqa: E402
 from data import SHARES, WEIGHTS, dataset_settings, mixture_spec  # noqa: E402
 
 from bench.measure import measure, paired_ratios, rotated, spread  # noqa: E402
-from bench.peer_venv import ensure_venv  # noqa: E402
+from bench.peer_venv import ensure_node_packages, ensure_venv  # noqa: E402
 
 TOOLS = ("mixplane", "ranges", "mosaic", "local", "wire")
 MOSAIC_PACKAGES = ["torch==2.13.0", "mosaicml-streaming"]  # the local benchmark's venv
+S3RVER_PACKAGES = ["s3rver@3.7.1"]
 BUCKET = "bench"
-CREDENTIALS = {"key": "testing", "secret": "testing", "client_kwargs": {"region_name": "us-east-1"}}
+# s3rver's fixed key pair (moto takes any).
+CREDENTIALS = {"key": "S3RVER", "secret": "S3RVER", "client_kwargs": {"region_name": "us-east-1"}}
 RESULT = ROOT / "bench" / "results" / "loader-remote.json"
 GAP_ENV = "MIXPLANE_RANGE_GAP"  # range mode: join pieces this many bytes apart
 OPENING_ENV = "BENCH_RANGED_OPENING_BYTES"  # the runner's RANGED_OPENING_BYTES
@@ -128,11 +133,21 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_s3() -> tuple[subprocess.Popen, str]:
-    """A moto S3 server on loopback in its own process (objects kept in memory)."""
+def start_s3(kind: str, folder: Path) -> tuple[subprocess.Popen, str]:
+    """An S3 server on loopback in its own process: s3rver (objects as files in a fresh
+    `folder/s3rver`) or moto (objects in memory)."""
     port = free_port()
-    env = os.environ | {"MOTO_S3_DEFAULT_KEY_BUFFER_SIZE": str(1 << 31)}
-    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    env = os.environ.copy()
+    if kind == "s3rver":
+        modules = ensure_node_packages("s3rver", S3RVER_PACKAGES)
+        directory = folder / "s3rver"
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        env["NODE_PATH"] = str(modules / "node_modules")
+        command = ["node", str(BENCH / "s3rver_serve.js"), str(port), str(directory)]
+    else:
+        env["MOTO_S3_DEFAULT_KEY_BUFFER_SIZE"] = str(1 << 31)
+        command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     server = subprocess.Popen(command, env=env, **quiet)
     for _ in range(200):
@@ -142,7 +157,7 @@ def start_s3() -> tuple[subprocess.Popen, str]:
         except OSError:
             time.sleep(0.05)
     server.kill()
-    raise RuntimeError("the moto S3 server did not start")
+    raise RuntimeError(f"the {kind} S3 server did not start")
 
 
 def upload(folder: Path, endpoint: str) -> str:
@@ -393,6 +408,7 @@ def main() -> None:
     parser.add_argument("--shard-mb", type=float, default=32)
     parser.add_argument("--shuffle-window", type=int, default=1)
     parser.add_argument("--cache-fraction", type=float, default=0.25)
+    parser.add_argument("--server", choices=("s3rver", "moto"), default="s3rver")
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per request")
     parser.add_argument("--bandwidth", type=float, default=200e6, help="bytes per second")
     parser.add_argument(
@@ -430,7 +446,7 @@ def main() -> None:
         if built.returncode != 0:
             raise RuntimeError(f"MDS build failed:\n{built.stderr[-3000:]}")
 
-    server, endpoint = start_s3()
+    server, endpoint = start_s3(args.server, folder)
     setup["server_pid"] = server.pid
     faults = Faults(latency=args.latency, bandwidth=args.bandwidth)
     proxy = FlakyProxy(endpoint, faults)
@@ -453,6 +469,7 @@ def main() -> None:
         proxy.stop()
         server.terminate()
         server.wait()
+        shutil.rmtree(folder / "s3rver", ignore_errors=True)
     write_results(args, prepared, setup, runs, order)
 
 

@@ -17,6 +17,9 @@ from mixplane.errors import InputError
 
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
 _GLOB_CHARS = set("*?[")
+# Requests in flight to S3 through one client: a batch's pieces read by ranges are dozens of
+# small requests, latency-bound (botocore's pool holds 10 connections unless told otherwise).
+S3_CONNECTIONS = 64
 
 
 def expand_braces(pattern: str) -> list[str]:
@@ -70,8 +73,14 @@ def _brace_options(body: str, pattern: str) -> list[str]:
 
 
 def url_filesystem(url: str, storage_options: dict[str, Any] | None = None):
-    """Return `(filesystem, path)` for a URL."""
-    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    """Return `(filesystem, path)` for a URL (for S3, a client allowing `S3_CONNECTIONS`
+    requests at once unless the options set its pool size)."""
+    options = storage_options or {}
+    if url.startswith(("s3://", "s3a://")):
+        config = dict(options.get("config_kwargs") or {})
+        config.setdefault("max_pool_connections", S3_CONNECTIONS)
+        options = dict(options, config_kwargs=config)
+    fs, path = fsspec.core.url_to_fs(url, **options)
     return fs, path
 
 

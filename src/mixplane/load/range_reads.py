@@ -32,7 +32,7 @@ from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import join_url
 from mixplane.io.retry import CorruptRead, describe, is_transient
 from mixplane.io.sizes import parse_size
-from mixplane.io.urls import url_filesystem
+from mixplane.io.urls import S3_CONNECTIONS, url_filesystem
 from mixplane.load.ranges import SHARD_SPAN
 from mixplane.load.shard_cache import RemoteFile
 from mixplane.store.checksums import UnitSums, hash_units
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 GAP_BYTES = 0
 GAP_ENV = "MIXPLANE_RANGE_GAP"
 CHUNK_BYTES = 4 * 2**20  # at most this much per GET, so a long range is fetched in parallel
-CONCURRENT = 64  # requests in flight: small ranges over a slow link are latency-bound
+CONCURRENT = S3_CONNECTIONS  # requests in flight: small ranges are latency-bound
 SUMS_MEMORY = 64 * 2**20  # parsed `.sums` kept in memory, most recently used first
 
 
@@ -277,12 +277,7 @@ class RangeReader:
         found = self._paths.get(number)
         if found is None:
             url = self.source.remote_url(number)
-            options = self.source.storage_options
-            # A bigger connection pool for `cache: ranges`; an opening block's few requests
-            # use the client the catalog and the cache use (a new one takes ~1 s to make).
-            if self.source.cache_mode == "ranges":
-                options = concurrent_options(url, options, CONCURRENT)
-            found = self._paths[number] = url_filesystem(url, options)
+            found = self._paths[number] = url_filesystem(url, self.source.storage_options)
         return found
 
     def _by_filesystem(self, chunks: list[_Chunk]) -> list[tuple[Any, list[_Chunk]]]:
@@ -333,13 +328,3 @@ class RangeReader:
 
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
-
-
-def concurrent_options(url: str, storage_options: dict[str, Any], connections: int) -> dict:
-    """Options allowing `connections` requests at once to S3 (botocore's pool holds 10
-    unless told otherwise), unless the user set the pool size."""
-    if not url.startswith(("s3://", "s3a://")):
-        return storage_options
-    config = dict(storage_options.get("config_kwargs") or {})
-    config.setdefault("max_pool_connections", connections)
-    return dict(storage_options, config_kwargs=config)
