@@ -399,25 +399,56 @@ def test_a_first_batch_from_small_shards_reads_them_whole(stores, s3_server, tmp
 
 
 def test_workers_find_their_first_shards_downloaded_by_the_training_process(
-    stores, s3_server, tmp_path
+    stores, s3_server, tmp_path, monkeypatch
 ):
     """With DataLoader workers, the training process downloads the shards of their first
     batches as they start; each shard crosses the wire once, and the batches are the local
-    run's."""
+    run's. The workers wait for those shards even where a lone reader would read its first
+    batch by ranges (`RANGED_OPENING_BYTES`, lowered here)."""
     from mixplane.load.torch_adapter import torch_loader
+
+    monkeypatch.setattr(source_module, "RANGED_OPENING_BYTES", 0)
 
     proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=r"\.bin$"))
     cache = tmp_path / "cache"
     with proxy as proxy_url:
         spec = mixture(stores["catalog"], cache, through(proxy_url, s3_server))
         dataset = MixtureDataset(spec)
+        every = np.arange(len(dataset.source.shards))
+        assert dataset.source.opening_by_ranges(every)  # a lone reader's first batch would
+        other = MixtureDataset(dict(spec, cache_dir=str(tmp_path / "other"))).source
+        other.warmed = True  # as the training process sets it before its workers fork
+        assert not other.opening_by_ranges(every)  # theirs wait for the shards
         loader = torch_loader(dataset, batch_size=8, num_workers=2)
         batches = zip(range(SEQUENCES // 8), loader, strict=False)
         rows = [batch["input_ids"].numpy() for _, batch in batches]
     assert np.array_equal(np.concatenate(rows), stores["expected"]["input_ids"])
-    assert dataset.source.cache.stats()["downloads"] > 0  # by the training process
+    assert dataset.source.warmed and dataset.source.cache.stats()["downloads"] > 0
     # Three processes, one GET per shard (each fits in one ranged request).
     assert proxy.counters["matched"] == len(list((cache / "shards").glob("*.bin")))
+
+
+def test_workers_read_their_first_batches_by_ranges_when_shards_are_large(
+    stores, s3_server, tmp_path, monkeypatch
+):
+    """Shards too large for the training process to download before the workers' first
+    batches (over `WARMED_OPENING_BYTES`, lowered here): it downloads nothing, and each
+    worker reads its first batch by ranges (checked against the shards' `.sums`)."""
+    from mixplane.load import dataset as dataset_module
+    from mixplane.load.torch_adapter import torch_loader
+
+    monkeypatch.setattr(dataset_module, "WARMED_OPENING_BYTES", 0)
+    monkeypatch.setattr(source_module, "RANGED_OPENING_BYTES", 0)
+    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=r"\.sums$"))
+    with proxy as proxy_url:
+        spec = mixture(stores["catalog"], tmp_path / "cache", through(proxy_url, s3_server))
+        dataset = MixtureDataset(spec)
+        loader = torch_loader(dataset, batch_size=8, num_workers=2)
+        batches = zip(range(SEQUENCES // 8), loader, strict=False)
+        rows = [batch["input_ids"].numpy() for _, batch in batches]
+    assert np.array_equal(np.concatenate(rows), stores["expected"]["input_ids"])
+    assert not dataset.source.warmed and dataset.source.cache.stats()["downloads"] == 0
+    assert proxy.counters["matched"] > 0  # the workers' ranged first batches
 
 
 def test_a_forked_reader_starts_over(stores, s3_server, tmp_path):

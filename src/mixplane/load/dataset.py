@@ -25,7 +25,7 @@ from mixplane.load.plan import SamplePlan
 from mixplane.load.plan_cache import epoch_orders
 from mixplane.load.resolve import resolve_mixture
 from mixplane.load.resolved import ResolvedMixture
-from mixplane.load.source import TokenSource
+from mixplane.load.source import WARMED_OPENING_BYTES, TokenSource
 from mixplane.load.state import Cursor, LoaderState
 from mixplane.load.stream import Stream
 from mixplane.mix.adaptive import AdaptiveMixer
@@ -266,7 +266,8 @@ class MixtureDataset:
         """In the training process, as DataLoader workers start: download the remote shards
         of this rank's next `batches` batches in the background, so the workers find them
         on the way rather than each making its client first. Nothing to do for local data,
-        for `cache: ranges`, or when a first batch would be read by ranges (large shards)."""
+        for `cache: ranges`, or when the shards are large (over `WARMED_OPENING_BYTES`):
+        each worker then reads its first batch by ranges."""
         source = self.source
         if not source.remote.any() or source.cache_mode != "shards":
             return
@@ -276,12 +277,12 @@ class MixtureDataset:
             local = local[local < limit]
         if len(local) == 0:
             return
-        positions = self.layout.positions(self.cursor.base, local)
-        if source.opening_by_ranges(block_shards(self.context, positions[:batch_size])):
-            return
-        shards = block_shards(self.context, positions)
-        shards = shards[source.remote[shards]].tolist()
-        source.cache.prefetch([source.remote_file(number) for number in shards])
+        shards = block_shards(self.context, self.layout.positions(self.cursor.base, local))
+        numbers, waiting = source.waiting_for(shards)
+        # Decided before the workers fork: they wait for these shards, or read by ranges.
+        source.warmed = waiting <= WARMED_OPENING_BYTES
+        if source.warmed:
+            source.cache.prefetch([source.remote_file(number) for number in numbers])
 
     def received(self, first: int, count: int, generation: int) -> None:
         """In the training process: the loop received the `count` sequences of a batch
