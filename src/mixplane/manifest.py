@@ -90,7 +90,12 @@ def _folder_fingerprint(fs, path: str, local: bool) -> tuple[int, str]:
 
 
 def recompute(recorded: str, url: str, storage_options: dict[str, Any] | None = None):
-    """`(size, fingerprint)` of `url` made the same way as the `recorded` one."""
+    """`(size, fingerprint)` of `url` made the same way as the `recorded` one, from what the
+    store holds now (not from a listing the filesystem object cached earlier in the process:
+    a file rewritten since would pass)."""
+    if not url.startswith("pipe:"):
+        fs, path = url_filesystem(url, storage_options)
+        fs.invalidate_cache(path)
     if recorded.startswith("xxh3_128:"):
         return file_digest(url, storage_options)
     return file_fingerprint(url, storage_options)
