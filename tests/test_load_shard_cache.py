@@ -4,6 +4,7 @@ injects faults, a size limit, several processes, kill -9 mid-download, corrupted
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -288,6 +289,35 @@ def test_a_changed_remote_shard_is_named_after_the_retries(stores, s3_server, tm
         assert "manifest" in str(caught.value)
         assert dataset.source.cache.stats()["hash_mismatches"] == dataset.source.retry.attempts
         assert not list((tmp_path / "cache" / "shards").glob("*.partial"))
+
+
+def test_a_prefetch_does_not_wait_for_a_reader_of_the_file_it_wanted(stores, s3_server, tmp_path):
+    """A prefetch that found a shard missing, while a reader downloaded and pinned it in the
+    meantime, sees the shard complete and returns: it does not wait for an exclusive lock
+    that the reader's pin holds until the reader is done (which deadlocked `close()`,
+    waiting for that prefetch, with the pin still held)."""
+    from mixplane.io.locks import close_lock, open_lock
+    from mixplane.load.shard_cache import RemoteFile, ShardCache
+
+    path = stores["shards"][0]
+    body = stores["fs"].cat_file(path)
+    file = RemoteFile(f"s3://{path}", len(body), "xxh3_128:unused")  # never downloaded here
+    cache = ShardCache(str(tmp_path / "cache"), None, s3_server)
+    target = cache.path(file.url)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    reader = open_lock(target + ".lock")
+    fcntl.flock(reader, fcntl.LOCK_SH)  # a reader holds the shard's lock while it is missing
+    prefetch = threading.Thread(target=cache._prefetch_one, args=(file,))
+    prefetch.start()
+    time.sleep(0.2)  # the prefetch has seen it missing, and keeps finding the lock taken
+    Path(target).write_bytes(body)  # the reader's download lands; it keeps its pin
+    prefetch.join(timeout=10)
+    finished = not prefetch.is_alive()
+    fcntl.flock(reader, fcntl.LOCK_UN)
+    close_lock(reader)
+    prefetch.join()
+    assert finished, "the prefetch waited for the reader's pin to go"
+    assert cache.stats()["downloads"] == 0 and cache.stats()["waited"] > 0
 
 
 def test_a_limit_below_the_mixtures_shards_is_refused_before_reading(stores, s3_server, tmp_path):

@@ -9,13 +9,14 @@ measured speed of reading and downloading requires (and as the cache has room fo
 
 Example:
     >>> forecast = Forecast(context, stream.block_positions, horizon=8)  # doctest: +SKIP
-    >>> forecast.restart(0); forecast.advance(0)  # doctest: +SKIP
+    >>> forecast.restart(0); forecast.advance(0); forecast.download()  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Literal
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from mixplane.io.sizes import size_text
 from mixplane.load.assemble import ReadContext
 
 MAX_HORIZON = 256  # blocks
+# How a reader's first block is read: from whole shards, or its pieces by ranges.
+Opening = Literal["whole", "ranges"]
 
 
 def block_shards(context: ReadContext, positions: np.ndarray) -> np.ndarray:
@@ -61,16 +64,12 @@ class Forecast:
         self._upcoming = self.blocks(start)
         self._checked = -1  # runs of blocks from this local index on are not checked yet
 
-    def advance(self, start: int, opening: str | None = None) -> None:
-        """The reader is planning the block that begins at local index `start`: check the
-        room, order eviction by next use and download what comes. A reader's opening block
-        gets the link to itself: read from whole shards (`opening="whole"`), only its own
-        shards are downloaded now; read by ranges (`"ranges"`), it pins nothing and nothing
-        is downloaded whole while its few requests are under way. The room is checked at
-        once either way."""
+    def advance(self, start: int) -> np.ndarray:
+        """The reader is planning the block that begins at local index `start`: look the
+        horizon ahead from it (further if the reader waited for a download); returns that
+        block's remote shards. `download` acts on it."""
         source = self.context.source
-        cache = source.cache
-        misses = cache.counters["misses"]
+        misses = source.cache.counters["misses"]
         if misses > self._misses:  # it waited for a download: look further ahead
             self.horizon = min(MAX_HORIZON, self.horizon * 2)
         self._misses = misses
@@ -87,6 +86,18 @@ class Forecast:
             if int(local[0]) >= start:
                 shards = block_shards(self.context, positions)
                 self._ahead.append((int(local[0]), shards[source.remote[shards]]))
+        if self._ahead and self._ahead[0][0] == start:
+            return self._ahead[0][1]
+        return np.zeros(0, dtype=np.int64)
+
+    def download(self, opening: Opening | None = None) -> None:
+        """Check the room, order eviction by next use and download what comes, for the
+        block `advance` reached. A reader's opening block gets the link to itself: read from
+        whole shards (`opening="whole"`), only its own shards are downloaded now; read by
+        ranges (`"ranges"`), it pins nothing and nothing is downloaded whole while its few
+        requests are under way. The room is checked at once either way."""
+        source = self.context.source
+        cache = source.cache
         self._check_room(1 if opening == "ranges" else 0)
         # Shards of the mixture not needed within the horizon come after those that are,
         # and before files of other mixtures (which have no next use at all).

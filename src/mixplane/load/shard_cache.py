@@ -233,27 +233,33 @@ class ShardCache:
 
     def _fetch(self, file: RemoteFile, lock: int, pin: bool, before: float = math.inf) -> None:
         """Make `file` present; with `pin`, return holding a shared lock on it. `before`: make
-        room only by evicting files needed later than that rank (a prefetch's own rank)."""
+        room only by evicting files needed later than that rank (a prefetch's own rank).
+
+        A download holds the file's lock exclusively, readers share it: whoever finds the
+        file missing takes the lock exclusively and downloads; whoever cannot goes back to
+        wait for a shared lock, which comes once a download is over (or at once, when only
+        readers held it: the file is complete then)."""
         target = self.path(file.url)
+        waited = missed = False
         while True:
-            waited = not try_lock(lock, fcntl.LOCK_SH)  # a download of it is under way
-            if waited:
+            if not try_lock(lock, fcntl.LOCK_SH):  # a download of it is under way
                 fcntl.flock(lock, fcntl.LOCK_SH)
+                waited = True
             if _complete(target, file.size):
-                if pin:
-                    # Waiting for a download still in flight (a prefetch started too late)
-                    # is a miss too: the reader stalled, so the forecast must look further.
-                    self._count("misses" if waited else "hits")
+                if not pin:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
                     return
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                # Waiting for a download in flight (a prefetch started too late) is a miss
+                # too: the reader stalled, so the forecast must look further.
+                self._count("misses" if waited or missed else "hits")
                 return
             fcntl.flock(lock, fcntl.LOCK_UN)
-            if pin:
-                self._count("misses")  # the reader waits for this file
-            if not try_lock(lock, fcntl.LOCK_EX):  # another process is downloading it
+            missed = True
+            if not try_lock(lock, fcntl.LOCK_EX):  # another thread or process took it first
                 self._count("waited")
-                fcntl.flock(lock, fcntl.LOCK_EX)
                 waited = True
+                time.sleep(0.001)  # a reader checking, or a download starting: look again
+                continue
             try:
                 if not _complete(target, file.size):
                     with self._lock:
@@ -273,6 +279,7 @@ class ShardCache:
             if not pin:
                 return
             if _complete(target, file.size):
+                self._count("misses")
                 return
             fcntl.flock(lock, fcntl.LOCK_UN)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from mixplane.errors import ConfigError
 from mixplane.load.assemble import PlannedBlock, ReadContext, plan_block
-from mixplane.load.forecast import Forecast, block_shards
+from mixplane.load.forecast import Forecast
 from mixplane.load.partition import Layout
 from mixplane.load.state import Cursor
 
@@ -86,14 +86,15 @@ class Stream:
             start = int(local[-1]) + 1
 
     def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
-        if self._forecast is not None:
-            self._forecast.restart(start)
-        opening, source = self._opening, self.context.source
+        forecast, opening, source = self._forecast, self._opening, self.context.source
+        if forecast is not None:
+            forecast.restart(start)
         for local, positions in self.block_positions(start):
-            by_ranges = opening and source.opening_by_ranges(block_shards(self.context, positions))
-            if self._forecast is not None:
-                how = ("ranges" if by_ranges else "whole") if opening else None
-                self._forecast.advance(int(local[0]), how)
+            by_ranges = False
+            if forecast is not None:
+                shards = forecast.advance(int(local[0]))
+                by_ranges = opening and source.opening_by_ranges(shards)
+                forecast.download(("ranges" if by_ranges else "whole") if opening else None)
             yield local, plan_block(self.context, positions, by_ranges)
             opening = False
 
