@@ -60,9 +60,10 @@ def test_ranges_fetch_exactly_the_units_of_the_pieces_read(stores, s3_server, tm
     spec = ranged(mixture(stores["catalog"], tmp_path / "cache", s3_server))
     dataset = MixtureDataset(spec, rank=0, world_size=4, read_ahead=25, prefetch=0)
     dataset.source.ranges.gap_bytes = 0
-    got = np.stack([batch["input_ids"] for _, batch in zip(range(100), dataset, strict=False)])
+    # Whole blocks: the opening one (one sequence), then four of 25.
+    got = np.stack([batch["input_ids"] for _, batch in zip(range(101), dataset, strict=False)])
     local = MixtureDataset(mixture(stores["local"], tmp_path / "local", {}))
-    positions = np.arange(400)[0::4]  # rank 0 of 4 reads every fourth sequence
+    positions = np.arange(404)[0::4]  # rank 0 of 4 reads every fourth sequence
     assert np.array_equal(got, local.read_positions(positions)["input_ids"])
     every_sums: dict[int, UnitSums] = {}
 
@@ -74,8 +75,8 @@ def test_ranges_fetch_exactly_the_units_of_the_pieces_read(stores, s3_server, tm
         return every_sums[shard]
 
     expected = 0
-    planned_blocks = [plan_block(local.context, b) for b in np.split(positions, 4)]
-    for planned in planned_blocks:  # the blocks of 25 sequences read above
+    planned_blocks = [plan_block(local.context, b) for b in np.split(positions, [1, 26, 51, 76])]
+    for planned in planned_blocks:
         live = planned.take > 0
         units = set()
         for shard, first, take in zip(

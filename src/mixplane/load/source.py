@@ -122,8 +122,9 @@ class TokenSource:
             # Keep every shard of the mixture before the files of other mixtures that share
             # the machine's cache (a `Forecast` refines this as the reader goes).
             urls = self.remote_urls()
-            if self.cache_mode == "ranges":
-                urls = [url[: -len(BIN)] + SUMS for url in urls]
+            if self.cache_mode == "ranges":  # each shard's `.sums` (refused now if one has none)
+                numbers = np.flatnonzero(self.remote).tolist()
+                urls = [self.ranges.sums_file(number).url for number in numbers]
             self._cache.plan(dict.fromkeys(urls, 0))
         return self._cache
 

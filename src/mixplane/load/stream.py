@@ -51,9 +51,10 @@ class Stream:
         self.chunk = blocks * layout.block
         source = context.source
         whole_shards = bool(source.remote.any()) and source.cache_mode == "shards"
-        # Until the first item is handed out, remote shards may not be here yet: the first
-        # block is one layout block (a batch), which large shards let read by ranges.
-        self._opening = whole_shards
+        # Until the first item is handed out, remote data may not be here yet: the first
+        # block is one layout block (a batch), which large shards let read by ranges (and
+        # `cache: ranges` fetches in a few dozen requests, not a whole block's thousands).
+        self._opening = bool(source.remote.any())
         self._filler: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[np.ndarray, PlannedBlock, Future | None]] = deque()
         # Remote shards cached whole: prefetch what comes, evict what comes last.
