@@ -384,15 +384,11 @@ class ShardCache:
 
     def _stale(self, stem: str, partial: str) -> bool:
         """A `.partial` whose lock nobody holds was left by a killed download: remove it."""
-        lock = open_lock(stem + ".lock")
-        try:
-            if not try_lock(lock, fcntl.LOCK_EX):
-                return False
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(partial)
-            return True
-        finally:
-            close_lock(lock)
+        with locked(stem + ".lock", wait=False) as ours:
+            if ours:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(partial)
+            return ours
 
     def _make_room(self, size: int, before: float) -> bool:
         if self.limit is None:
@@ -417,9 +413,8 @@ class ShardCache:
 
     def _evict(self, path: str) -> bool:
         """Remove a cached file unless some process has it pinned or is writing it."""
-        lock = open_lock(path + ".lock")
-        try:
-            if not try_lock(lock, fcntl.LOCK_EX):
+        with locked(path + ".lock", wait=False) as ours:
+            if not ours:
                 return False
             try:
                 os.remove(path)
@@ -427,8 +422,6 @@ class ShardCache:
                 return False
             self._count("evictions")
             return True
-        finally:
-            close_lock(lock)
 
     def _count(self, key: str, amount: int = 1) -> None:
         with self._lock:
