@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import json
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -36,6 +37,7 @@ DATASETS = {
 }
 SHARD_BYTES = 6_000  # about 3,000 tokens: several shards per dataset
 SEQUENCES = 400
+STEPS = {"global_batch_size": 8}  # for set_weights
 SCRIPT = Path(__file__).parent / "scripts" / "read_remote.py"
 
 
@@ -428,57 +430,69 @@ def test_a_first_batch_from_small_shards_reads_them_whole(stores, s3_server, tmp
     assert "ranges" not in stats and stats["downloads"] > 0
 
 
-def test_workers_find_their_first_shards_downloaded_by_the_training_process(
+def test_workers_take_their_first_batches_from_the_training_process(
     stores, s3_server, tmp_path, monkeypatch
 ):
-    """With DataLoader workers, the training process downloads the shards of their first
-    batches as they start; each shard crosses the wire once, and the batches are the local
-    run's. The workers wait for those shards even where a lone reader would read its first
-    batch by ranges (`RANGED_OPENING_BYTES`, lowered here)."""
+    """With DataLoader workers (the README's `torch_loader`), the training process reads the
+    workers' first batches itself, by ranges over large shards (`RANGED_OPENING_BYTES`,
+    lowered here), then downloads the shards after them: the batches are the local run's,
+    and each shard crosses the wire once for the three processes."""
     from mixplane.load.torch_adapter import torch_loader
 
     monkeypatch.setattr(source_module, "RANGED_OPENING_BYTES", 0)
-
     proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=r"\.bin$"))
     cache = tmp_path / "cache"
     with proxy as proxy_url:
         spec = mixture(stores["catalog"], cache, through(proxy_url, s3_server))
         dataset = MixtureDataset(spec)
-        every = np.arange(len(dataset.source.shards))
-        assert dataset.source.opening_by_ranges(every)  # a lone reader's first batch would
-        other = MixtureDataset(dict(spec, cache_dir=str(tmp_path / "other"))).source
-        other.warmed = True  # as the training process sets it before its workers fork
-        assert not other.opening_by_ranges(every)  # theirs wait for the shards
         loader = torch_loader(dataset, batch_size=8, num_workers=2)
         batches = zip(range(SEQUENCES // 8), loader, strict=False)
         rows = [batch["input_ids"].numpy() for _, batch in batches]
     assert np.array_equal(np.concatenate(rows), stores["expected"]["input_ids"])
-    assert dataset.source.warmed and dataset.source.cache.stats()["downloads"] > 0
-    # Three processes, one GET per shard (each fits in one ranged request).
-    assert proxy.counters["matched"] == len(list((cache / "shards").glob("*.bin")))
+    stats = dataset.source.stats()
+    assert 0 < stats["ranges"]["bytes"] < 10_000  # two batches' units
+    assert stats["downloads"] > 0  # the shards after them, for the workers
+    # One GET per shard (each fits in one request) beside the ranged ones, for 3 processes.
+    shards = len(list((cache / "shards").glob("*.bin")))
+    assert proxy.counters["matched"] == shards + stats["ranges"]["requests"]
 
 
-def test_workers_read_their_first_batches_by_ranges_when_shards_are_large(
-    stores, s3_server, tmp_path, monkeypatch
-):
-    """Shards too large for the training process to download before the workers' first
-    batches (over `WARMED_OPENING_BYTES`, lowered here): it downloads nothing, and each
-    worker reads its first batch by ranges (checked against the shards' `.sums`)."""
-    from mixplane.load import dataset as dataset_module
-    from mixplane.load.torch_adapter import torch_loader
+def test_a_worker_hands_out_its_first_batch_without_a_request(stores, s3_server, tmp_path):
+    """A worker's copy of the dataset (as a spawned DataLoader worker gets it) carries its
+    first batch: it hands it out before making any request. A weight change reaching the
+    worker first drops it, and the batch is read again under the new weights."""
+    from mixplane.load.partition import Layout
+    from mixplane.load.torch_adapter import TorchMixtureDataset
 
-    monkeypatch.setattr(dataset_module, "WARMED_OPENING_BYTES", 0)
-    monkeypatch.setattr(source_module, "RANGED_OPENING_BYTES", 0)
-    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=r"\.sums$"))
+    proxy = FlakyProxy(s3_server["endpoint_url"])
     with proxy as proxy_url:
         spec = mixture(stores["catalog"], tmp_path / "cache", through(proxy_url, s3_server))
-        dataset = MixtureDataset(spec)
-        loader = torch_loader(dataset, batch_size=8, num_workers=2)
-        batches = zip(range(SEQUENCES // 8), loader, strict=False)
-        rows = [batch["input_ids"].numpy() for _, batch in batches]
-    assert np.array_equal(np.concatenate(rows), stores["expected"]["input_ids"])
-    assert not dataset.source.warmed and dataset.source.cache.stats()["downloads"] == 0
-    assert proxy.counters["matched"] > 0  # the workers' ranged first batches
+        dataset = MixtureDataset(dict(spec, **STEPS))
+        TorchMixtureDataset(dataset, batch_size=8)  # connects the workers' channel
+        dataset.begin_worker_pass(2, 8)
+        dataset.open_for_workers(2, 8)
+        workers = [pickle.loads(pickle.dumps(dataset)) for _ in range(2)]
+        dataset.close()  # its downloads for the workers are over
+        before = proxy.counters["requests"]
+        firsts = []
+        for number, worker in enumerate(workers):
+            layout = Layout(workers=2, worker=number, block=8)
+            firsts.append(next(worker.iterate(layout, batched=True, prefetch=0)))
+        assert proxy.counters["requests"] == before
+        expected = stores["expected"]["input_ids"]
+        assert np.array_equal(firsts[0]["input_ids"], expected[:8])
+        assert np.array_equal(firsts[1]["input_ids"], expected[8:16])
+
+        # Another worker 1, which hears of a weight change before its first batch.
+        worker = pickle.loads(pickle.dumps(dataset))
+        weights = {"wiki": 0.2, "code": 0.2, "web": 0.6}
+        worker.set_weights(0, weights)
+        layout = Layout(workers=2, worker=1, block=8)
+        changed = next(worker.iterate(layout, batched=True, prefetch=0))["input_ids"]
+    local = MixtureDataset(dict(mixture(stores["local"], tmp_path / "local", {}), **STEPS))
+    local.set_weights(0, weights)
+    assert np.array_equal(changed, local.read_positions(np.arange(8, 16))["input_ids"])
+    assert not np.array_equal(changed, expected[8:16])
 
 
 def test_a_forked_reader_starts_over(stores, s3_server, tmp_path):

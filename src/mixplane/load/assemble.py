@@ -86,6 +86,20 @@ class PlannedBlock:
             self.source.release(pinned)
 
 
+@dataclass
+class FilledBlock:
+    """A block whose arrays were filled elsewhere: a DataLoader worker's first batch, read
+    by the training process as the worker started (`MixtureDataset.open_for_workers`)."""
+
+    arrays: dict[str, np.ndarray]
+
+    def fill(self) -> dict[str, np.ndarray]:
+        return self.arrays
+
+    def release(self) -> None:
+        """Nothing is held: the training process read it."""
+
+
 def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Rows of seq_len + 1 tokens as Megatron's samples: inputs, the next token of each
     (`labels`) and a `loss_mask` of ones; the arrays are views, nothing is copied."""

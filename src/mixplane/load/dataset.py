@@ -25,7 +25,7 @@ from mixplane.load.plan import SamplePlan
 from mixplane.load.plan_cache import epoch_orders
 from mixplane.load.resolve import resolve_mixture
 from mixplane.load.resolved import ResolvedMixture
-from mixplane.load.source import WARMED_OPENING_BYTES, TokenSource
+from mixplane.load.source import TokenSource
 from mixplane.load.state import Cursor, LoaderState
 from mixplane.load.stream import Stream
 from mixplane.mix.adaptive import AdaptiveMixer
@@ -103,6 +103,8 @@ class MixtureDataset:
         self._start: dict[str, Any] | None = None  # where the workers of this pass start
         self.generation = 0  # counts loaded states; passes begun before one are stale
         self._stream: Stream | None = None
+        # DataLoader workers' first batches, read by the training process (by positions).
+        self.worker_openings: dict[bytes, dict[str, np.ndarray]] = {}
         # An adaptive mixture's decisions, fed by a `Feedback` in the training loop, which
         # registers how to bring its not yet counted losses in before a state is saved.
         self.adaptive = (
@@ -241,8 +243,10 @@ class MixtureDataset:
             # A DataLoader worker: weight changes reach it while it reads, and a smaller
             # block wastes less when one drops what was read past the change.
             read_ahead = max(1, read_ahead // WORKER_BLOCK_DIVISOR)
+        # A worker's first batch, read by the training process, goes to its first stream only.
+        filled, self.worker_openings = self.worker_openings, {}
         self._stream = Stream(
-            self.context, self.cursor, layout, read_ahead, prefetch, batched, poll
+            self.context, self.cursor, layout, read_ahead, prefetch, batched, poll, filled
         )
         return self._stream
 
@@ -262,26 +266,41 @@ class MixtureDataset:
         self._publish()
         return self.generation
 
-    def warm_cache(self, batches: int, batch_size: int) -> None:
-        """In the training process, as DataLoader workers start: download the remote shards
-        of this rank's next `batches` batches in the background, so the workers find them
-        on the way rather than each making its client first. Nothing to do for local data,
-        for `cache: ranges`, or when the shards are large (over `WARMED_OPENING_BYTES`):
-        each worker then reads its first batch by ranges."""
+    def open_for_workers(self, workers: int, batch_size: int) -> None:
+        """In the training process, as its DataLoader workers start: read each worker's
+        first batch here, and start downloading the remote shards they read.
+
+        A worker would otherwise make its own storage client and wait for whole shards (or
+        read by ranges) before its first batch; this process has a client already. The
+        workers take their first batches with them (in their copy of this dataset) and hand
+        them out at once, then find the shards on the way. Nothing to do for local data.
+        """
+        self.worker_openings.clear()
         source = self.source
-        if not source.remote.any() or source.cache_mode != "shards":
+        if not source.remote.any():
             return
-        local = self.cursor.read + np.arange(batches * batch_size, dtype=np.int64)
         limit = self.layout.local_limit(self.cursor.base, self.plan.length)
-        if limit is not None:
-            local = local[local < limit]
-        if len(local) == 0:
+        mine = []
+        for worker in range(workers):
+            layout = Layout(self.layout.rank, self.layout.world_size, workers, worker, batch_size)
+            local = layout.owned(self.cursor.read, batch_size)
+            if limit is not None:
+                local = local[local < limit]
+            mine.append(layout.positions(self.cursor.base, local))
+        positions = np.concatenate(mine)
+        if len(positions) == 0:
             return
-        shards = block_shards(self.context, self.layout.positions(self.cursor.base, local))
-        numbers, waiting = source.waiting_for(shards)
-        # Decided before the workers fork: they wait for these shards, or read by ranges.
-        source.warmed = waiting <= WARMED_OPENING_BYTES
-        if source.warmed:
+        shards = block_shards(self.context, positions)
+        filled = plan_block(self.context, positions, source.opening_by_ranges(shards)).fill()
+        row = 0
+        for worker_positions in mine:
+            rows = slice(row, row + len(worker_positions))
+            row = rows.stop
+            if len(worker_positions):
+                batch = {key: value[rows] for key, value in filled.items()}
+                self.worker_openings[worker_positions.tobytes()] = batch
+        if source.cache_mode == "shards":  # what the workers' next blocks read, most likely
+            numbers, _ = source.waiting_for(shards)
             source.cache.prefetch([source.remote_file(number) for number in numbers])
 
     def received(self, first: int, count: int, generation: int) -> None:
@@ -378,6 +397,7 @@ class MixtureDataset:
                 raise ConfigError("the loader state has no policy state for this adaptive mixture")
             self.adaptive.load_state_dict(loaded.policy)
         self.plan.replace_weight_changes(loaded.weight_changes)
+        self.worker_openings.clear()
         self.cursor = Cursor(loaded.consumed, 0, (self.layout.world_size, 1, 1))
         self.generation += 1
         if self.channel is not None:
@@ -399,6 +419,7 @@ class MixtureDataset:
                 f"has read up to sequence {self.consumed}; change weights from a later step"
             )
         self.plan.set_weights(step, weights, details)
+        self.worker_openings.clear()  # read under the old weights
         if self._stream is not None:
             self._stream.weights_changed(position)
         self._publish()

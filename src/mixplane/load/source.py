@@ -44,11 +44,6 @@ from mixplane.store.reader import ShardReader
 # link of a gigabit (16 MiB: 0.13 s); larger ones make the first batch wait. Measured over a
 # 200 MB/s link, three 32 MB shards: 1.66 s to the first batch by ranges, 2.63 s whole.
 RANGED_OPENING_BYTES = 16 * 2**20
-# With DataLoader workers the training process starts downloading their first shards about a
-# second before a worker could send its first request (a new process makes its own client):
-# up to this much, whole shards fetched from then on beat the workers' ranged reads (two
-# workers, three 32 MB shards: 2.72 s to the first batch, 3.13 s by ranges).
-WARMED_OPENING_BYTES = 128 * 2**20
 
 
 class TokenSource:
@@ -78,9 +73,6 @@ class TokenSource:
         # "shards": remote shards are cached whole; "ranges": only the pieces read are fetched.
         self.cache_mode = cache_mode
         self.remote = np.array([not is_local(uri) for uri, _ in self.shards], dtype=bool)
-        # The training process is downloading the workers' first shards whole (`warmed`):
-        # their opening blocks wait for them rather than read by ranges.
-        self.warmed = False
         self._reset()
 
     def _reset(self) -> None:
@@ -101,7 +93,7 @@ class TokenSource:
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
-                "retry", "working_sets", "cache_mode", "remote", "warmed")  # fmt: skip
+                "retry", "working_sets", "cache_mode", "remote")  # fmt: skip
         return {key: self.__dict__[key] for key in keep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -149,10 +141,9 @@ class TokenSource:
     def opening_by_ranges(self, shard: np.ndarray) -> bool:
         """Whether a reader's opening block reads its pieces by ranges rather than wait for
         remote shards to download whole: they are not cached yet, they hold more than
-        `RANGED_OPENING_BYTES`, they have range checksums, and the training process is not
-        downloading them for its workers. So the first batch waits for kilobytes, not for
-        large shards."""
-        if self.cache_mode != "shards" or not self.remote.any() or self.warmed:
+        `RANGED_OPENING_BYTES`, and they have range checksums. So the first batch waits for
+        kilobytes, not for large shards."""
+        if self.cache_mode != "shards" or not self.remote.any():
             return False
         numbers, waiting = self.waiting_for(shard)
         return waiting > RANGED_OPENING_BYTES and all(

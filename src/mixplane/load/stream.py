@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import ConfigError
-from mixplane.load.assemble import PlannedBlock, ReadContext, plan_block
+from mixplane.load.assemble import FilledBlock, PlannedBlock, ReadContext, plan_block
 from mixplane.load.forecast import Forecast
 from mixplane.load.partition import Layout
 from mixplane.load.state import Cursor
+
+Block = PlannedBlock | FilledBlock
 
 
 class Stream:
@@ -28,7 +30,9 @@ class Stream:
 
     `read_ahead` is the number of sequences planned at once, `prefetch` the number of blocks
     filled ahead in a background thread (0: none), `poll` a function called before each item
-    is handed out (it may change the weights, which restarts the stream).
+    is handed out (it may change the weights, which restarts the stream), `filled` blocks
+    already filled elsewhere, by their positions' bytes (taken, not copied: an opening block
+    found there is not read again).
     """
 
     def __init__(
@@ -40,8 +44,10 @@ class Stream:
         prefetch: int,
         batched: bool = False,
         poll: Callable[[], None] | None = None,
+        filled: dict[bytes, dict[str, np.ndarray]] | None = None,
     ):
         self.context = context
+        self.filled = filled if filled is not None else {}
         self.cursor = cursor
         self.prefetch = prefetch
         self.layout = layout
@@ -56,7 +62,7 @@ class Stream:
         # `cache: ranges` fetches in a few dozen requests, not a whole block's thousands).
         self._opening = bool(source.remote.any())
         self._filler: ThreadPoolExecutor | None = None
-        self._pending: deque[tuple[np.ndarray, PlannedBlock, Future | None]] = deque()
+        self._pending: deque[tuple[np.ndarray, Block, Future | None]] = deque()
         # Remote shards cached whole: prefetch what comes, evict what comes last.
         self._forecast = (
             Forecast(context, self.block_positions, pinned_blocks=max(prefetch, 1))
@@ -86,17 +92,21 @@ class Stream:
             yield local, layout.positions(base, local)
             start = int(local[-1]) + 1
 
-    def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, PlannedBlock]]:
+    def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, Block]]:
         forecast, opening, source = self._forecast, self._opening, self.context.source
         if forecast is not None:
             forecast.restart(start)
         for local, positions in self.block_positions(start):
-            by_ranges = False
-            if forecast is not None:
-                shards = forecast.advance(int(local[0]))
-                by_ranges = opening and source.opening_by_ranges(shards)
-                forecast.download(("ranges" if by_ranges else "whole") if opening else None)
-            yield local, plan_block(self.context, positions, by_ranges)
+            filled = self.filled.pop(positions.tobytes(), None) if opening else None
+            if filled is not None:  # read by the training process: no shard to wait for
+                yield local, FilledBlock(filled)
+            else:
+                by_ranges = False
+                if forecast is not None:
+                    shards = forecast.advance(int(local[0]))
+                    by_ranges = opening and source.opening_by_ranges(shards)
+                    forecast.download(("ranges" if by_ranges else "whole") if opening else None)
+                yield local, plan_block(self.context, positions, by_ranges)
             opening = False
 
     def _schedule(self) -> None:
@@ -132,13 +142,12 @@ class Stream:
         """Drop everything read ahead; continue from the first local index not handed out."""
         self._drop_pending()
         self._take([], np.zeros(0, dtype=np.int64), {})
-        self._planned: Iterator[tuple[np.ndarray, PlannedBlock]] | None = self._blocks(
-            self.cursor.read
-        )
+        self._planned: Iterator[tuple[np.ndarray, Block]] | None = self._blocks(self.cursor.read)
 
     def weights_changed(self, position: int) -> None:
         """The weights change from global `position` on: keep what was read ahead before it,
         read the rest again. Raises if a sequence at or after it was already handed out."""
+        self.filled.clear()  # filled under the old weights
         base, layout = self.cursor.base, self.layout
         if self.cursor.read > 0:
             last = int(layout.positions(base, np.array([self.cursor.read - 1]))[0])
@@ -222,7 +231,7 @@ class Stream:
         return item
 
 
-def _drop(planned: PlannedBlock, future: Future | None) -> None:
+def _drop(planned: Block, future: Future | None) -> None:
     """Forget a block read ahead: stop its fill if it has not started, and release what it
     holds (a fill that already started releases it itself)."""
     if future is None or future.cancel():

@@ -125,9 +125,11 @@ class MixtureLoader(DataLoader):
             return super().__iter__()
         mixture = self.dataset.dataset
         generation = mixture.begin_worker_pass(self.num_workers, self.dataset.block)
-        # The workers' first batches: one per worker, as they start (persistent ones, too).
-        mixture.warm_cache(self.num_workers, self.dataset.block)
-        return Received(super().__iter__(), mixture, generation)
+        if self._iterator is None or not self.persistent_workers:  # workers start now
+            mixture.open_for_workers(self.num_workers, self.dataset.block)
+        inner = super().__iter__()  # the workers have their first batches: this copy goes
+        mixture.worker_openings.clear()
+        return Received(inner, mixture, generation)
 
     def state_dict(self) -> dict[str, Any]:
         return self.dataset.dataset.state_dict()
