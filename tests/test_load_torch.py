@@ -73,6 +73,21 @@ def test_workers_do_not_change_the_order(spec):
     same(batches, expected)
 
 
+def test_without_workers_the_loader_options_still_apply(spec):
+    """With no workers the loader reads straight from the stream; a collate_fn and
+    pin_memory given to it still apply, and the batches are the same."""
+    expected = reference(spec, 3)
+
+    def tagged(batch: dict) -> dict:
+        return batch | {"tag": torch.ones(1)}
+
+    for options in ({"collate_fn": tagged}, {"collate_fn": tagged, "pin_memory": True}):
+        loader = torch_loader(MixtureDataset(spec), BATCH, **options)
+        batches = [batch for _, batch in zip(range(3), loader, strict=False)]
+        same(batches, expected)
+        assert all("tag" in batch for batch in batches)
+
+
 def test_worker_batches_arrive_with_the_same_values_and_dtypes(spec):
     """Batches cross from workers in a compact form; what arrives equals the inline batches."""
 
