@@ -73,6 +73,7 @@ def test_workers_do_not_change_the_order(spec):
     same(batches, expected)
 
 
+@pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")  # no GPU here
 def test_without_workers_the_loader_options_still_apply(spec):
     """With no workers the loader reads straight from the stream; a collate_fn and
     pin_memory given to it still apply, and the batches are the same."""
