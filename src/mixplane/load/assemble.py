@@ -23,7 +23,7 @@ from mixplane.load._pieces import copy_pieces, number_pieces
 from mixplane.load.source import TokenSource
 
 if TYPE_CHECKING:
-    from mixplane.load.plan import SamplePlan
+    from mixplane.load.plan import Block, SamplePlan
     from mixplane.load.resolved import ResolvedMixture
 
 
@@ -59,6 +59,7 @@ class PlannedBlock:
     labels: bool = False  # rows hold one token more, the last label
     pinned: np.ndarray | None = None  # remote shards held in the cache until filled
     by_ranges: bool = False  # remote pieces fetched by ranges, not from cached shards
+    linger: bool = False  # once filled, its shards stay pinned until `TokenSource.settle`
 
     def fill(self) -> dict[str, np.ndarray]:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
@@ -83,7 +84,7 @@ class PlannedBlock:
         """Let the cache evict the remote shards this block read (once: filled or dropped)."""
         pinned, self.pinned = self.pinned, None
         if pinned is not None and len(pinned):
-            self.source.release(pinned)
+            self.source.release(pinned, self.linger)
 
 
 @dataclass
@@ -113,13 +114,19 @@ def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def plan_block(
-    context: ReadContext, positions: np.ndarray, by_ranges: bool = False
+    context: ReadContext,
+    positions: np.ndarray,
+    by_ranges: bool = False,
+    block: Block | None = None,
+    linger: bool = False,
 ) -> PlannedBlock:
     """Plan the sequences at global `positions` (sorted or not) of the stream; `by_ranges`:
     fetch its remote pieces by ranges, not from cached shards (a reader's opening block, see
-    `TokenSource.opening_by_ranges`)."""
+    `TokenSource.opening_by_ranges`); `block`: `plan.block(positions)`, if already known;
+    `linger`: keep its remote shards pinned once filled, until the reader's next block."""
     plan, resolved, source = context.plan, context.resolved, context.source
-    block = plan.block(positions)
+    if block is None or not np.array_equal(block.positions, positions):
+        block = plan.block(positions)
     spans = block.spans
     rows, width = len(positions), plan.spec.seq_len + int(plan.spec.labels)
     shard = np.empty(len(spans), dtype=np.int64)
@@ -162,4 +169,5 @@ def plan_block(
         plan.spec.labels,
         pinned,
         by_ranges,
+        linger,
     )

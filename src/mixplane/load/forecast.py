@@ -3,13 +3,16 @@
 The order of a stream is a function of the mixture, so the shards of the blocks after the
 ones being read are known exactly. A `Forecast` keeps them for the next `horizon` blocks and
 tells the node cache two things: what to download now (in the order it will be needed) and
-when each shard is needed next, so eviction drops the one needed farthest ahead. When the
+when each shard is needed next, so eviction drops the one needed farthest ahead. The
+blocks' plans (`SamplePlan.block`) are kept for the reader, which would otherwise work them
+out again a few blocks later. When the
 reader had to wait for a download, the horizon doubles: prefetch reaches as far ahead as the
 measured speed of reading and downloading requires (and as the cache has room for).
 
 Example:
     >>> forecast = Forecast(context, stream.block_positions, horizon=8)  # doctest: +SKIP
-    >>> forecast.restart(0); forecast.advance(0); forecast.download()  # doctest: +SKIP
+    >>> forecast.restart(0); shards, block = forecast.advance(0)  # doctest: +SKIP
+    >>> forecast.download()  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 from mixplane.errors import ConfigError
 from mixplane.io.sizes import size_text
 from mixplane.load.assemble import ReadContext
+from mixplane.load.plan import Block
 
 MAX_HORIZON = 256  # blocks
 # How a reader's first block is read: from whole shards, or its pieces by ranges.
@@ -31,7 +35,11 @@ Opening = Literal["whole", "ranges"]
 
 def block_shards(context: ReadContext, positions: np.ndarray) -> np.ndarray:
     """The distinct shard numbers the sequences at `positions` read."""
-    block = context.plan.block(positions)
+    return shards_of(context, context.plan.block(positions))
+
+
+def shards_of(context: ReadContext, block: Block) -> np.ndarray:
+    """The distinct shard numbers a planned block reads."""
     parts = [
         context.resolved.ranges[c].shard_of(block.spans.document[lo:hi])
         for c, lo, hi in block.groups
@@ -53,7 +61,8 @@ class Forecast:
         self.blocks = blocks  # start -> (local indices, global positions) of each block
         self.horizon = max(horizon, pinned_blocks + 1)
         self.pinned_blocks = pinned_blocks  # blocks planned and not yet filled, at most
-        self._ahead: deque[tuple[int, np.ndarray]] = deque()  # (first local index, shards)
+        # (first local index, remote shards, plan, blend it was planned under) of each block
+        self._ahead: deque[tuple[int, np.ndarray, Block, object]] = deque()
         self._upcoming: Iterator[tuple[np.ndarray, np.ndarray]] | None = None
         self._misses = 0
         self._checked = -1
@@ -64,10 +73,11 @@ class Forecast:
         self._upcoming = self.blocks(start)
         self._checked = -1  # runs of blocks from this local index on are not checked yet
 
-    def advance(self, start: int) -> np.ndarray:
+    def advance(self, start: int) -> tuple[np.ndarray, Block | None]:
         """The reader is planning the block that begins at local index `start`: look the
         horizon ahead from it (further if the reader waited for a download); returns that
-        block's remote shards. `download` acts on it."""
+        block's remote shards and its plan (None if it is not in the horizon: the weights
+        changed since it was planned). `download` acts on it."""
         source = self.context.source
         misses = source.cache.counters["misses"]
         if misses > self._misses:  # it waited for a download: look further ahead
@@ -77,6 +87,7 @@ class Forecast:
         # after this, so until then they must not look evictable to a prefetch.
         while self._ahead and self._ahead[0][0] < start:
             self._ahead.popleft()
+        plan = self.context.plan
         while self._upcoming is not None and len(self._ahead) < self.horizon:
             try:
                 local, positions = next(self._upcoming)
@@ -84,11 +95,15 @@ class Forecast:
                 self._upcoming = None
                 break
             if int(local[0]) >= start:
-                shards = block_shards(self.context, positions)
-                self._ahead.append((int(local[0]), shards[source.remote[shards]]))
+                block = plan.block(positions)
+                shards = shards_of(self.context, block)
+                remote = shards[source.remote[shards]]
+                self._ahead.append((int(local[0]), remote, block, plan.blend))
         if self._ahead and self._ahead[0][0] == start:
-            return self._ahead[0][1]
-        return np.zeros(0, dtype=np.int64)
+            _, shards, block, blend = self._ahead[0]
+            # A weight change rebuilds the blend: a plan made before it is stale.
+            return shards, block if blend is plan.blend else None
+        return np.zeros(0, dtype=np.int64), None
 
     def download(self, opening: Opening | None = None) -> None:
         """Check the room, order eviction by next use and download what comes, for the
@@ -103,7 +118,7 @@ class Forecast:
         # and before files of other mixtures (which have no next use at all).
         next_use = dict.fromkeys(source.remote_urls(), float(len(self._ahead) + 1))
         order: list[int] = []
-        for rank, (_, shards) in enumerate(self._ahead):
+        for rank, (_, shards, _, _) in enumerate(self._ahead):
             for number in shards.tolist():
                 url = source.remote_url(number)
                 if next_use[url] > rank:
@@ -131,7 +146,7 @@ class Forecast:
             if together[0][0] <= self._checked:
                 continue
             self._checked = together[0][0]
-            shards = np.unique(np.concatenate([numbers for _, numbers in together]))
+            shards = np.unique(np.concatenate([numbers for _, numbers, _, _ in together]))
             needed = sum(source.remote_file(number).size for number in shards.tolist())
             if needed > limit:
                 raise ConfigError(

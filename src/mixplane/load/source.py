@@ -82,6 +82,7 @@ class TokenSource:
         self._opened = np.zeros(len(self.shards), dtype=bool)
         self._pins = np.zeros(len(self.shards), dtype=np.int64)  # planned blocks using each
         self._kept = np.zeros(len(self.shards), dtype=bool)  # mapped for good once opened
+        self._lingering: set[int] = set()  # released, still pinned until `settle`
         self._datasets: dict[str, TokenizedDataset] = {}
         self._outputs: dict[str, dict[str, dict[str, Any]]] = {}  # per dataset, by file name
         self._files: dict[int, RemoteFile] = {}
@@ -295,15 +296,37 @@ class TokenSource:
             # Without a limit nothing is evicted, so a shard stays mapped once opened.
             self._kept[number] |= for_good or self.cache_limit is None
 
-    def release(self, pinned: np.ndarray) -> None:
-        """A planned block no longer needs the remote shards `pinned` (from `open`)."""
+    def release(self, pinned: np.ndarray, linger: bool = False) -> None:
+        """A planned block no longer needs the remote shards `pinned` (from `open`). With
+        `linger`, a shard no other block holds stays mapped and pinned until `settle`: a
+        stream's next block mostly reads the same shards, and mapping and pinning them
+        again would cost more than copying the block's tokens."""
         with self._lock:
             for number in pinned.tolist():
                 self._pins[number] -= 1
                 if self._pins[number] == 0 and not self._kept[number]:
-                    self._arrays[number] = None
-                    self._opened[number] = False
-                    self.cache.release(self.remote_url(number))
+                    if linger:
+                        self._lingering.add(number)
+                    else:
+                        self._unpin(number)
+
+    def settle(self, keep: np.ndarray | None = None) -> None:
+        """Let go of the shards lingering after `release(..., linger=True)`, except those
+        in `keep` (the remote shards of the block planned next), so that the shards pinned
+        are never more than those of the blocks being read."""
+        with self._lock:
+            keep_set = set() if keep is None else set(keep.tolist())
+            for number in list(self._lingering):
+                if number in keep_set:
+                    continue
+                self._lingering.discard(number)
+                if self._opened[number] and self._pins[number] == 0 and not self._kept[number]:
+                    self._unpin(number)
+
+    def _unpin(self, number: int) -> None:
+        self._arrays[number] = None
+        self._opened[number] = False
+        self.cache.release(self.remote_url(number))
 
     def _dataset(self, uri: str) -> TokenizedDataset:
         if uri not in self._datasets:
@@ -385,6 +408,7 @@ class TokenSource:
             self._opened[:] = False
             self._pins[:] = 0
             self._kept[:] = False
+            self._lingering.clear()
             if self._ranges is not None:
                 self._ranges.close()
             if self._cache is not None:

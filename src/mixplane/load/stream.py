@@ -101,12 +101,14 @@ class Stream:
             if filled is not None:  # read by the training process: no shard to wait for
                 yield local, FilledBlock(filled)
             else:
-                by_ranges = False
+                by_ranges, block = False, None
                 if forecast is not None:
-                    shards = forecast.advance(int(local[0]))
+                    shards, block = forecast.advance(int(local[0]))
+                    source.settle(keep=shards)  # the last block's shards this one does not read
                     by_ranges = opening and source.opening_by_ranges(shards)
                     forecast.download(("ranges" if by_ranges else "whole") if opening else None)
-                yield local, plan_block(self.context, positions, by_ranges)
+                linger = forecast is not None
+                yield local, plan_block(self.context, positions, by_ranges, block, linger)
             opening = False
 
     def _schedule(self) -> None:
@@ -206,6 +208,8 @@ class Stream:
         if self._filler is not None:
             self._filler.shutdown(wait=True)
             self._filler = None
+        if self._forecast is not None:
+            self.context.source.settle()
 
     def __iter__(self) -> Stream:
         return self
