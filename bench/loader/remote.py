@@ -24,6 +24,10 @@ cache too, so its first batch includes copying the catalog and planning):
   fetched; the cache holds the `.sums` files);
 - `mosaic`: `StreamingDataset` over three remote `Stream`s (bench/.venvs/streaming);
 - `local`: mixplane over the same shards on local disk (the local figure);
+- `local-loaded`: `local` again, right after the round's `mixplane` run, beside a process
+  that keeps as much CPU busy as the S3 server and the proxy used while `mixplane` was
+  timed: on a machine of few cores they run beside the loader, where real object storage
+  would not;
 - `wire`: the shards fetched through the proxy in 16 MB ranged GETs, 4 at a time, as
   mixplane's cache does (what the link delivers on this machine).
 
@@ -69,7 +73,7 @@ from data import SHARES, WEIGHTS, dataset_settings, mixture_spec  # noqa: E402
 from bench.measure import measure, paired_ratios, rotated, spread  # noqa: E402
 from bench.peer_venv import ensure_node_packages, ensure_venv  # noqa: E402
 
-TOOLS = ("mixplane", "ranges", "mosaic", "local", "wire")
+TOOLS = ("mixplane", "ranges", "mosaic", "local", "local-loaded", "wire")
 MOSAIC_PACKAGES = ["torch==2.13.0", "mosaicml-streaming"]  # the local benchmark's venv
 S3RVER_PACKAGES = ["s3rver@3.7.1"]
 BUCKET = "bench"
@@ -280,7 +284,7 @@ def command_for(tool: str, workers: int, run_dir: Path, setup: dict, args) -> tu
     storage = {"endpoint_url": setup["proxy"], **CREDENTIALS}
     spec = mixture_spec(setup["folder"] / "catalog.duckdb", args.seq_len)
     spec |= {"cache_dir": str(cache), "shuffle_window": args.shuffle_window}
-    if tool in ("mixplane", "ranges"):
+    if tool in ("mixplane", "ranges"):  # else local (and local-loaded)
         spec |= {"catalog": setup["catalog"], "storage_options": storage}
         spec |= {"cache_limit": setup["cache_limit"]}
     if tool == "ranges":
@@ -292,8 +296,35 @@ def command_for(tool: str, workers: int, run_dir: Path, setup: dict, args) -> tu
     return [*runner, str(run_dir / "spec.json"), *options], env
 
 
-def run_tool(tool: str, workers: int, setup: dict, args, proxy) -> dict:
-    """One measurement in a fresh process, with an empty cache folder."""
+@contextlib.contextmanager
+def cpu_load(cores: float):
+    """Keep about `cores` of CPU busy while the block runs (one process per started core,
+    each spinning for its share of every 10 ms of its own CPU time); yields a dict that
+    gets `used`, the cores its processes used on average."""
+    shares = [min(1.0, cores - whole) for whole in range(int(-(-cores // 1)))]
+    loop = (
+        "import sys, time\nshare = float(sys.argv[1])\nwhile True:\n"
+        "    start = time.thread_time()\n"
+        "    while time.thread_time() - start < share * 0.01: pass\n"
+        "    time.sleep((1 - share) * 0.01)\n"
+    )
+    burners = [subprocess.Popen([sys.executable, "-c", loop, str(x)]) for x in shares if x > 0]
+    started, out = time.perf_counter(), {"used": 0.0}
+    try:
+        yield out
+    finally:
+        tick = os.sysconf("SC_CLK_TCK")
+        for burner in burners:
+            fields = Path(f"/proc/{burner.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out["used"] += (int(fields[11]) + int(fields[12])) / tick
+            burner.kill()
+            burner.wait()
+        out["used"] /= time.perf_counter() - started
+
+
+def run_tool(tool: str, workers: int, setup: dict, args, proxy, load: float = 0.0) -> dict:
+    """One measurement in a fresh process, with an empty cache folder (`load`: cores kept
+    busy beside it)."""
     run_dir = setup["folder"] / "runs" / tool
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -301,13 +332,15 @@ def run_tool(tool: str, workers: int, setup: dict, args, proxy) -> dict:
     cache = run_dir / "cache"
     before = proxy.counters["bytes"]
     shards = cache / "shards" if tool in ("mixplane", "ranges") else cache
-    with Sampler(proxy, cache, shards, setup["server_pid"]) as sampler:
+    with cpu_load(load) as loaded, Sampler(proxy, cache, shards, setup["server_pid"]) as sampler:
         done = measure(command, env=env)
     shutil.rmtree(run_dir, ignore_errors=True)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if done.returncode != 0 or line is None:
         raise RuntimeError(f"{tool} with {workers} workers failed:\n{done.stderr[-3000:]}")
     result = json.loads(line[len("RESULT ") :]) | {"peak_rss_mb": round(done.peak_rss_mb, 1)}
+    if load:
+        result["load_cores"], result["load_cores_used"] = load, round(loaded["used"], 3)
     if tool == "wire":
         result["cores"] = sampler.cores(result["end"] - result["seconds"], result["end"])
     if tool not in ("mixplane", "ranges", "mosaic"):
@@ -331,7 +364,7 @@ def run_tool(tool: str, workers: int, setup: dict, args, proxy) -> dict:
 def runner(argv: list[str]) -> None:
     """`remote.py run TOOL SPEC_JSON ...`: one measured run of mixplane, local or wire."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("tool", choices=["mixplane", "ranges", "local", "wire"])
+    parser.add_argument("tool", choices=["mixplane", "ranges", "local", "local-loaded", "wire"])
     add_run_options(parser)
     args = parser.parse_args(argv)
     spec = json.loads(args.data.read_text())
@@ -460,9 +493,16 @@ def main() -> None:
         for number in range(args.rounds):
             for workers in args.workers:
                 tools = [t for t in args.tools if t != "wire" or workers == args.workers[0]]
-                order.append([f"{t}/{workers}" for t in rotated(tools, number)])
-                for tool in rotated(tools, number):
-                    run = run_tool(tool, workers, setup, args, proxy)
+                tools = rotated([t for t in tools if t != "local-loaded"], number)
+                if "local-loaded" in args.tools and "mixplane" in tools:
+                    tools.append("local-loaded")  # with the load of this round's mixplane
+                order.append([f"{t}/{workers}" for t in tools])
+                for tool in tools:
+                    load = 0.0
+                    if tool == "local-loaded":
+                        cores = runs[f"mixplane/{workers}"][-1]["cores"]
+                        load = round(cores["server"] + cores["proxy"], 3)
+                    run = run_tool(tool, workers, setup, args, proxy, load)
                     runs.setdefault(f"{tool}/{workers}", []).append(run)
                     print(f"{tool}/{workers} #{number}: {json.dumps(run)}", file=sys.stderr)
     finally:
@@ -477,7 +517,7 @@ def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) ->
     keys = ("first_batch_seconds", "samples_per_second", "mb_per_second", "peak_rss_mb")
     keys += ("peak_cache_mb", "peak_shards_mb", "proxy_mb", "link_mb_per_second")
     keys += ("bytes_per_byte_steady",)
-    keys += ("bytes_per_byte_run",)
+    keys += ("bytes_per_byte_run", "load_cores", "load_cores_used")
     results = {
         key: {k: spread([r[k] for r in measured]) for k in keys if k in measured[0]}
         | {"runs": measured}
@@ -496,7 +536,8 @@ def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) ->
         rounds = [
             {t: m[n]["mb_per_second"] for t, m in measured.items()} for n in range(args.rounds)
         ]
-        for ours, other in (("mixplane", "mosaic"), ("mixplane", "local"), ("ranges", "mosaic")):
+        pairs = [("mixplane", "mosaic"), ("mixplane", "local"), ("mixplane", "local-loaded")]
+        for ours, other in [*pairs, ("ranges", "mosaic")]:
             if paired := paired_ratios(rounds, ours, other):
                 ratios[f"{ours}/{other}/{workers}"] = paired
         if f"mixplane/{workers}" not in results:
@@ -511,6 +552,11 @@ def write_results(args, prepared: dict, setup: dict, runs: dict, order: list) ->
             "at_least_2x_mosaic": ratios.get(f"mixplane/mosaic/{workers}", {}).get("median", 0)
             >= 2,
         }
+        loaded = results.get(f"local-loaded/{workers}", {}).get("mb_per_second", {}).get("median")
+        if loaded:  # the same with the storage's CPU taken from the local run too
+            goals[f"workers={workers}"]["steady_at_least_90_percent_of_local_loaded"] = ours[
+                "mb_per_second"
+            ]["median"] >= 0.9 * min(bandwidth_mb, loaded)
         if f"ranges/{workers}" in results:
             # Over the timed window: the whole run's figure also counts the catalog copy,
             # the metadata read while planning and the blocks read ahead at the end.
