@@ -28,6 +28,7 @@ from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.flaky_proxy import Faults, FlakyProxy
 from mixplane.load import MixtureDataset
 from mixplane.load import source as source_module
+from mixplane.load.forecast import block_shards
 from mixplane.load.synthetic import write_catalog
 
 DATASETS = {
@@ -196,6 +197,28 @@ def test_a_shuffle_window_lets_a_small_cache_stream_without_thrashing(stores, s3
     # shards here; a shuffle of all documents together would need hundreds).
     assert stats["downloads"] <= 2 * len(stores["shards"])
     assert stats["hits"] > stats["misses"]  # most shards were there before the reader asked
+
+
+def test_a_stream_pins_a_shard_once_for_the_blocks_in_a_row_that_read_it(
+    stores, s3_server, tmp_path
+):
+    """Consecutive blocks often read the same shards: a stream keeps those pinned from one
+    block to the next, rather than letting go and pinning again, and lets go as it ends."""
+    spec = mixture(stores["catalog"], tmp_path / "cache", s3_server)
+    dataset = MixtureDataset(spec, read_ahead=1, prefetch=1)  # a block per sequence
+    stream = iter(dataset)
+    rows = [next(stream)["input_ids"] for _ in range(SEQUENCES)]
+    assert np.array_equal(np.stack(rows), stores["expected"]["input_ids"])
+    # The blocks planned so far: those handed out, and the one read ahead.
+    shards = [set(block_shards(dataset.context, np.array([p])).tolist())
+              for p in range(SEQUENCES + 1)]  # fmt: skip
+    runs = sum(len(now - before) for before, now in zip([set()] + shards, shards, strict=False))
+    cache = dataset.source.cache
+    assert cache.counters["hits"] + cache.counters["misses"] == runs
+    assert runs < sum(len(numbers) for numbers in shards)  # what pinning each block took
+    assert cache.pinned_bytes() > 0
+    stream.close()
+    assert cache.pinned_bytes() == 0  # nothing held once the stream ends
 
 
 def test_every_kind_of_fault_is_survived(stores, s3_server, tmp_path):

@@ -3,11 +3,11 @@
 The order of a stream is a function of the mixture, so the shards of the blocks after the
 ones being read are known exactly. A `Forecast` keeps them for the next `horizon` blocks and
 tells the node cache two things: what to download now (in the order it will be needed) and
-when each shard is needed next, so eviction drops the one needed farthest ahead. The
-blocks' plans (`SamplePlan.block`) are kept for the reader, which would otherwise work them
-out again a few blocks later. When the
+when each shard is needed next, so eviction drops the one needed farthest ahead. When the
 reader had to wait for a download, the horizon doubles: prefetch reaches as far ahead as the
-measured speed of reading and downloading requires (and as the cache has room for).
+measured speed of reading and downloading requires (and as the cache has room for). The
+blocks' plans (`SamplePlan.block`) are kept for the reader, which would otherwise work them
+out again a few blocks later.
 
 Example:
     >>> forecast = Forecast(context, stream.block_positions, horizon=8)  # doctest: +SKIP
