@@ -40,6 +40,7 @@ SHARD_BYTES = 6_000  # about 3,000 tokens: several shards per dataset
 SEQUENCES = 400
 STEPS = {"global_batch_size": 8}  # for set_weights
 SCRIPT = Path(__file__).parent / "scripts" / "read_remote.py"
+BIN = r"\.bin($|\?)"  # token files, read by s3fs or by presigned plain GETs
 
 
 def mixture(catalog: str, cache: Path, options: dict, limit: int | str | None = None) -> dict:
@@ -132,7 +133,7 @@ def watching(cache: Path):
 def test_faults_on_the_wire_give_the_local_stream_within_the_limit(stores, s3_server, tmp_path):
     limit = sum(stores["shard_bytes"].values())  # every shard, and not a byte more
     cache = tmp_path / "cache"
-    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(every=2, match=r"\.bin$", burst=2))
+    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(every=2, match=BIN, burst=2))
     with proxy as proxy_url, contextmanager(watching)(cache) as peak:
         spec = mixture(stores["catalog"], cache, through(proxy_url, s3_server), limit)
         got, dataset = read_stream(spec)
@@ -230,9 +231,7 @@ def test_every_kind_of_fault_is_survived(stores, s3_server, tmp_path):
     # Each kind of fault on every other shard request, with botocore's retries off (s3fs
     # and our own still retry).
     for kind in ("error", "reset", "cut", "slow", "flip"):
-        proxy = FlakyProxy(
-            s3_server["endpoint_url"], Faults(every=2, kinds=(kind,), match=r"\.bin$")
-        )
+        proxy = FlakyProxy(s3_server["endpoint_url"], Faults(every=2, kinds=(kind,), match=BIN))
         with proxy as url:
             options = dict(through(url, s3_server), config_kwargs={"retries": {"max_attempts": 1}})
             spec = mixture(stores["catalog"], tmp_path / kind, options)
@@ -270,7 +269,7 @@ def test_a_download_killed_midway_is_never_read(stores, s3_server, tmp_path):
     cache = tmp_path / "cache"
     spec = mixture(stores["catalog"], cache, s3_server)
     MixtureDataset(spec)  # the catalog and the plan cached: the reader below starts at once
-    slow = Faults(bandwidth=20_000, match=r"\.bin$")  # bytes per second: a shard takes a while
+    slow = Faults(bandwidth=20_000, match=BIN)  # bytes per second: a shard takes a while
     with FlakyProxy(s3_server["endpoint_url"], slow) as url:
         (tmp_path / "mixture.json").write_text(
             json.dumps(dict(spec, storage_options=through(url, s3_server)))
@@ -431,7 +430,7 @@ def test_the_first_batch_does_not_wait_for_large_shards(s3_bucket, tmp_path, mon
     expected = MixtureDataset(local_spec).read_positions(np.arange(300))["input_ids"]
     MixtureDataset(spec)  # the catalog and the plan cached: only the tokens are left to fetch
     shards = tmp_path / "cache" / "shards"
-    with FlakyProxy(options["endpoint_url"], Faults(bandwidth=200_000, match=r"\.bin$")) as url:
+    with FlakyProxy(options["endpoint_url"], Faults(bandwidth=200_000, match=BIN)) as url:
         remote = dict(spec, storage_options=through(url, options))
         dataset = MixtureDataset(remote, read_ahead=16)  # blocks far smaller than a shard
         stream = iter(dataset)
@@ -468,7 +467,7 @@ def test_workers_take_their_first_batches_from_the_training_process(
     from mixplane.load.torch_adapter import torch_loader
 
     monkeypatch.setattr(source_module, "RANGED_OPENING_BYTES", 0)
-    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=r"\.bin$"))
+    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=BIN))
     cache = tmp_path / "cache"
     with proxy as proxy_url:
         spec = mixture(stores["catalog"], cache, through(proxy_url, s3_server))

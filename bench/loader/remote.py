@@ -398,22 +398,26 @@ def runner(argv: list[str]) -> None:
 
 
 def wire(storage_options: dict, total: int, chunk: int = 16 << 20, threads: int = 4) -> dict:
-    """Fetch shards through the link as mixplane's cache does, until `total` bytes."""
+    """Fetch shards through the link as mixplane's cache does (16 MB ranged GETs, 4 at a
+    time, plain HTTP where possible), until `total` bytes."""
     from concurrent.futures import ThreadPoolExecutor
 
     import s3fs
+
+    from mixplane.io.plain_get import range_reader
 
     fs = s3fs.S3FileSystem(**storage_options, skip_instance_cache=True)
     ranges, planned = [], 0
     for path in sorted(fs.glob(f"{BUCKET}/tokens/*/*.bin")):
         size = fs.size(path)
-        ranges += [(path, start, min(size, start + chunk)) for start in range(0, size, chunk)]
+        read = range_reader(f"s3://{path}", storage_options)
+        ranges += [(read, start, min(size, start + chunk)) for start in range(0, size, chunk)]
         planned += size
         if planned >= total:
             break
     started = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
-        got = sum(pool.map(lambda r: len(fs.cat_file(r[0], start=r[1], end=r[2])), ranges))
+        got = sum(pool.map(lambda r: len(r[0](r[1], r[2])), ranges))
     seconds = time.perf_counter() - started
     return {
         "mb_per_second": got / seconds / 1e6,

@@ -2,7 +2,8 @@
 
 Put it in front of an S3-compatible endpoint (point `endpoint_url` at it) to rehearse what a
 training job meets on real networks: 5xx bursts, reset connections, bodies cut mid-way,
-slow bodies, corrupted bytes, added latency and a bandwidth limit. Faults are injected
+slow bodies, corrupted bytes, refusals (`refuse`: 403, never in the default rotation, as
+no retry helps), added latency and a bandwidth limit. Faults are injected
 deterministically: every `every`-th request (GET by default) whose path matches `match` gets
 the next kind of fault in `kinds`, so a test can say exactly what happened.
 
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-KINDS = ("error", "reset", "cut", "slow", "flip")
+KINDS = ("error", "reset", "cut", "slow", "flip")  # the default rotation
+KNOWN_KINDS = (*KINDS, "refuse")
 HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "host"}
 
 
@@ -40,8 +42,9 @@ class Faults:
     to fail uploads); `burst`: an `error` fault answers that many consecutive matching
     requests with 503;
     `latency`: seconds added before every response; `bandwidth`: bytes per second over all
-    response bodies (None: unlimited); `match`: a regex on the request path: only requests
-    that match are touched (faults, latency and bandwidth alike).
+    response bodies (None: unlimited); `match`: a regex searched in the request target (the
+    path and its query): only requests that match are touched (faults, latency and
+    bandwidth alike).
     """
 
     every: int = 0
@@ -53,9 +56,9 @@ class Faults:
     methods: tuple[str, ...] = ("GET",)
 
     def __post_init__(self) -> None:
-        unknown = set(self.kinds) - set(KINDS)
+        unknown = set(self.kinds) - set(KNOWN_KINDS)
         if unknown:
-            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {list(KINDS)}")
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {list(KNOWN_KINDS)}")
 
 
 class _Bucket:
@@ -160,8 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "reset":
             self._reset()
             return
-        if fault == "error":
-            self._send_error()
+        if fault in ("error", "refuse"):
+            self._send_error(refuse=fault == "refuse")
             return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         headers["Host"] = "{}:{}".format(*owner.upstream)
@@ -204,12 +207,13 @@ class _Handler(BaseHTTPRequestHandler):
             owner._count("bytes", len(piece))
         self.wfile.flush()
 
-    def _send_error(self) -> None:
+    def _send_error(self, refuse: bool = False) -> None:
+        code, message = ("AccessDenied", "Access Denied") if refuse else ("SlowDown", "Slow Down")
         body = (
-            b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
-            b"<Message>Please reduce your request rate.</Message></Error>"
-        )
-        self.send_response(503, "Slow Down")
+            f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+            f"<Message>{message}</Message></Error>"
+        ).encode()
+        self.send_response(403 if refuse else 503, message)
         self.send_header("Content-Type", "application/xml")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

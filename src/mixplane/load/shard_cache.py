@@ -38,9 +38,9 @@ import xxhash
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.ahead import in_order
 from mixplane.io.locks import close_lock, locked, open_lock, try_lock
-from mixplane.io.retry import Retry, read_exact
+from mixplane.io.plain_get import range_reader
+from mixplane.io.retry import Retry
 from mixplane.io.sizes import parse_size, size_text
-from mixplane.io.urls import url_filesystem
 
 CHUNK_BYTES = 16 * 2**20  # one ranged GET
 CHUNKS_IN_FLIGHT = 4  # ranged GETs of one file at once
@@ -315,11 +315,11 @@ class ShardCache:
         """Download into the reserved `partial` in ranged chunks, several in flight (one
         request at a time leaves a fast link idle during each round trip), each retried on
         its own, written and hashed in order; returns the content hash."""
-        fs, path = url_filesystem(file.url, self.storage_options)
+        read = range_reader(file.url, self.storage_options)
 
-        def fetch(start: int) -> bytes:
+        def fetch(start: int) -> bytes | bytearray:
             end = min(file.size, start + self.chunk_bytes)
-            return self.retry.call(lambda: read_exact(fs, path, start, end), what=file.url)
+            return self.retry.call(lambda: read(start, end), what=file.url)
 
         digest = xxhash.xxh3_128()
         with open(partial, "r+b") as out:
