@@ -16,7 +16,11 @@ Example:
 
 from __future__ import annotations
 
-import encodings.idna  # noqa: F401 - see below
+# Imported now, not by a connection's first name lookup (`idna`) or TLS setup (`certifi`):
+# a thread importing a module while a DataLoader forks its workers leaves that module's
+# import lock held in them for good, and their own first import of it waits forever.
+import encodings.idna  # noqa: F401
+import functools
 import http.client
 import os
 import ssl
@@ -24,6 +28,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
+
+try:
+    import certifi
+except ImportError:  # botocore's default bundle, when installed
+    certifi = None
 
 from mixplane.io.retry import CorruptRead, read_exact
 from mixplane.io.urls import url_filesystem
@@ -34,9 +43,6 @@ PLAIN_OPTIONS = {"key", "secret", "token", "endpoint_url", "anon", "client_kwarg
 PLAIN_CLIENT = {"region_name", "endpoint_url", "aws_access_key_id", "aws_secret_access_key"}
 PLAIN_CONFIG = {"max_pool_connections", "connect_timeout", "read_timeout", "retries"}
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
-# A connection's first name lookup imports the `idna` codec. A thread importing it while a
-# DataLoader forks its workers leaves the module's import lock held in them for good, and
-# their own first lookup waits forever: it is imported here, before any thread runs.
 PRESIGNED_SECONDS = 3600
 TIMEOUT_SECONDS = 60.0
 
@@ -133,6 +139,15 @@ def _read_into(response: http.client.HTTPResponse, size: int, start: int) -> byt
 _local = threading.local()
 
 
+def _forget_connections() -> None:
+    """A forked process shares its parent's sockets: it opens its own connections."""
+    global _local
+    _local = threading.local()
+
+
+os.register_at_fork(after_in_child=_forget_connections)
+
+
 def _connection(scheme: str, host: str, port: int | None) -> http.client.HTTPConnection:
     """This thread's open connection to `host` (made on first use)."""
     pool = _local.__dict__.setdefault("pool", {})
@@ -158,14 +173,8 @@ def _drop(connection: http.client.HTTPConnection) -> None:
             del pool[key]
 
 
+@functools.cache
 def _tls_context() -> ssl.SSLContext:
     """The certificates botocore trusts: AWS_CA_BUNDLE, else certifi's, else the system's."""
-    bundle = os.environ.get("AWS_CA_BUNDLE")
-    if bundle is None:
-        try:
-            import certifi
-
-            bundle = certifi.where()
-        except ImportError:
-            bundle = None
+    bundle = os.environ.get("AWS_CA_BUNDLE") or (certifi.where() if certifi else None)
     return ssl.create_default_context(cafile=bundle)
