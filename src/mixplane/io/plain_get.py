@@ -101,17 +101,13 @@ class PlainObject:
             response = connection.getresponse()
             length = int(response.getheader("Content-Length") or -1)
             # 206 with the range asked for; 200 (a server that ignores ranges) from byte 0.
-            if response.status == 206 and length == end - start:
+            ranged = response.status == 206 and length == end - start
+            if ranged or (response.status == 200 and start == 0 and length >= end):
                 data = _read_into(response, end - start, start)
                 if response.length:  # not all of it was read
                     _drop(connection)
                 return data
-            if response.status == 200 and start == 0 and length >= end:
-                data = _read_into(response, end, start)
-                if response.length:
-                    _drop(connection)
-                return data
-            body = response.read(2048) if response.status >= 300 else b""
+            body = response.read(2048)
             _drop(connection)
             if response.status >= 500 or response.status in (408, 429):
                 raise HTTPStatusError(response.status, f"HTTP {response.status}: {body!r}")

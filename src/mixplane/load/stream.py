@@ -94,6 +94,7 @@ class Stream:
 
     def _blocks(self, start: int) -> Iterator[tuple[np.ndarray, Block]]:
         forecast, opening, source = self._forecast, self._opening, self.context.source
+        linger = forecast is not None  # a forecasting stream's next block settles its shards
         if forecast is not None:
             forecast.restart(start)
         for local, positions in self.block_positions(start):
@@ -107,7 +108,6 @@ class Stream:
                     source.settle(keep=shards)  # the last block's shards this one does not read
                     by_ranges = opening and source.opening_by_ranges(shards)
                     forecast.download(("ranges" if by_ranges else "whole") if opening else None)
-                linger = forecast is not None
                 yield local, plan_block(self.context, positions, by_ranges, block, linger)
             opening = False
 
