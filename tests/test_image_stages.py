@@ -333,3 +333,52 @@ def test_clip_score_without_open_clip_says_how_to_install_it():
     assert isinstance(stage, ClipScore)
     with pytest.raises(ConfigError, match="pip install open_clip_torch"):
         stage.setup()
+
+
+def test_error_details_are_the_same_in_two_identical_runs(tmp_path):
+    import json
+    import tarfile
+
+    import pyarrow.parquet as pq
+
+    from mixplane.process.pipeline import run_pipeline
+
+    good = encoded(natural(20), quality=90)
+    png = encoded(natural(21), "PNG")
+    bad = {  # Pillow names most of these unreadable by the repr of the buffer it was given
+        "garbage.jpg": b"\xff\xd8\xff\xe0" + b"not a jpeg" * 30,
+        "text.png": b"just some text, not an image at all" * 4,
+        "cut.jpg": good[: len(good) // 3],
+        "cut.png": png[:-40],
+        "flipped.png": png[:60] + bytes([png[60] ^ 0xFF]) + png[61:],
+        "riff.webp": b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x00" * 40,
+        "empty.gif": b"GIF89a",
+    }
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    with tarfile.open(raw / "bad.tar", "w") as tar:
+        for n, (name, data) in enumerate(bad.items()):
+            stem, ext = name.split(".")
+            for member, payload in ((f"{n:03d}.{ext}", data), (f"{n:03d}.txt", stem.encode())):
+                info = tarfile.TarInfo(member)
+                info.size = len(payload)
+                tar.addfile(info, io.BytesIO(payload))
+    outputs = []
+    for run in ("one", "two"):
+        stages = [{"decode_image": {}}, {"resize_image": {"size": 32}}]
+        result = run_pipeline({"input": str(raw / "*.tar"), "output": str(tmp_path / run),
+                               "stages": stages})  # fmt: skip
+        assert result.stats["excluded"] == len(bad)
+        manifest = json.loads((tmp_path / run / "_manifest.json").read_text())
+        outputs.append(manifest["outputs"])
+    details = pq.read_table(tmp_path / "one" / "_excluded").column("detail").to_pylist()
+    assert not [d for d in details if " at 0x" in d], details
+    unidentified = (
+        '{"error":"UnidentifiedImageError: cannot identify image file <_io.BytesIO object>"}'
+    )
+    assert details.count(unidentified) == 2
+    excluded = [
+        (tmp_path / run / "_excluded" / "part-00000.parquet").read_bytes() for run in ("one", "two")
+    ]
+    assert excluded[0] == excluded[1]
+    assert outputs[0] == outputs[1]

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from mixplane.error_text import describe_error
 from mixplane.errors import InputError
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -76,7 +77,7 @@ class ImagePreprocess:
                 return out
             return self.normalize(self.resize(image), out)
         except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as e:
-            raise BadImageError(f"{where}: cannot decode the image ({e})") from None
+            raise BadImageError(f"{where}: cannot decode the image ({describe_error(e)})") from None
 
     def resize(self, image: Image.Image) -> Image.Image:
         """Shorter side to `image_size`, center crop to a square, RGB."""

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from mixplane.document import Document, Drop
+from mixplane.error_text import describe_error
 from mixplane.io.readers.base import image_media
 from mixplane.process.stage import Result, Stage
 from mixplane.stages.image.media import IMAGE_EXTENSIONS
@@ -167,7 +168,7 @@ class FetchImages(Stage):
         except (asyncio.TimeoutError, TimeoutError):
             return Fetched("timeout", None, f"no complete answer within {self.timeout} s")
         except (aiohttp.ClientError, OSError, ValueError) as error:
-            return Fetched("error", None, f"{type(error).__name__}: {error}"[:500])
+            return Fetched("error", None, describe_error(error))
 
     def _robots(self, values: list[str]) -> str | None:
         """The disallowed directives an X-Robots-Tag addresses to us, or None."""

@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from mixplane.document import Drop
+from mixplane.error_text import describe_error, without_addresses
 
 #: Pillow's own default bomb limit (about 89 million pixels), the default of `max_pixels`.
 DEFAULT_MAX_PIXELS = 89_478_485
@@ -58,7 +59,9 @@ class Header:
 
 
 def _error(error: Exception) -> Drop:
-    return Drop("corrupt_image", {"error": f"{type(error).__name__}: {error}"})
+    # Pillow names the unreadable file by its repr (`<_io.BytesIO object at 0x...>`): the
+    # address would make the detail differ between identical runs.
+    return Drop("corrupt_image", {"error": describe_error(error)})
 
 
 def open_header(data: bytes, max_pixels: int) -> Header | Drop:
@@ -74,7 +77,8 @@ def open_header(data: bytes, max_pixels: int) -> Header | Drop:
                 size, name = image.size, (image.format or "").lower()
                 orientation = _orientation(image)
     except Image.DecompressionBombError as error:
-        return Drop("image_too_large", {"error": str(error), "max_pixels": max_pixels})
+        detail = {"error": without_addresses(str(error)), "max_pixels": max_pixels}
+        return Drop("image_too_large", detail)
     except Exception as error:  # untrusted bytes: Pillow raises many kinds of errors
         return _error(error)
     width, height = size
