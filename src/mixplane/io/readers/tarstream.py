@@ -5,6 +5,9 @@ member it cannot finish is lost with everything after it. Here each 512-byte hea
 parsed as it comes (ustar, GNU long names, pax `path`/`size` records), a member's data is
 read with bounded memory, and a cut or corrupt archive ends the iteration with a `Broken`
 item that says at which byte and what went wrong; every member before it was yielded whole.
+A compressed stream that is cut (`.tar.gz`, `.tar.zst`) gives every byte it still can
+first, so its archive ends where a plain tar cut at the same byte would, the decompressor's
+error added to the message.
 
 Example:
     >>> import io, tarfile
@@ -25,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
+from mixplane.error_text import describe_error
 from mixplane.io.readers.lines import CHUNK, PREFIX
 
 BLOCK = 512
@@ -57,16 +61,29 @@ class Broken:
 
 
 class _Counted:
-    """Reads exactly what is asked unless the stream ends, counting the bytes."""
+    """Reads exactly what is asked unless the stream ends, counting the bytes.
+
+    A decompressing stream that fails (a cut `.tar.gz`) ends the data here instead of
+    raising: every byte it could still give is returned first, and `error` says why the data
+    ended, so the archive is cut where its bytes stop, as a plain tar would be.
+    """
 
     def __init__(self, stream: IO[bytes]):
         self.stream = stream
         self.position = 0
+        self.error: str | None = None
+        # `read1` returns what one underlying read gave, so a failure loses no decoded bytes;
+        # a buffered `read` drops the bytes it gathered in the call that fails.
+        self._read = getattr(stream, "read1", stream.read)
 
     def read(self, size: int) -> bytes:
         parts, wanted = [], size
-        while wanted > 0:
-            chunk = self.stream.read(min(wanted, CHUNK))
+        while wanted > 0 and self.error is None:
+            try:
+                chunk = self._read(min(wanted, CHUNK))
+            except STREAM_ERRORS as error:
+                self.error = describe_error(error)
+                break
             if not chunk:
                 break
             parts.append(chunk)
@@ -96,54 +113,66 @@ class TarReader:
 def _members(reader: _Counted, limit: int) -> Iterator[Member | Broken]:
     long_name: str | None = None
     pax: dict[str, str] = {}
-    try:
-        while True:
-            offset = reader.position
-            block = reader.read(BLOCK)
-            if not block:
-                return  # no end-of-archive blocks: accepted, as tar itself does
-            if len(block) < BLOCK:
-                yield Broken(offset, f"tar truncated at byte {reader.position} inside a header")
-                return
-            if block == bytes(BLOCK):
-                return  # end of archive
-            problem = _check(block)
-            if problem:
-                yield Broken(offset, f"corrupt tar header at byte {offset}: {problem}")
-                return
-            kind = block[156:157]
-            name = long_name or pax.get("path") or _name(block)
+    while True:
+        offset = reader.position
+        block = reader.read(BLOCK)
+        if not block:
+            if reader.error:  # the stream failed between members: the archive was cut
+                yield Broken(offset, f"unreadable stream after byte {offset}: {reader.error}")
+            return  # no end-of-archive blocks: accepted, as tar itself does
+        if len(block) < BLOCK:
+            error = f"tar truncated at byte {reader.position} inside a header"
+            name = long_name or pax.get("path") or _partial_name(block)
+            yield Broken(offset, error + _because(reader), name)
+            return
+        if block == bytes(BLOCK):
+            return  # end of archive
+        problem = _check(block)
+        kind = block[156:157]
+        name = long_name or pax.get("path") or _name(block)
+        try:
             size = int(pax["size"]) if "size" in pax else _number(block[124:136])
-            if kind in (b"x", b"g", b"L", b"K"):
-                # Extension headers describe the member that follows.
-                data = reader.read(size)
-                if len(data) < size:
-                    yield _cut(reader, offset, name, size, data)
-                    return
-                reader.read(-size % BLOCK)
-                if kind == b"L":
-                    long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
-                elif kind == b"x":
-                    pax = _pax(data)
-                continue
-            long_name, pax = None, {}
-            if kind not in _REGULAR:
-                _skip(reader, size)  # directories, links, devices hold no sample data
-                continue
-            data, got = _data(reader, size, limit)
-            if got < size:
-                yield _cut(reader, offset, name, size, bytes(data))
+        except ValueError as error:
+            problem = problem or f"pax size {error}"
+        if problem:
+            yield Broken(offset, f"corrupt tar header at byte {offset}: {problem}")
+            return
+        if kind in (b"x", b"g", b"L", b"K"):
+            # Extension headers describe the member that follows.
+            data = reader.read(size)
+            if len(data) < size:
+                yield _cut(reader, offset, name, size, data)
                 return
             reader.read(-size % BLOCK)
-            yield Member(name, offset, size, data, size > limit)
-    except STREAM_ERRORS as error:
-        yield Broken(reader.position, f"unreadable stream at byte {reader.position}: {error}")
+            if kind == b"L":
+                long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
+            elif kind == b"x":
+                try:
+                    pax = _pax(data)
+                except ValueError as error:
+                    yield Broken(offset, f"corrupt pax header at byte {offset}: {error}")
+                    return
+            continue
+        long_name, pax = None, {}
+        if kind not in _REGULAR:
+            _skip(reader, size)  # directories, links, devices hold no sample data
+            continue
+        data, got = _data(reader, size, limit)
+        if got < size:
+            yield _cut(reader, offset, name, size, bytes(data))
+            return
+        reader.read(-size % BLOCK)
+        yield Member(name, offset, size, data, size > limit)
+
+
+def _because(reader: _Counted) -> str:
+    return f" (unreadable stream: {reader.error})" if reader.error else ""
 
 
 def _cut(reader: _Counted, offset: int, name: str, size: int, data: bytes) -> Broken:
     error = (
         f"tar truncated at byte {reader.position}: member {name!r} (header at byte {offset}) "
-        f"declares {size} bytes, {len(data)} present"
+        f"declares {size} bytes, {len(data)} present{_because(reader)}"
     )
     return Broken(offset, error, name, data[:PREFIX])
 
@@ -182,6 +211,17 @@ def _check(block: bytes) -> str | None:
     if stored not in (unsigned, signed):
         return f"checksum {stored} does not match the header's {unsigned}"
     return None
+
+
+def _partial_name(block: bytes) -> str | None:
+    """The member name a cut header holds, or None when its name field is not all there
+    (or a ustar prefix that lengthens it begins but is cut). A prefix the cut came before
+    is taken as absent: tar writers name long paths with pax or GNU records instead."""
+    if len(block) < 100 or not block[:1].strip(b"\0"):
+        return None
+    if 345 < len(block) < 500 and block[257:263] == b"ustar\x00" and block[345]:
+        return None
+    return _name(block.ljust(BLOCK, b"\0"))
 
 
 def _number(field: bytes) -> int:

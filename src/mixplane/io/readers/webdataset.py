@@ -107,10 +107,12 @@ def _samples(items: Iterator[Member | Broken]) -> Iterator[_Sample]:
 
 
 def _broken(item: Broken, current: _Sample | None) -> Iterator[_Sample]:
-    """The sample the archive broke in, quarantined with the error; a sample completed just
-    before the break is still whole unless the broken member shares its key."""
+    """The sample the archive broke in, quarantined with the error. A sample completed just
+    before the break is still whole only when the broken member is named and has another
+    key: a break that names no member (a cut header, a compressed stream that failed between
+    members) may have taken the rest of the current sample, so that sample takes the error."""
     parts = split_name(item.name) if item.name else None
-    if current is not None and (parts is None or parts[0] != current.key):
+    if current is not None and parts is not None and parts[0] != current.key:
         yield current
         current = None
     key = parts[0] if parts else (current.key if current else f"@{item.offset}")
@@ -162,10 +164,12 @@ def _reason(sample: _Sample) -> str:
     problem = sample.problem or ""
     if "truncated" in problem:
         return "truncated tar"
-    if "corrupt tar header" in problem:
+    if "corrupt tar header" in problem or "corrupt pax header" in problem:
         return "corrupt tar header"
     if "repeated" in problem:
         return "repeated extension in sample"
     if "no extension" in problem:
         return "tar member without extension"
+    if "unreadable stream" in problem:
+        return "unreadable stream"
     return problem.split(":")[0][:60]

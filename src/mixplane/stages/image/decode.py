@@ -22,7 +22,7 @@ from mixplane.stages.image.imaging import (
     open_header,
     to_rgb,
 )
-from mixplane.stages.image.media import extension_for, image_of, set_image
+from mixplane.stages.image.media import extension_for, image_of, no_image, set_image
 from mixplane.stages.image.phash import phash, phash_hex
 
 
@@ -44,7 +44,7 @@ class DecodeImage(Stage):
 
     Example:
         >>> DecodeImage().apply(Document("a", "a caption", "web"))
-        Drop(reason='no_image', detail=None)
+        Drop(reason='no_image', detail={'media': []})
     """
 
     name: ClassVar[str] = "decode_image"
@@ -73,7 +73,7 @@ class DecodeImage(Stage):
     def apply(self, doc: Document) -> Result:
         found = image_of(doc)
         if found is None:
-            return Drop("no_image")
+            return no_image(doc)
         _, data = found
         header = check_header(data, self.max_pixels, self.max_image_area)
         if isinstance(header, Drop):
@@ -116,7 +116,7 @@ def upright_image(doc: Document, max_pixels: int) -> Image.Image | Drop:
     decodes (`decode_image`'s reasons)."""
     found = image_of(doc)
     if found is None:
-        return Drop("no_image")
+        return no_image(doc)
     header = check_header(found[1], max_pixels, None)
     if isinstance(header, Drop):
         return header

@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from mixplane.document import Document
+from mixplane.document import Document, Drop
 
 #: Extensions recognised as the image of a sample, in preference order.
 IMAGE_EXTENSIONS: tuple[str, ...] = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
@@ -35,6 +35,16 @@ def image_of(doc: Document) -> tuple[str, bytes] | None:
         if data is not None:
             return ext, data
     return None
+
+
+def no_image(doc: Document) -> Drop:
+    """The exclusion of a document that has no image, naming the media it has instead.
+
+    Example:
+        >>> no_image(Document("a", "a cat", "web", media={"html": b"<html>"}))
+        Drop(reason='no_image', detail={'media': ['html']})
+    """
+    return Drop("no_image", {"media": sorted(doc.media or {})})
 
 
 def set_image(doc: Document, ext: str, data: bytes) -> None:

@@ -23,7 +23,7 @@ from mixplane.stages.image.imaging import (
     resampling,
     to_rgb,
 )
-from mixplane.stages.image.media import extension_for, image_of, set_image
+from mixplane.stages.image.media import extension_for, image_of, no_image, set_image
 
 Mode = Literal["keep_ratio", "center_crop", "border", "none"]
 # A JPEG is decoded at a reduced DCT scale when that still leaves this many times the
@@ -113,7 +113,7 @@ class ResizeImage(Stage):
     def apply(self, doc: Document) -> Result:
         found = image_of(doc)
         if found is None:
-            return Drop("no_image")
+            return no_image(doc)
         _, data = found
         header = check_header(data, self.max_pixels, None)
         if isinstance(header, Drop):
