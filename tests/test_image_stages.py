@@ -382,3 +382,75 @@ def test_error_details_are_the_same_in_two_identical_runs(tmp_path):
     ]
     assert excluded[0] == excluded[1]
     assert outputs[0] == outputs[1]
+
+
+# transparency and blank images
+
+
+def white_logo() -> Image.Image:
+    """A white logo (a ring and a bar) on a transparent background."""
+    logo = Image.new("RGBA", (120, 90), (255, 255, 255, 0))
+    draw = ImageDraw.Draw(logo)
+    draw.ellipse((10, 10, 70, 70), outline=(255, 255, 255, 255), width=8)
+    draw.rectangle((80, 20, 110, 60), fill=(255, 255, 255, 255))
+    return logo
+
+
+def test_a_white_logo_on_transparency_is_read_and_stored_on_a_background_that_shows_it():
+    doc = doc_with(encoded(white_logo(), "PNG"), "png")
+    kept = DecodeImage().apply(doc)
+    assert isinstance(kept, Document), kept
+    assert kept.metadata["blank"] is False and kept.metadata["contrast"] > 50
+    assert kept.metadata["phash"] != f"{1 << 63:016x}"  # not the flat image's hash
+    stored = ResizeImage(mode="none", encode_format="png").apply(kept).media["png"]
+    pixels = np.asarray(Image.open(io.BytesIO(stored)))
+    assert pixels[40, 40].tolist() == [0, 0, 0]  # inside the ring: the background, black
+    assert pixels[40, 95].tolist() == [255, 255, 255]  # the bar stays white
+
+    on_white = DecodeImage(background="white").apply(doc_with(encoded(white_logo(), "PNG"), "png"))
+    assert on_white == Drop(
+        "blank_image", {"contrast": 0.0, "blank_contrast": 2.0, "transparent": True}
+    )
+    flagged = DecodeImage(background=[255, 255, 255], drop_blank=False).apply(
+        doc_with(encoded(white_logo(), "PNG"), "png")
+    )
+    assert flagged.metadata["blank"] is True and flagged.metadata["contrast"] == 0.0
+    grey = ResizeImage(mode="none", encode_format="png", background="#808080")
+    stored = grey.apply(doc_with(encoded(white_logo(), "PNG"), "png")).media["png"]
+    assert Image.open(io.BytesIO(stored)).getpixel((40, 40)) == (128, 128, 128)
+    # A dark drawing on transparency stays on white, as before.
+    dark = Image.new("LA", (60, 60), (0, 0))
+    ImageDraw.Draw(dark).line((5, 5, 55, 55), fill=(20, 255), width=4)
+    stored = ResizeImage(mode="none", encode_format="png").apply(
+        doc_with(encoded(dark, "PNG"), "png")
+    )
+    assert Image.open(io.BytesIO(stored.media["png"])).getpixel((50, 5)) == (255, 255, 255)
+    with pytest.raises(ValueError, match="not a colour: 'sky'"):
+        DecodeImage(background="sky")
+
+
+def blank_images() -> dict[str, bytes]:
+    rng = np.random.default_rng(3)
+    noisy = np.clip(235 + rng.normal(0, 3, (120, 160, 3)), 0, 255).astype(np.uint8)
+    faint = (120 + 6 * np.linspace(0, 1, 120))[:, None, None] * np.ones((120, 160, 3))
+    return {
+        "white": encoded(Image.new("RGB", (160, 120), "white"), quality=80),
+        "navy": encoded(Image.new("RGB", (160, 120), "navy"), "PNG"),
+        "grey-noise": encoded(Image.fromarray(noisy), quality=70),
+        "faint-gradient": encoded(Image.fromarray(faint.astype(np.uint8)), quality=90),
+        "clear": encoded(Image.new("RGBA", (160, 120), (0, 0, 0, 0)), "PNG"),
+    }
+
+
+def test_blank_and_single_colour_images_are_excluded_by_default():
+    for name, data in blank_images().items():
+        result = DecodeImage().apply(doc_with(data, "png" if data[:4] == b"\x89PNG" else "jpg"))
+        assert drop_reason(result) == "blank_image", name
+        assert result.detail["contrast"] < 2.0
+    kept = DecodeImage(drop_blank=False).apply(doc_with(blank_images()["navy"], "png"))
+    assert kept.metadata["blank"] is True
+    # A low-contrast photograph is not blank.
+    dim = np.asarray(natural(8, (160, 120)), dtype=np.float64)
+    dim = Image.fromarray((128 + (dim - dim.mean()) * 0.15).astype(np.uint8))
+    photo = DecodeImage().apply(doc_with(encoded(dim, quality=90)))
+    assert photo.metadata["blank"] is False and 2.0 < photo.metadata["contrast"] < 15

@@ -10,20 +10,27 @@ from __future__ import annotations
 from typing import ClassVar
 
 from PIL import Image
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mixplane.document import Document, Drop
 from mixplane.process.stage import Result, Stage
+from mixplane.stages.image.background import (
+    BLANK_CONTRAST,
+    Background,
+    contrast_of,
+    flatten,
+    parse_colour,
+)
 from mixplane.stages.image.imaging import (
     DEFAULT_MAX_PIXELS,
     Header,
     decode,
     encode,
+    has_alpha,
     open_header,
-    to_rgb,
 )
 from mixplane.stages.image.media import extension_for, image_of, no_image, set_image
-from mixplane.stages.image.phash import phash, phash_hex
+from mixplane.stages.image.phash import grey_pixels, phash_hex, phash_of
 
 
 class DecodeImage(Stage):
@@ -34,13 +41,17 @@ class DecodeImage(Stage):
     and `max_image_area` (`image_too_large`, refused before any pixel is decoded); the
     shorter side at least `min_image_size` (`image_too_small`); the long/short side ratio
     at most `max_aspect_ratio` (`aspect_ratio`); the whole file decodes (`corrupt_image`,
-    truncated files included, with Pillow's error in the detail).
+    truncated files included, with Pillow's error in the detail); the image is not blank
+    (`blank_image`, unless `drop_blank` is off; see `background`).
 
-    A kept sample gets `original_width`, `original_height`, `width`, `height` (upright,
-    once the EXIF orientation is applied), `image_format`, `image_bytes` and `phash` (the
-    64-bit DCT hash of the upright image as 16 hex digits; `dedup_image` uses it). An
-    image whose EXIF orientation is not upright is stored again upright (JPEG at
-    `quality`, other formats as PNG), so that its bytes match `width` and `height`.
+    Transparent images are read on `background` (`auto`: white or black, whichever leaves
+    more contrast; or a colour). A kept sample gets `original_width`, `original_height`,
+    `width`, `height` (upright, once the EXIF orientation is applied), `image_format`,
+    `image_bytes`, `phash` (the 64-bit DCT hash of the upright image as 16 hex digits;
+    `dedup_image` uses it), `contrast` (the standard deviation of its grey levels at
+    32 x 32) and `blank` (contrast below `blank_contrast`). An image whose EXIF orientation
+    is not upright is stored again upright (JPEG at `quality`, other formats as PNG), so
+    that its bytes match `width` and `height`.
 
     Example:
         >>> DecodeImage().apply(Document("a", "a caption", "web"))
@@ -56,6 +67,8 @@ class DecodeImage(Stage):
         "image_format",
         "image_bytes",
         "phash",
+        "contrast",
+        "blank",
     )
 
     max_pixels: int = Field(
@@ -69,6 +82,25 @@ class DecodeImage(Stage):
     exif_orientation: bool = Field(True, description="apply the EXIF orientation tag")
     phash: bool = Field(True, description="add the perceptual hash `phash`")
     quality: int = Field(95, ge=1, le=100, description="JPEG quality when storing upright")
+    background: Background = Field(
+        "auto",
+        description="colour transparent images are read on: auto (white or black, whichever "
+        "leaves more contrast), a name, #rrggbb or [r, g, b]",
+    )
+    blank_contrast: float = Field(
+        BLANK_CONTRAST,
+        ge=0,
+        description="images whose grey levels at 32x32 vary less (standard deviation, "
+        "0-255) are blank",
+    )
+    drop_blank: bool = Field(
+        True, description="exclude blank images (blank_image); off: keep them, `blank` true"
+    )
+
+    @field_validator("background", mode="before")
+    @classmethod
+    def _colour(cls, value):
+        return parse_colour(value)
 
     def apply(self, doc: Document) -> Result:
         found = image_of(doc)
@@ -88,10 +120,15 @@ class DecodeImage(Stage):
         image = decode(data, header, self.exif_orientation)
         if isinstance(image, Drop):
             return image
-        upright = self.exif_orientation and header.orientation != 1
-        rgb = to_rgb(image) if self.phash or upright else image
+        rgb = flatten(image, self.background)
+        pixels = grey_pixels(rgb)
+        level = contrast_of(pixels)
+        blank = level < self.blank_contrast
+        if blank and self.drop_blank:
+            detail = {"contrast": level, "blank_contrast": self.blank_contrast}
+            return Drop("blank_image", detail | {"transparent": has_alpha(image)})
         name = header.format
-        if upright:
+        if self.exif_orientation and header.orientation != 1:
             name = "jpeg" if header.format == "jpeg" else "png"
             data = encode(rgb, name, self.quality, image.info.get("icc_profile"))
             set_image(doc, extension_for(name), data)
@@ -101,7 +138,8 @@ class DecodeImage(Stage):
         meta["image_format"] = name
         meta["image_bytes"] = len(data)
         if self.phash:
-            meta["phash"] = phash_hex(phash(rgb))
+            meta["phash"] = phash_hex(phash_of(pixels))
+        meta["contrast"], meta["blank"] = level, blank
         return doc
 
 

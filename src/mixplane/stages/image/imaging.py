@@ -31,6 +31,8 @@ from mixplane.error_text import describe_error, without_addresses
 #: Pillow's own default bomb limit (about 89 million pixels), the default of `max_pixels`.
 DEFAULT_MAX_PIXELS = 89_478_485
 
+WHITE, BLACK = (255, 255, 255), (0, 0, 0)
+_ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
 # EXIF orientations that swap width and height (a transpose or a quarter turn).
 _SWAPPING = {5, 6, 7, 8}
 _EXIF_ORIENTATION = 0x0112
@@ -127,9 +129,9 @@ def decode(
     return image
 
 
-def to_rgb(image: Image.Image) -> Image.Image:
-    """An RGB copy: transparency composed on white, CMYK and other modes converted, 16-bit
-    and float samples scaled to 8 bits.
+def to_rgb(image: Image.Image, background: tuple[int, int, int] = WHITE) -> Image.Image:
+    """An RGB copy: transparency composed on `background` (white), CMYK and other modes
+    converted, 16-bit and float samples scaled to 8 bits.
 
     Example:
         >>> to_rgb(Image.new("RGBA", (1, 1), (0, 0, 0, 0))).getpixel((0, 0))
@@ -148,10 +150,22 @@ def to_rgb(image: Image.Image) -> Image.Image:
     elif mode in ("PA", "LA", "La", "RGBa"):
         image = image.convert("RGBA")
     if image.mode == "RGBA":
-        background = Image.new("RGB", image.size, (255, 255, 255))
-        background.paste(image, mask=image.getchannel("A"))
-        return background
+        canvas = Image.new("RGB", image.size, background)
+        canvas.paste(image, mask=image.getchannel("A"))
+        return canvas
     return image.convert("RGB")
+
+
+def has_alpha(image: Image.Image) -> bool:
+    """Whether the image has transparency (an alpha channel or a transparent palette entry).
+
+    Example:
+        >>> has_alpha(Image.new("LA", (1, 1))), has_alpha(Image.new("RGB", (1, 1)))
+        (True, False)
+    """
+    if image.mode == "P":
+        return "transparency" in image.info
+    return image.mode in _ALPHA_MODES
 
 
 def resampling(name: str) -> Image.Resampling:

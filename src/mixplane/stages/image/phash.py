@@ -40,7 +40,8 @@ _WEIGHTS = np.left_shift(np.uint64(1), np.arange(63, -1, -1, dtype=np.uint64))
 
 
 def phash(image: Image.Image) -> int:
-    """The 64-bit perceptual hash of an image (any mode; transparency counts as white).
+    """The 64-bit perceptual hash of an image (any mode; transparency counts as white:
+    flatten it first to choose another background, see `background.flatten`).
 
     Bit 63 is the DC coefficient, then row-major over the 8x8 lowest frequencies.
 
@@ -48,10 +49,20 @@ def phash(image: Image.Image) -> int:
         >>> phash(Image.new("L", (8, 8), 90)) == phash(Image.new("L", (64, 64), 200))
         True
     """
+    return phash_of(grey_pixels(image))
+
+
+def grey_pixels(image: Image.Image) -> np.ndarray:
+    """The image in grey levels (0-255) reduced to SIDE x SIDE, as float64: what the hash
+    and the blank test (`background.contrast`) read."""
     grey = image if image.mode == "L" else to_rgb(image).convert("L")
     # Reducing by an integer factor first (box averages) is 4x faster on large images.
     small = grey.resize((SIDE, SIDE), Image.Resampling.LANCZOS, reducing_gap=2.0)
-    pixels = np.asarray(small, dtype=np.float64)
+    return np.asarray(small, dtype=np.float64)
+
+
+def phash_of(pixels: np.ndarray) -> int:
+    """The hash of `grey_pixels` of an image."""
     low = (_DCT @ pixels @ _DCT.T)[:BLOCK, :BLOCK]
     low = np.round(low, 6).ravel()
     bits = low > np.median(low)

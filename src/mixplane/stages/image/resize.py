@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from PIL import Image, ImageColor
+from PIL import Image
 from pydantic import Field, field_validator
 
 from mixplane.document import Document, Drop
 from mixplane.process.stage import Result, Stage
+from mixplane.stages.image.background import Background, flatten, parse_colour
 from mixplane.stages.image.decode import check_header
 from mixplane.stages.image.imaging import (
     DEFAULT_MAX_PIXELS,
@@ -21,7 +22,6 @@ from mixplane.stages.image.imaging import (
     decode,
     encode,
     resampling,
-    to_rgb,
 )
 from mixplane.stages.image.media import extension_for, image_of, no_image, set_image
 
@@ -42,10 +42,11 @@ class ResizeImage(Stage):
     the longer side. Images are never enlarged unless `upscale` (a small image keeps its
     size; `center_crop` then crops to its shorter side). The result is encoded as
     `encode_format` (`jpeg` at `quality`, `webp` at `quality`, or lossless `png`): the same
-    input and options always give the same bytes. Updates the media (its extension follows
-    the format), `width`, `height`, `image_format` and `image_bytes`; sets
-    `original_width`/`original_height` if `decode_image` did not. Unreadable images are
-    excluded with `decode_image`'s reasons.
+    input and options always give the same bytes. Transparency is composed on
+    `background` (`auto`: white or black, whichever leaves more contrast). Updates the
+    media (its extension follows the format), `width`, `height`, `image_format` and
+    `image_bytes`; sets `original_width`/`original_height` if `decode_image` did not.
+    Unreadable images are excluded with `decode_image`'s reasons.
 
     Example:
         >>> ResizeImage(size=64, mode="border", border_color="white").border_color
@@ -62,6 +63,11 @@ class ResizeImage(Stage):
     border_color: tuple[int, int, int] = Field(
         (0, 0, 0), description="padding colour of mode border: a name, #hex or [r, g, b]"
     )
+    background: Background = Field(
+        "auto",
+        description="colour transparent images are put on: auto (white or black, whichever "
+        "leaves more contrast, as decode_image reads them), a name, #rrggbb or [r, g, b]",
+    )
     resample: Literal[RESAMPLING_NAMES] = Field("lanczos", description="resampling filter")
     encode_format: Literal["jpeg", "webp", "png"] = Field("jpeg", description="output format")
     quality: int = Field(95, ge=1, le=100, description="JPEG/WebP quality")
@@ -73,15 +79,10 @@ class ResizeImage(Stage):
     exif_orientation: bool = Field(True, description="apply the EXIF orientation tag")
     max_pixels: int = Field(DEFAULT_MAX_PIXELS, gt=0, description="refuse larger headers")
 
-    @field_validator("border_color", mode="before")
+    @field_validator("border_color", "background", mode="before")
     @classmethod
     def _color(cls, value):
-        if isinstance(value, str):
-            try:
-                return ImageColor.getrgb(value)[:3]
-            except ValueError as error:
-                raise ValueError(f"not a colour: {value!r}") from error
-        return value
+        return parse_colour(value)
 
     def geometry(self, width: int, height: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """The scaled size of a `width` x `height` image and the size of the output.
@@ -138,7 +139,7 @@ class ResizeImage(Stage):
         if isinstance(image, Drop):
             return image
         icc = image.info.get("icc_profile")
-        result = self._reshape(to_rgb(image), scaled, output)
+        result = self._reshape(flatten(image, self.background), scaled, output)
         encoded = encode(result, self.encode_format, self.quality, icc)
         set_image(doc, extension_for(self.encode_format), encoded)
         _describe(meta, result.size, self.encode_format, len(encoded))

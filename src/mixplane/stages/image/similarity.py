@@ -14,8 +14,9 @@ from pydantic import Field, PrivateAttr
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
 from mixplane.process.stage import Result, Stage
+from mixplane.stages.image.background import flatten
 from mixplane.stages.image.decode import upright_image
-from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS, to_rgb
+from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS
 
 
 class ClipScore(Stage):
@@ -87,7 +88,7 @@ class ClipScore(Stage):
 
     def _image(self, doc: Document):
         image = upright_image(doc, self.max_pixels)
-        return image if isinstance(image, Drop) else to_rgb(image)
+        return image if isinstance(image, Drop) else flatten(image)
 
     def _scores(self, captions: list[str], images: list) -> list[float]:
         torch, model, preprocess, tokenizer = self._state
