@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from conftest import write_jsonl
 from PIL import Image, ImageEnhance
 from test_image_stages import encoded, natural
 
@@ -183,3 +184,60 @@ def test_hashes_within_the_threshold_share_a_band_when_bands_exceed_it():
     keys = band_keys(np.concatenate((base, flipped)), 11)
     shared = (keys[:500, :, 0] == keys[500:, :, 0]).any(axis=1)
     assert shared.all()
+
+
+def test_no_removal_points_at_an_image_farther_than_the_threshold(tmp_path: Path):
+    """Hashes planted as chains (each step 5-9 bits, the ends often 14-18 apart) and
+    blank-hub stars (photos 6-9 bits from the flat image's hash, far from each other):
+    connected components would remove images for survivors beyond the threshold."""
+    rng = np.random.default_rng(7)
+    blank = 1 << 63  # a flat image's hash: the DC bit only
+
+    def flipped(value: int, bits: int) -> int:
+        for bit in rng.choice(64, bits, replace=False).tolist():
+            value ^= 1 << bit
+        return value
+
+    hashes: dict[str, int] = {}
+    for chain in range(30):
+        value = int(rng.integers(0, 2**63)) | int(rng.integers(0, 2)) << 63
+        for step in range(int(rng.integers(2, 6))):
+            hashes[f"c{chain:02d}-{step}"] = value
+            value = flipped(value, int(rng.integers(5, 10)))
+    for hub in range(3):
+        hashes[f"b{hub}-blank"] = blank
+        for spoke in range(4):
+            hashes[f"b{hub}-{spoke}"] = flipped(blank, int(rng.integers(6, 10)))
+    records = [{"id": k, "text": "a picture", "phash": f"{v:016x}"} for k, v in hashes.items()]
+    write_jsonl(tmp_path / "raw" / "web" / "a.jsonl", records)
+    threshold = 10
+    stats = run_pipeline(
+        {
+            "input": str(tmp_path / "raw" / "web" / "a.jsonl"),
+            "output": str(tmp_path / "out"),
+            "stages": [{"dedup_image": {"threshold": threshold, "bands": 11}}],
+        }
+    ).stats
+    assert stats["excluded"] > 20
+
+    def distance(a: str, b: str) -> int:
+        return (hashes[a] ^ hashes[b]).bit_count()
+
+    dropped = excluded(tmp_path / "out")
+    far = {k: distance(k, r["detail"]["duplicate_of"]) for k, r in dropped.items()}
+    assert max(far.values()) <= threshold, {k: d for k, d in far.items() if d > threshold}
+    kept = table(tmp_path / "out", "part-*.parquet")
+    assert all(r["detail"]["duplicate_of"] in kept for r in dropped.values())
+    # With more bands than threshold bits every close pair is compared, so no two images
+    # kept are within the threshold: a chain keeps as many images as it needs stars.
+    ids = sorted(kept)
+    close = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :] if distance(a, b) <= threshold]
+    assert close == []
+    sizes = {}
+    for key, row in kept.items():
+        sizes[row["dup_cluster_id"]] = row["dup_cluster_size"]
+        assert row["dup_cluster_id"] == key or row["dup_cluster_size"] == 1
+    taken = {}
+    for row in dropped.values():
+        taken[row["detail"]["duplicate_of"]] = taken.get(row["detail"]["duplicate_of"], 1) + 1
+    assert {k: sizes[k] for k in taken} == taken

@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from mixplane.document import Document, Drop
 from mixplane.stages.dedup.hashing import mix64
 from mixplane.stages.dedup.stage import DedupStage
+from mixplane.stages.image.background import flatten
 from mixplane.stages.image.decode import upright_image
 from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS
 from mixplane.stages.image.phash import phash
@@ -40,6 +41,12 @@ class ImageDedup(DedupStage):
     `dup_cluster_size`; the others are excluded with reason `duplicate` and the
     survivor's id in `duplicate_of`.
 
+    Every removed image is within `threshold` bits of its `duplicate_of` itself: pairs
+    chain (A near B, B near C, A and C far apart), so a group where a member is farther
+    from the survivor than that is redrawn as stars: in survivor order, each image not yet
+    taken survives and takes the images within `threshold` of it. Two images kept from one
+    group are then more than `threshold` apart (unless both are in the index).
+
     Example:
         >>> ImageDedup(threshold=10).verify_cutoff()
         0.84375
@@ -48,6 +55,7 @@ class ImageDedup(DedupStage):
     name: ClassVar[str] = "dedup_image"
     adds: ClassVar[tuple[str, ...]] = ("dup_cluster_id", "dup_cluster_size")
     cluster_metadata: ClassVar[bool] = True
+    direct_survivors: ClassVar[bool] = True
 
     threshold: int = Field(10, ge=0, le=32, description="largest Hamming distance (bits)")
     bands: int | None = Field(
@@ -96,7 +104,7 @@ class ImageDedup(DedupStage):
         if isinstance(stored, str) and _HEX.fullmatch(stored):
             return int(stored, 16)
         image = upright_image(doc, self.max_pixels)
-        return None if isinstance(image, Drop) else phash(image)
+        return None if isinstance(image, Drop) else phash(flatten(image))
 
 
 def band_keys(bits: np.ndarray, bands: int) -> np.ndarray:

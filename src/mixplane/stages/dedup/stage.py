@@ -28,10 +28,17 @@ from mixplane.stages.dedup.candidates import (
     find_candidates,
     find_rechecks,
     parts_for,
+    signatures_of,
     subtract_pairs,
     unique_pairs,
 )
-from mixplane.stages.dedup.clusters import Members, choose_survivors, components
+from mixplane.stages.dedup.clusters import (
+    Clusters,
+    Members,
+    choose_survivors,
+    components,
+    split_into_stars,
+)
 from mixplane.stages.dedup.decisions import read_decisions, write_decisions
 from mixplane.stages.dedup.index import DedupIndex, write_index_run
 from mixplane.stages.dedup.runs import Run, load_arrays, read_ids, write_run
@@ -56,6 +63,9 @@ class DedupStage(GlobalStage):
     key_width: ClassVar[int] = 1
     #: Whether survivors get `dup_cluster_id` and `dup_cluster_size`.
     cluster_metadata: ClassVar[bool] = False
+    #: Whether every duplicate must pass verification against its survivor itself, not
+    #: only through a chain of pairs (see `clusters.split_into_stars`).
+    direct_survivors: ClassVar[bool] = False
 
     def band_count(self) -> int:
         return 1
@@ -124,6 +134,9 @@ class DedupStage(GlobalStage):
         nodes, roots = components(pairs)
         members = self._members(nodes, roots, plan)
         clusters = choose_survivors(members)
+        split = 0
+        if self.direct_survivors and plan.cutoff is not None:
+            clusters, split = _without_chains(members, clusters, plan, mapper)
         url = _decisions_url(work)
         dropped = write_decisions(url, tasks, plan, members, clusters, options)
         if index is not None:
@@ -140,7 +153,8 @@ class DedupStage(GlobalStage):
             "candidate_pairs": int(candidates),
             "rechecked_pairs": int(rechecked),
             "verified_pairs": int(pairs.shape[1]),
-            "clusters": int(len(np.unique(roots[fresh]))),
+            "clusters": int(len(np.unique(survivors))),
+            "split_clusters": split,
             "duplicates": int((survivors != np.flatnonzero(fresh)).sum()),
             "duplicates_of_index": int(members.in_index[survivors].sum()),
         }
@@ -162,6 +176,24 @@ class DedupStage(GlobalStage):
 
 
 _NONE = np.empty(0, dtype=np.int64)
+
+
+def _without_chains(
+    members: Members, clusters: Clusters, plan: MergePlan, mapper
+) -> tuple[Clusters, int]:
+    """The clusters with every component where a duplicate fails verification against its
+    survivor redrawn as stars; and how many components were redrawn."""
+    positions = np.arange(len(members.nodes))
+    duplicates = np.flatnonzero((clusters.survivor != positions) & ~members.in_index)
+    pairs = np.stack((members.nodes[clusters.survivor[duplicates]], members.nodes[duplicates]))
+    far = duplicates[~_verify(pairs, plan, mapper)]
+    if not len(far):
+        return clusters, 0
+    roots = np.unique(members.roots[far])
+    chosen = np.flatnonzero(np.isin(members.roots, roots))
+    signatures = signatures_of(members.nodes[chosen], plan)
+    stars = split_into_stars(members, clusters, chosen, signatures, plan.cutoff)
+    return stars, len(roots)
 
 
 def _verify(pairs: np.ndarray, plan: MergePlan, mapper) -> np.ndarray:
