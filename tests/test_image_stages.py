@@ -454,3 +454,40 @@ def test_blank_and_single_colour_images_are_excluded_by_default():
     dim = Image.fromarray((128 + (dim - dim.mean()) * 0.15).astype(np.uint8))
     photo = DecodeImage().apply(doc_with(encoded(dim, quality=90)))
     assert photo.metadata["blank"] is False and 2.0 < photo.metadata["contrast"] < 15
+
+
+def test_chinese_and_japanese_captions_count_a_word_per_character():
+    stage = CaptionFilter()
+    chinese = stage.apply(Document("zh", "一只黑猫在沙发上睡觉。", "s"))
+    assert chinese.metadata["caption_words"] == 10  # the full stop is no word
+    japanese = stage.apply(Document("ja", "ソファで眠る黒い猫", "s"))
+    assert japanese.metadata["caption_words"] == 9
+    mixed = stage.apply(Document("mixed", "新款 iPhone 手机壳", "s"))
+    assert mixed.metadata["caption_words"] == 6
+    assert stage.apply(Document("one", "猫咪", "s")).detail == {
+        "signal": "words",
+        "value": 2,
+        "limit": 3,
+    }
+    # Spaced text counts as before (the DataComp baseline), accents and all.
+    assert stage.apply(Document("de", "Ein Hund im Schnee", "s")).metadata["caption_words"] == 4
+
+
+def test_short_captions_get_an_undetermined_language_instead_of_a_wrong_one():
+    stage = build_stage("langid", {})
+    stage.setup()
+    image = {"jpg": encoded(natural(13))}
+    # The model calls these Dutch, Frisian and German; the last is long enough.
+    short = ["Map of Europe", "Tulip field in spring", "Modern kitchen interior",
+             "Old stone bridge over a river"]  # fmt: skip
+    assert [stage.detect(text)[0] for text in short] == ["nl", "fy", "de", "en"]
+    docs = [Document(f"c{n}", text, "web", media=image) for n, text in enumerate(short)]
+    labels = [doc.metadata["language"] for doc in stage.apply_batch(docs)]
+    assert labels == ["und", "und", "und", "en"]  # 13, 21 and 23 characters: below 25
+    assert stage.apply(docs[0]).metadata["language_score"] == 0.0
+    assert stage.detect("Map of Europe", caption=True) == ("und", 0.0)
+    # Text documents keep the model's label unless min_chars says otherwise; Chinese and
+    # Japanese captions, whose script decides, are labelled however short.
+    assert build_stage("langid", {"min_chars": 25}).detect("Map of Europe") == ("und", 0.0)
+    assert stage.detect("黒い猫", caption=True)[0] == "ja"
+    assert build_stage("langid", {"min_chars": 0}).detect("Map of Europe", caption=True)[0] == "nl"

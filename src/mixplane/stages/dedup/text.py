@@ -14,8 +14,9 @@ import unicodedata
 
 _PUNCTUATION = re.compile(r"[^\w\s]|_")
 _COMBINING = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
-# Han, kana, Thai, Lao, Khmer, Myanmar and Tibetan are written without spaces between words.
-_SPACELESS = re.compile(
+#: A character of a script written without spaces between words: Han, kana, Thai, Lao, Khmer,
+#: Myanmar, Tibetan.
+SPACELESS = re.compile(
     r"[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff"
     r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]"
 )
@@ -114,4 +115,4 @@ def is_spaceless(text: str, share: float = 0.3) -> bool:
     if text.isascii():
         return False
     letters = len(text) - len(_SPACE.findall(text))
-    return letters > 0 and len(_SPACELESS.findall(text)) >= share * letters
+    return letters > 0 and len(SPACELESS.findall(text)) >= share * letters
