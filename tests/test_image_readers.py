@@ -526,7 +526,7 @@ def test_a_cut_tar_gz_quarantines_the_cut_sample_by_name_as_a_plain_tar_does(tmp
             "input": str(raw / "*.tar.gz"),
             "output": str(tmp_path / "out"),
             "workers": 1,
-            "stages": [{"decode_image": {}}],
+            "stages": [{"decode_image": {"drop_blank": False}}],  # solid-colour images
         },
         allow_mostly_quarantined=True,
     )
