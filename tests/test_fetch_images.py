@@ -95,6 +95,13 @@ class Server:
             self.send(handler, 200, PNG, "image/png", {"X-Robots-Tag": "otherbot: noai"})
         elif path == "/ourbot.png":
             self.send(handler, 200, PNG, "image/png", {"X-Robots-Tag": "testbot: noindex"})
+        elif path in ("/gallery.jpg", "/photo.png/page"):  # a page where an image was
+            page = b"<!DOCTYPE html><html><head><title>Photo</title></head><body></body></html>"
+            self.send(handler, 200, page, "text/html; charset=utf-8")
+        elif path == "/data.json":
+            self.send(handler, 200, b'{"image": null}', "application/json")
+        elif path == "/blob":  # untyped bytes that are no image: decoding will say so
+            self.send(handler, 200, b"\x00\x01 random bytes", "application/octet-stream")
         elif path == "/big.png":
             self.send(handler, 200, PNG + bytes(5000), "image/png")
         else:
@@ -157,6 +164,7 @@ def test_outcomes_per_sample(server: Server):
         "fetch_status": "success",
         "http_status": 200,
         "fetch_error": None,
+        "content_type": "image/png",
     }
     assert results["/photo"].media == {"jpg": JPEG}  # from the Content-Type
     assert results["/photo.jpg/octet"].media == {"jpg": JPEG}  # from the bytes
@@ -194,6 +202,7 @@ def test_retries_then_gives_up_and_timeouts(server: Server):
             "url": server.url + "/down.png",
             "http_status": 503,
             "error": "HTTP 503 Service Unavailable",
+            "content_type": "text/plain",
         },
     )
     assert server.hits["/down.png"] == 3  # the first try and two retries
@@ -279,3 +288,47 @@ def test_pipeline_jsonl_urls_fetch_and_balance(server: Server, tmp_path: Path):
     assert [(r["text"], r["url"], r["fetch_status"]) for r in kept] == [
         ("one", server.url + "/png/1.png", "success")
     ]
+
+
+def test_an_html_page_with_status_200_is_excluded_naming_its_content_type(
+    server: Server, tmp_path: Path
+):
+    import json
+
+    import pyarrow.parquet as pq
+
+    stage = FetchImages(backoff=0.01)
+    page, typed, json_answer, blob = stage.apply_batch(
+        docs_for(server.url, ["/gallery.jpg", "/photo.png/page", "/data.json", "/blob"])
+    )
+    assert page == Drop(
+        "fetch_not_image",
+        {
+            "url": server.url + "/gallery.jpg",
+            "http_status": 200,
+            "error": "not an image: Content-Type 'text/html; charset=utf-8', 74 bytes "
+            "beginning b'<!DOCTYPE html><html><he'",
+            "content_type": "text/html",
+        },
+    )
+    assert typed.reason == "fetch_not_image" and json_answer.detail["content_type"] == (
+        "application/json"
+    )
+    assert server.hits["/gallery.jpg"] == 1  # a wrong answer is not retried
+    assert blob.media == {"bin": b"\x00\x01 random bytes"}
+    assert blob.metadata["content_type"] == "application/octet-stream"
+
+    (tmp_path / "raw").mkdir()
+    lines = [{"url": server.url + path, "text": path} for path in ("/gallery.jpg", "/png/a.png")]
+    (tmp_path / "raw" / "urls.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = run_pipeline(
+        {
+            "input": {"path": str(tmp_path / "raw"), "url_key": "url"},
+            "output": str(tmp_path / "out"),
+            "stages": [{"fetch_images": {}}, {"decode_image": {"drop_blank": False}}],
+        }
+    )
+    assert result.stats["excluded_by"] == {"fetch_images": {"fetch_not_image": 1}}
+    row = pq.read_table(tmp_path / "out" / "_excluded").to_pylist()[0]
+    assert json.loads(row["detail"])["content_type"] == "text/html"
+    assert json.loads(row["metadata"])["content_type"] == "text/html"

@@ -6,10 +6,13 @@ host, a `timeout` per attempt, `retries` with exponential backoff on 5xx answers
 connection errors (never on 4xx answers or timeouts: a 404 stays a 404, and a slow host is
 not waited for twice), redirects followed up to `max_redirects`. An answer whose
 `X-Robots-Tag` has a disallowed directive (noai, noimageai, noindex, noimageindex, as
-img2dataset honours) is dropped as `robots_noai`. Each sample records `fetch_status`
-("success" or the failure kind), `http_status` and `fetch_error`; failures are dropped with
-reason `fetch_<kind>` (`fetch_http_404`, `fetch_timeout`, `fetch_error`, ...). The outcome
-depends only on the servers' answers, never on timing or batch order.
+img2dataset honours) is dropped as `robots_noai`. An answer that is not an image (an HTML
+page served with status 200, say: no image signature in its bytes and a Content-Type that is
+no image's) is dropped as `fetch_not_image`. Each sample records `fetch_status` ("success"
+or the failure kind), `http_status`, `fetch_error` and `content_type` (the answer's media
+type); failures are dropped with reason `fetch_<kind>` (`fetch_http_404`, `fetch_timeout`,
+`fetch_error`, ...) and these in the detail. The outcome depends only on the servers'
+answers, never on timing or batch order.
 
 Example (pipeline YAML):
     stages:
@@ -47,6 +50,8 @@ _CONTENT_TYPES = {
     "image/x-ms-bmp": "bmp",
     "image/tiff": "tiff",
 }
+# Content-Types that say nothing about the bytes.
+_UNTYPED = ("", "application/octet-stream", "binary/octet-stream", "application/unknown")
 # X-Robots-Tag directives that take a value after a colon (not a user agent before it).
 _VALUED_DIRECTIVES = ("unavailable_after", "max-snippet", "max-image-preview", "max-video-preview")
 
@@ -59,14 +64,15 @@ class Fetched:
     http_status: int | None = None
     error: str | None = None
     data: bytes = b""
-    content_type: str = ""
+    content_type: str = ""  # the answer's media type, lowercased, without parameters
+    extension: str = ""  # of the image, when it is one
 
 
 class FetchImages(Stage):
     """Download `metadata["url"]` into `media` for samples without an image."""
 
     name: ClassVar[str] = "fetch_images"
-    adds: ClassVar[tuple[str, ...]] = ("fetch_status", "http_status", "fetch_error")
+    adds: ClassVar[tuple[str, ...]] = ("fetch_status", "http_status", "fetch_error", "content_type")
 
     timeout: float = Field(10.0, gt=0, description="seconds per attempt (connect to last byte)")
     retries: int = Field(2, ge=0, description="retries after a 5xx answer or connection error")
@@ -99,15 +105,18 @@ class FetchImages(Stage):
         return results
 
     def _outcome(self, doc: Document, fetched: Fetched) -> Result:
-        doc.metadata["fetch_status"] = fetched.status
-        doc.metadata["http_status"] = fetched.http_status
-        doc.metadata["fetch_error"] = fetched.error
+        meta = doc.metadata
+        meta["fetch_status"] = fetched.status
+        meta["http_status"] = fetched.http_status
+        meta["fetch_error"] = fetched.error
+        meta["content_type"] = fetched.content_type or None
         if fetched.status != "success":
             reason = "robots_noai" if fetched.status == "robots" else f"fetch_{fetched.status}"
-            detail = {"url": doc.metadata["url"], "http_status": fetched.http_status}
-            return Drop(reason, detail | {"error": fetched.error})
-        ext = _extension(fetched.content_type, str(doc.metadata["url"]), fetched.data)
-        doc.media = {ext: fetched.data}
+            detail = {"url": meta["url"], "http_status": fetched.http_status}
+            return Drop(
+                reason, detail | {"error": fetched.error, "content_type": meta["content_type"]}
+            )
+        doc.media = {fetched.extension: fetched.data}
         return doc
 
     async def _fetch_all(self, urls: list[str]) -> list[Fetched]:
@@ -143,25 +152,7 @@ class FetchImages(Stage):
 
         try:
             async with session.get(url, max_redirects=self.max_redirects) as response:
-                status = response.status
-                if status >= 400:
-                    return Fetched(f"http_{status}", status, f"HTTP {status} {response.reason}")
-                robots = self._robots(response.headers.getall("X-Robots-Tag", []))
-                if robots:
-                    return Fetched("robots", status, f"X-Robots-Tag: {robots}")
-                declared = response.content_length
-                if declared is not None and declared > self.max_bytes:
-                    error = f"{declared} bytes declared, max_bytes={self.max_bytes}"
-                    return Fetched("too_large", status, error)
-                data = bytearray()
-                async for chunk in response.content.iter_chunked(1 << 16):
-                    data += chunk
-                    if len(data) > self.max_bytes:
-                        error = f"over max_bytes={self.max_bytes}"
-                        return Fetched("too_large", status, error)
-                if not data:
-                    return Fetched("empty", status, "the answer has no body")
-                return Fetched("success", status, None, bytes(data), response.content_type)
+                return await self._answer(response, url)
         except aiohttp.TooManyRedirects as error:
             status = error.status or None
             return Fetched("too_many_redirects", status, f"over {self.max_redirects} redirects")
@@ -169,6 +160,39 @@ class FetchImages(Stage):
             return Fetched("timeout", None, f"no complete answer within {self.timeout} s")
         except (aiohttp.ClientError, OSError, ValueError) as error:
             return Fetched("error", None, describe_error(error))
+
+    async def _answer(self, response, url: str) -> Fetched:
+        """What an answer gives: the image, or why not (with its status and media type)."""
+        status = response.status
+        kind = response.headers.get("Content-Type", "")
+        media_type = kind.split(";")[0].strip().lower()[:200]
+
+        def failed(what: str, error: str) -> Fetched:
+            return Fetched(what, status, error, b"", media_type)
+
+        if status >= 400:
+            return failed(f"http_{status}", f"HTTP {status} {response.reason}")
+        robots = self._robots(response.headers.getall("X-Robots-Tag", []))
+        if robots:
+            return failed("robots", f"X-Robots-Tag: {robots}")
+        declared = response.content_length
+        if declared is not None and declared > self.max_bytes:
+            return failed("too_large", f"{declared} bytes declared, max_bytes={self.max_bytes}")
+        data = bytearray()
+        async for chunk in response.content.iter_chunked(1 << 16):
+            data += chunk
+            if len(data) > self.max_bytes:
+                return failed("too_large", f"over max_bytes={self.max_bytes}")
+        if not data:
+            return failed("empty", "the answer has no body")
+        ext = _extension(media_type, url, data)
+        if ext is None:
+            return failed(
+                "not_image",
+                f"not an image: Content-Type {kind[:200]!r}, {len(data)} bytes beginning "
+                f"{bytes(data[:24])!r}",
+            )
+        return Fetched("success", status, None, bytes(data), media_type, ext)
 
     def _robots(self, values: list[str]) -> str | None:
         """The disallowed directives an X-Robots-Tag addresses to us, or None."""
@@ -223,14 +247,19 @@ def _needs_fetch(doc: Document) -> bool:
     return not doc.media and bool(doc.metadata.get("url"))
 
 
-def _extension(content_type: str, url: str, data: bytes) -> str:
-    """The media extension: from the Content-Type, else the URL's suffix, else the bytes."""
-    if content_type.lower() in _CONTENT_TYPES:
-        return _CONTENT_TYPES[content_type.lower()]
+def _extension(media_type: str, url: str, data: bytes) -> str | None:
+    """The media extension of an answer: from the image signature of its bytes, else its
+    Content-Type, else (an untyped answer) the URL's suffix; None when it is no image."""
+    sniffed = next(iter(image_media(data) or {"bin": b""}))
+    if sniffed != "bin":
+        return sniffed
+    if media_type in _CONTENT_TYPES:
+        return _CONTENT_TYPES[media_type]
     suffix = posixpath.splitext(urlsplit(url).path)[1].lstrip(".").lower()
-    if suffix in IMAGE_EXTENSIONS:
-        return suffix
-    return next(iter(image_media(data) or {"bin": b""}))
+    if media_type.startswith("image/") or media_type in _UNTYPED:
+        # Decoding judges formats without a signature here (or broken bytes).
+        return suffix if suffix in IMAGE_EXTENSIONS else "bin"
+    return None
 
 
 def _run(coroutine):
