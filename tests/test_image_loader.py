@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -405,3 +406,66 @@ def test_text_and_image_mixtures_refuse_each_others_data(tmp_path):
     image_mixture = {**images_on_text, "components": text_on_images["components"]}
     with pytest.raises(ConfigError, match="read it with mixplane.load.images.ImageTextDataset"):
         MixtureDataset(image_mixture)
+
+
+# -- shards named directly, without a catalog --------------------------------------------------
+
+
+def test_shards_read_without_a_catalog_each_sample_once_and_resumable(tmp_path):
+    import tarfile
+
+    from mixplane.load.images.synthetic import write_image_dataset
+
+    folder = tmp_path / "clean-images"
+    write_image_dataset(str(folder), samples=30, seed=4, shards=3, size=(40, 56))
+
+    def load(source, seed=3, **options):
+        return dataset(source, seed=seed, **options)
+
+    data = load(str(folder))
+    epoch = list(data)
+    assert len(epoch) == 30 // BATCH and data.names == ["shards"]
+    assert not list(tmp_path.rglob("*.duckdb"))  # nothing registered
+    # The samples the tars hold (as tar or webdataset list them), each once, seeded order.
+    tars = sorted(str(path) for path in folder.glob("*.tar"))
+    theirs = set()
+    for tar in tars:
+        with tarfile.open(tar) as archive:
+            theirs |= {(Path(tar).stem, name.split(".")[0]) for name in archive.getnames()}
+    keys = []
+    for position in (i for b in epoch for i in b["index"].tolist()):
+        where = data.locate(position)
+        sample = ImageShardReader(where["folder"], where["shard"]).sample(where["sample"])
+        keys.append((where["shard"], sample["__key__"]))
+    assert len(set(keys)) == len(keys) == len(epoch) * BATCH and set(keys) <= set(theirs)
+    same(list(load([Path(t) for t in tars])), epoch)  # a list of shards: the same stream
+    same(list(load(str(folder))), epoch)  # and the same bytes every time
+    other = list(load(str(folder), seed=4))
+    assert [b["index"].tolist() for b in other] == [b["index"].tolist() for b in epoch]
+    assert any(
+        a["images"].tobytes() != b["images"].tobytes() for a, b in zip(epoch, other, strict=True)
+    )
+
+    # Resume from a state after 3 batches, from a brace pattern naming the same shards.
+    first = load(str(folder))
+    stream = iter(first)
+    for _ in range(3):
+        next(stream)
+    state = first.state_dict()
+    resumed = load(str(folder / "part-{00000..00002}.tar"))
+    resumed.load_state_dict(state)
+    same(list(resumed), epoch[3:])
+    with pytest.raises(ConfigError, match="another mixture or other data"):
+        load(tars[:2]).load_state_dict(state)
+
+    # A tar without the index mixplane writes, a folder without shards, a catalog as well.
+    with tarfile.open(tmp_path / "plain.tar", "w") as tar:
+        tar.add(tars[0], arcname="x.jpg")
+    with pytest.raises(ConfigError, match=r"plain\.tar is not an image shard .*\.idx"):
+        load(str(tmp_path / "plain.tar"))
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("nothing")
+    with pytest.raises(ConfigError, match="holds no image shard"):
+        load(str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="not both"):
+        load(str(folder), catalog=Catalog(str(tmp_path / "c.duckdb")))

@@ -225,6 +225,11 @@ def test_readme_image_pipeline_runs_registers_and_queries(tmp_path, monkeypatch,
     assert json.loads(removed[0]["detail"])["duplicate_of"] == "laion/00042.tar/000001"
     assert "laion/00042.tar/000001" in {row["id"] for row in rows}
 
+    # The folder is read as it is, before anything is registered.
+    assert not list(Path().glob("*.duckdb"))
+    batches = read_shards_as_the_readme_does()
+    assert len(batches) == stats["kept"] // 8 and not list(Path().glob("*.duckdb"))
+
     code, out, err = cli("catalog", "register", "clean-images/", "--name", "photos")
     assert code == 0, err
     assert "registered photos@1" in out
@@ -233,6 +238,23 @@ def test_readme_image_pipeline_runs_registers_and_queries(tmp_path, monkeypatch,
     selection = json.loads(out)
     assert selection["documents"] == expected["wide"]
     assert selection["datasets"][0]["total_documents"] == stats["kept"]
+
+
+def read_shards_as_the_readme_does() -> list[dict]:
+    """The README's block that reads image shards without a catalog, run as written (the
+    user brings `tokenizer` and `train_step`); then resumed from its state."""
+    batches: list[dict] = []
+    names = {"tokenizer": lambda caption: [len(w) for w in caption.split()],
+             "train_step": batches.append}  # fmt: skip
+    exec(readme_block("python", 'ImageTextDataset("clean-images/"'), names)
+    dataset, state = names["dataset"], names["state"]
+    assert state["epoch"] == 1 and state["position"] == 0
+    again = type(dataset)("clean-images/", batch_size=8, tokenizer=names["tokenizer"], seed=0)
+    again.load_state_dict(state)
+    assert [b["index"].tolist() for b in again] == [
+        (b["index"] + dataset.epoch_length).tolist() for b in batches
+    ]
+    return batches
 
 
 def test_readme_image_mixture_parses():

@@ -10,12 +10,15 @@ Example:
     >>> dataset = ImageTextDataset("mixture.yaml", batch_size=256, tokenizer=tokenizer)
     ... # doctest: +SKIP
     >>> loader = image_text_loader(dataset, num_workers=8)  # doctest: +SKIP
+    >>> shards = ImageTextDataset("clean-images/", batch_size=256, tokenizer=tokenizer)
+    ... # doctest: +SKIP
 """
 
 from mixplane.load.images.batch import CLIP_MEAN, CLIP_STD, BadImageError
 from mixplane.load.images.dataset import ImageTextDataset
 from mixplane.load.images.plan import BatchLayout, EpochPlan
 from mixplane.load.images.resolve import ResolvedImages, resolve_images
+from mixplane.load.images.shards import resolve_shards
 
 __all__ = [
     "CLIP_MEAN",
@@ -26,4 +29,5 @@ __all__ = [
     "ImageTextDataset",
     "ResolvedImages",
     "resolve_images",
+    "resolve_shards",
 ]

@@ -32,6 +32,7 @@ from mixplane.load.images.batch import (
 )
 from mixplane.load.images.plan import BatchLayout, EpochPlan
 from mixplane.load.images.resolve import ResolvedImages, resolve_images
+from mixplane.load.images.shards import is_shards, resolve_shards
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.stages.image.media import IMAGE_EXTENSIONS
 from mixplane.store.images import ImageShardReader
@@ -69,6 +70,14 @@ class ImageTextDataset:
                 ...
                 checkpoint = {"data": dataset.state_dict(), ...}
 
+    Without a catalog, `mixture` may instead name image shards, as `webdataset.WebDataset`
+    takes them: a folder `mixplane process` wrote (`output_format: webdataset`), a shard's
+    `.tar`, a brace or glob pattern, or a list of these (see `shards.resolve_shards`).
+    Every sample is read, shuffled by `seed` (default 0), with the same determinism and
+    resumable state; nothing is registered. `storage_options` reach remote shards.
+
+        dataset = ImageTextDataset("clean-images/", batch_size=256, tokenizer=tokenizer)
+
     `tokenizer` is a `tokenizers.Tokenizer` or a callable (caption -> token ids); captions
     are truncated or padded with `pad_id` to `context_length`. `transform` (a callable taking
     a PIL image, e.g. a torchvision transform) replaces the default resize, crop and
@@ -77,7 +86,7 @@ class ImageTextDataset:
 
     def __init__(
         self,
-        mixture: MixtureSpec | dict[str, Any] | str | Path,
+        mixture: MixtureSpec | dict[str, Any] | str | Path | Sequence[str | Path],
         rank: int = 0,
         world_size: int = 1,
         *,
@@ -91,9 +100,21 @@ class ImageTextDataset:
         pad_id: int = 0,
         catalog: Any = None,
         resolved: ResolvedImages | None = None,
+        seed: int | None = None,
+        storage_options: dict[str, Any] | None = None,
     ):
-        spec = load_mixture(mixture)
-        self.resolved = resolved or resolve_images(spec, catalog)
+        if resolved is None and is_shards(mixture):
+            if catalog is not None:
+                raise ConfigError("give image shards or a catalog, not both")
+            resolved = resolve_shards(mixture, seed or 0, storage_options)  # type: ignore[arg-type]
+        elif resolved is None:
+            if seed is not None or storage_options is not None:
+                raise ConfigError(
+                    "seed and storage_options are for image shards given directly; a mixture "
+                    "spec sets its own seed and storage_options"
+                )
+            resolved = resolve_images(load_mixture(mixture), catalog)  # type: ignore[arg-type]
+        self.resolved = resolved
         self.spec = self.resolved.spec
         self.plan = EpochPlan(
             self.resolved.counts,
