@@ -318,7 +318,10 @@ def test_caption_limits(text, reason):
 
 def test_normalize_and_langid_act_on_the_caption_and_leave_the_image_alone():
     data = encoded(natural(12))
-    texts = ["Ein  Foto von einem roten Fahrrad vor einem alten Haus", "A photo of a red bicycle"]
+    texts = [
+        "Ein  Foto von einem roten Fahrrad vor einem alten Haus",
+        "A photo of a red bicycle by a door",
+    ]
     docs = [Document(f"i{n}", text, "web", media={"jpg": data}) for n, text in enumerate(texts)]
     normalize, langid = build_stage("normalize", {}), build_stage("langid", {})
     normalize.setup()
