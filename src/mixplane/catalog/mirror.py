@@ -73,7 +73,7 @@ class MetadataMirror:
         missing (local versions as they are), and whether every one was copied just now:
         each copy's size is checked against the registration as it arrives, which is what
         `check_unchanged` checks by listing the folder. `files`: the manifest's entries at
-        registration (`Registry.files`), by file name."""
+        registration (`CatalogSession.files`), by file name."""
         if is_local(version.uri):
             urls = [join_url(version.uri, shard.stem + META_SUFFIX) for shard in version.shards]
             return urls, False

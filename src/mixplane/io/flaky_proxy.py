@@ -3,10 +3,10 @@
 Put it in front of an S3-compatible endpoint (point `endpoint_url` at it) to rehearse what a
 training job meets on real networks: 5xx bursts, reset connections, bodies cut mid-way,
 slow bodies, corrupted bytes, refusals (`refuse`: 403, never in the default rotation, as
-no retry helps), added latency and a bandwidth limit; a `Gate` holds chosen downloads
-halfway until a test lets them go, and `gets` counts the GETs of every path. Faults are injected
+no retry helps), added latency and a bandwidth limit. Faults are injected
 deterministically: every `every`-th request (GET by default) whose path matches `match` gets
-the next kind of fault in `kinds`, so a test can say exactly what happened.
+the next kind of fault in `kinds`, so a test can say exactly what happened. A `Gate` holds
+chosen downloads halfway until the test lets them go, and `gets` counts each path's GETs.
 
 Example:
     >>> proxy = FlakyProxy("http://127.0.0.1:5000", Faults(every=3, match=r"\\.bin$"))
