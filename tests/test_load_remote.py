@@ -14,6 +14,7 @@ from conftest import create_bucket
 from processes import finish, hold_until_one_waits, start, wait_until
 
 from mixplane.catalog import Catalog
+from mixplane.catalog.mirror import mirror_folder
 from mixplane.io.flaky_proxy import FlakyProxy, Gate
 from mixplane.load import MixtureDataset, resolve_mixture
 from mixplane.load.synthetic import write_catalog, write_token_dataset
@@ -124,35 +125,45 @@ def test_ranks_starting_cold_fetch_each_remote_file_once_per_machine(sharded, s3
     assert len(list((tmp_path / "cache" / "plans").iterdir())) == 1
 
 
+def kill_while_held(held: str, sharded: dict, s3_server: dict, folder: Path) -> None:
+    """Start a rank on `folder/cache` and kill -9 it once half of a file matching `held` has
+    reached it."""
+    gate = Gate(held)
+    proxy = FlakyProxy(s3_server["endpoint_url"], gate=gate)
+    spec = mixture(sharded["catalog"], folder / "cache", through(proxy, s3_server))
+    (folder / "mixture.json").write_text(json.dumps(spec))
+    try:
+        run = start("rank_start.py", folder / "mixture.json", 0, 1, SEQUENCES)
+        wait_until(lambda: gate.held >= 1, [run])
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    finally:
+        proxy.stop()
+
+
 def test_a_copy_killed_midway_is_never_read(sharded, s3_server, tmp_path):
-    """kill -9 while the catalog, then a metadata file, is being copied: nothing of it is
-    taken for a copy, and the next start makes them again and streams as it should."""
+    """kill -9 while the catalog, then the metadata, is being copied: nothing of it is taken
+    for a copy, and the next start makes them again and streams as it should."""
     cache = tmp_path / "cache"
-    for held in (r"/catalog\.duckdb$", r"/shard-00000-000\.meta\.parquet$"):
-        gate = Gate(held)
-        proxy = FlakyProxy(s3_server["endpoint_url"], gate=gate)
-        spec = mixture(sharded["catalog"], cache, through(proxy, s3_server))
-        (tmp_path / "mixture.json").write_text(json.dumps(spec))
-        try:
-            run = start("rank_start.py", tmp_path / "mixture.json", 0, 1, SEQUENCES)
-            wait_until(lambda gate=gate: gate.held >= 1, [run])  # half the file has arrived
-            run.send_signal(signal.SIGKILL)
-            run.wait()
-        finally:
-            proxy.stop()
-    catalogs = list((cache / "catalogs").iterdir())
-    assert [p.name for p in catalogs[0].iterdir() if p.is_dir()] == [  # the second run's copy
-        json.loads((catalogs[0] / "source.json").read_text())["hash"].split(":")[1]
-    ]
-    with Catalog(str(next(catalogs[0].glob("*/catalog.duckdb")))).session() as session:
+    kill_while_held(r"/catalog\.duckdb$", sharded, s3_server, tmp_path)
+    (folder,) = (cache / "catalogs").iterdir()
+    assert [p.name for p in folder.iterdir() if not p.name.endswith(".partial")] == [".lock"]
+
+    kill_while_held(r"/shard-00000-000\.meta\.parquet$", sharded, s3_server, tmp_path)
+    record = json.loads((folder / "source.json").read_text())  # the second run's copy
+    assert [p.name for p in folder.iterdir() if p.is_dir()] == [record["hash"].split(":")[1]]
+    with Catalog(str(folder / record["copy"])).session() as session:
         registered = {
-            shard.stem + ".meta.parquet": session.files(version)[shard.stem + ".meta.parquet"]
+            (mirror_folder(str(cache), version.uri), shard.stem): session.files(version)[
+                shard.stem + ".meta.parquet"
+            ]["hash"]
             for version in session.resolve()
             for shard in version.shards
         }
-    for copy in (cache / "metadata").rglob("*.meta.parquet"):  # whatever is there is whole
-        stem = copy.name.split(".")[0] + ".meta.parquet"
-        assert file_digest(str(copy))[1] == registered[stem]["hash"]
+    copies = list((cache / "metadata").rglob("*.meta.parquet"))
+    for copy in copies:  # whatever is there under a copy's name is whole
+        assert file_digest(str(copy))[1] == registered[(str(copy.parent), copy.name.split(".")[0])]
+    assert len(copies) < len(registered)
     assert not list((cache / "plans").glob("*/plan.json"))
 
     spec = mixture(sharded["catalog"], cache, s3_server)
