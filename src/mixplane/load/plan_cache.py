@@ -37,7 +37,7 @@ from mixplane.load.resolved import ResolvedMixture
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5  # 5: remote datasets' registered manifests in `datasets`
 
 
 def entry_folder(spec: MixtureSpec, catalog: LocalCatalog, cache_dir: str | None) -> str:

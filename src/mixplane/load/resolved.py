@@ -63,6 +63,5 @@ class ResolvedMixture:
 
 
 def registered_manifests(datasets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The registered manifests a plan records of its remote datasets, by folder (plans
-    cached before they did have none: their readers read `_manifest.json` instead)."""
+    """The registered manifests a plan records of its remote datasets, by folder."""
     return {info["uri"]: info["manifest"] for info in datasets if "manifest" in info}

@@ -75,7 +75,8 @@ class TokenSource:
         self.cache_mode = cache_mode
         # Remote datasets' manifests as the catalog registered them (kind, format, tokenizer
         # and the files of the shards read), by folder: no process reads `_manifest.json`
-        # again, and every file is checked against what its version registered.
+        # again, and every file is checked against what its version registered. A dataset
+        # not given here has its `_manifest.json` read once per process.
         self.manifests = dict(manifests or {})
         for uri, manifest in self.manifests.items():
             check_token_manifest(uri, manifest)
