@@ -333,11 +333,12 @@ def test_lineage_of_a_sequence(dataset, tmp_path: Path):
 
 def test_resolved_mixtures_are_cached_until_the_catalog_changes(catalog, dataset, tmp_path):
     from mixplane.catalog import Catalog
+    from mixplane.load.catalog_copy import open_catalog
     from mixplane.load.plan_cache import entry_folder, load_resolved
     from mixplane.load.synthetic import write_token_dataset
 
     spec = dataset.spec
-    folder = entry_folder(spec, catalog, spec.cache_dir)
+    folder = entry_folder(spec, open_catalog(catalog, None), spec.cache_dir)
     cached = load_resolved(spec, folder)
     assert cached is not None and cached.fingerprint == dataset.fingerprint
     for mine, theirs in zip(cached.lengths, dataset.resolved.lengths, strict=True):
@@ -351,10 +352,10 @@ def test_resolved_mixtures_are_cached_until_the_catalog_changes(catalog, dataset
     )
     copy = tmp_path / "catalog.duckdb"
     shutil.copyfile(catalog, copy)
-    before = entry_folder(spec, str(copy), spec.cache_dir)
+    before = entry_folder(spec, open_catalog(str(copy), None), spec.cache_dir)
     write_token_dataset(str(tmp_path / "books"), documents=50, source="books")
     Catalog(str(copy)).register(str(tmp_path / "books"), name="books")
-    assert entry_folder(spec, str(copy), spec.cache_dir) != before
+    assert entry_folder(spec, open_catalog(str(copy), None), spec.cache_dir) != before
 
 
 def test_output_dtype_must_hold_the_vocabulary(dataset):

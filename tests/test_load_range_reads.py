@@ -19,6 +19,7 @@ from test_load_shard_cache import (
     watching,
 )
 
+from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import write_bytes
 from mixplane.io.flaky_proxy import Faults, FlakyProxy
@@ -131,13 +132,17 @@ def test_a_changed_byte_is_caught_and_named_with_its_range(stores, s3_server, tm
 
 
 def test_a_dataset_without_checksums_is_refused_with_what_to_do(stores, s3_server, tmp_path):
+    """A dataset registered before shards had `.sums`: its manifest lists none."""
     manifest_url = f"s3://{stores['bucket']}/tokens/web/_manifest.json"
     original = read_json(manifest_url, s3_server)
     older = dict(original)
     older["outputs"] = [o for o in original["outputs"] if not o["path"].endswith(".sums")]
     write_bytes(manifest_url, orjson.dumps(older), s3_server)
     try:
-        spec = ranged(mixture(stores["catalog"], tmp_path / "cache", s3_server))
+        catalog = Catalog(str(tmp_path / "catalog.duckdb"), storage_options=s3_server)
+        for name in ("wiki", "code", "web"):
+            catalog.register(f"s3://{stores['bucket']}/tokens/{name}", name=name)
+        spec = ranged(mixture(catalog.path, tmp_path / "cache", s3_server))
         with pytest.raises(ConfigError, match=r"web: shard .* has no range checksums .* again"):
             next(iter(MixtureDataset(spec, read_ahead=SEQUENCES, prefetch=0)))
     finally:

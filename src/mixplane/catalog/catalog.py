@@ -213,13 +213,19 @@ class CatalogSession:
                 self._urls.update((v.ref, meta_urls(v)) for v in missing)
             elif missing:
                 with ThreadPoolExecutor(min(len(missing), PARALLEL_VERSIONS)) as pool:
-                    copies = list(pool.map(self.mirror.paths, missing))
+                    copies = list(pool.map(lambda v: self.mirror.paths(v, self.files(v)), missing))
                 for version, (paths, fresh) in zip(missing, copies, strict=True):
                     self._urls[version.ref] = paths
                     if fresh:  # each copy was checked against the registration on arrival
                         with self._checks_lock:
                             self._checked.add(version.ref)
             return [self._urls[version.ref] for version in versions]
+
+    def files(self, version: DatasetVersion) -> dict[str, dict[str, Any]]:
+        """The files `version`'s manifest listed at registration, by name (size, hash):
+        what its files must still hold."""
+        outputs = self.registry.manifest(version.name, version.version).get("outputs") or []
+        return {e["path"]: e for e in outputs if isinstance(e, dict) and "path" in e}
 
     @contextmanager
     def cursor(self, engine: Any) -> Iterator[Any]:

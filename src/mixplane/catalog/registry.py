@@ -232,9 +232,15 @@ class Registry:
         return [self.get(name, version) for name, version in rows]
 
     def manifest(self, name: str, version: int) -> dict[str, Any]:
-        row = self.connection.execute(
-            "SELECT manifest FROM versions WHERE name = ? AND version = ?", [name, version]
-        ).fetchone()
+        """The manifest `name@version` was registered with. Safe from any thread (it reads
+        on a cursor of its own)."""
+        cursor = self.connection.cursor()
+        try:
+            row = cursor.execute(
+                "SELECT manifest FROM versions WHERE name = ? AND version = ?", [name, version]
+            ).fetchone()
+        finally:
+            cursor.close()
         if row is None:
             raise MixplaneError(self._unknown_message(name, version))
         return orjson.loads(row[0])

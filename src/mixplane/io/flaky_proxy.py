@@ -5,7 +5,8 @@ training job meets on real networks: 5xx bursts, reset connections, bodies cut m
 slow bodies, corrupted bytes, refusals (`refuse`: 403, never in the default rotation, as
 no retry helps), added latency and a bandwidth limit. Faults are injected
 deterministically: every `every`-th request (GET by default) whose path matches `match` gets
-the next kind of fault in `kinds`, so a test can say exactly what happened.
+the next kind of fault in `kinds`, so a test can say exactly what happened. A `Gate` holds
+chosen downloads halfway until the test lets them go, and `gets` counts each path's GETs.
 
 Example:
     >>> proxy = FlakyProxy("http://127.0.0.1:5000", Faults(every=3, match=r"\\.bin$"))
@@ -13,6 +14,8 @@ Example:
     >>> options = {"client_kwargs": {"endpoint_url": endpoint}}  # doctest: +SKIP
     >>> proxy.counters  # doctest: +SKIP
     {'requests': 41, 'bytes': 90210, 'matched': 30, 'error': 3, 'reset': 2, 'cut': 2, 'slow': 2}
+    >>> proxy.gets["/bucket/tokens/web/_manifest.json"]  # doctest: +SKIP
+    1
     >>> proxy.stop()  # doctest: +SKIP
 """
 
@@ -24,6 +27,7 @@ import socket
 import struct
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -61,6 +65,40 @@ class Faults:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {list(KNOWN_KINDS)}")
 
 
+class Gate:
+    """Holds the bodies of GET responses whose path matches `match` halfway, until `open()`:
+    a test sees what other processes do while one is mid-download, or kills the one reading.
+
+    Example:
+        >>> gate = Gate(r"catalog\\.duckdb$")
+        >>> proxy = FlakyProxy("http://127.0.0.1:5000", gate=gate)  # doctest: +SKIP
+        >>> gate.wait_held(1)  # doctest: +SKIP
+        >>> gate.open()
+    """
+
+    def __init__(self, match: str):
+        self.match = match
+        self.held = 0  # responses that reached the gate
+        self._opened = threading.Event()
+        self._changed = threading.Condition()
+
+    def wait_held(self, count: int, timeout: float = 120.0) -> None:
+        """Wait until `count` responses are (or were) held; TimeoutError if they never come."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self.held >= count, timeout):
+                raise TimeoutError(f"{self.held} of {count} responses reached the gate")
+
+    def open(self) -> None:
+        """Let every held response (and every later one) through."""
+        self._opened.set()
+
+    def hold(self) -> None:
+        with self._changed:
+            self.held += 1
+            self._changed.notify_all()
+        self._opened.wait()
+
+
 class _Bucket:
     """A token bucket shared by all connections: `rate` bytes per second."""
 
@@ -82,12 +120,18 @@ class _Bucket:
 class FlakyProxy:
     """A threaded HTTP/1.1 proxy to `upstream` that injects `faults`."""
 
-    def __init__(self, upstream: str, faults: Faults | None = None, port: int = 0):
+    def __init__(
+        self, upstream: str, faults: Faults | None = None, port: int = 0, gate: Gate | None = None
+    ):
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.faults = faults or Faults()
+        self.gate = gate
         self.port = port
         self.counters: dict[str, int] = {"requests": 0, "bytes": 0}
+        # GETs per path (without the query: a presigned URL's signature differs each time),
+        # to check how often each object was read.
+        self.gets: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._matched = 0
         self._burst_left = 0
@@ -107,6 +151,8 @@ class FlakyProxy:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def stop(self) -> None:
+        if self.gate is not None:
+            self.gate.open()  # no handler thread is left waiting
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -157,6 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
         touched = bool(re.search(owner.faults.match, self.path))
         if touched:
             owner._count("matched")
+        if self.command == "GET":
+            with owner._lock:
+                owner.gets[urlsplit(self.path).path] += 1
         fault = owner.fault_for(self.command, self.path)
         if owner.faults.latency and touched:
             time.sleep(owner.faults.latency)
@@ -192,6 +241,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(data[: len(data) // 2], limited=touched)
             self._reset()
             return
+        gate = owner.gate
+        if gate is not None and self.command == "GET" and re.search(gate.match, self.path):
+            self._write(data[: len(data) // 2], limited=touched)
+            gate.hold()
+            data = data[len(data) // 2 :]
         self._write(data, slow=fault == "slow", limited=touched)
 
     def _write(self, data: bytes, slow: bool = False, limited: bool = True) -> None:

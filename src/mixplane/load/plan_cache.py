@@ -1,8 +1,10 @@
 """Resolved mixtures cached on disk, so ranks and restarts skip the catalog queries.
 
-The key is the mixture's fingerprint plus the catalog file's size and modification time:
-catalog versions are immutable and registering data rewrites the file, so a changed catalog
-never matches an old entry. An entry is one `.npy` file per array and a JSON description,
+The key is the mixture's fingerprint plus the catalog's identity (`LocalCatalog`): a local
+file's path, size and modification time (registering data rewrites it), or the content
+hash of a remote catalog's copy. So a changed catalog never matches an old entry, and the
+ranks of a machine, or a later start, find the entry of the catalog they copied, however
+often it was copied. An entry is one `.npy` file per array and a JSON description,
 each written atomically, the JSON last. The arrays are memory-mapped when loaded: a start
 reads only the pages it uses, and the ranks and workers of one machine share one copy.
 
@@ -11,7 +13,8 @@ of the machine when first needed and memory-mapped by every rank and worker, so 
 process holds a per-document array of its own.
 
 Example:
-    >>> cached = load_resolved(spec, "/data/catalog.duckdb", "/tmp/cache")  # doctest: +SKIP
+    >>> folder = entry_folder(spec, open_catalog(spec.catalog, None), None)  # doctest: +SKIP
+    >>> cached = load_resolved(spec, folder)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -28,25 +31,18 @@ import numpy as np
 from mixplane.io.atomic import atomic_open, write_bytes
 from mixplane.io.locks import locked
 from mixplane.load.cache import cache_root
+from mixplane.load.catalog_copy import LocalCatalog
 from mixplane.load.ranges import DocumentRanges, ShardKey
 from mixplane.load.resolved import ResolvedMixture
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5  # 5: remote datasets' registered manifests in `datasets`
 
 
-def entry_folder(spec: MixtureSpec, catalog_path: str, cache_dir: str | None) -> str:
-    info = os.stat(catalog_path)
-    key = json.dumps(
-        [
-            CACHE_FORMAT,
-            spec.fingerprint(),
-            os.path.abspath(catalog_path),
-            info.st_size,
-            info.st_mtime_ns,
-        ]
-    )
+def entry_folder(spec: MixtureSpec, catalog: LocalCatalog, cache_dir: str | None) -> str:
+    """The folder of the plan of `spec` over `catalog` (present or not)."""
+    key = json.dumps([CACHE_FORMAT, spec.fingerprint(), catalog.identity])
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
     return os.path.join(cache_root(cache_dir), "plans", digest)
 

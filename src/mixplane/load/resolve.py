@@ -23,9 +23,11 @@ import orjson
 
 from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.io.ahead import in_order
+from mixplane.io.atomic import is_local
 from mixplane.io.locks import locked
 from mixplane.load import ranges as iv
-from mixplane.load.cache import cache_root, local_copy
+from mixplane.load.cache import cache_root
+from mixplane.load.catalog_copy import LocalCatalog, open_catalog
 from mixplane.load.plan_cache import (
     PresummedRanges,
     entry_folder,
@@ -33,7 +35,7 @@ from mixplane.load.plan_cache import (
     save_resolved,
 )
 from mixplane.load.ranges import DocumentRanges, ShardKey
-from mixplane.load.resolved import ResolvedMixture
+from mixplane.load.resolved import ResolvedMixture, registered_manifests
 from mixplane.load.source import TokenSource
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
@@ -47,10 +49,16 @@ EVERYTHING = "TRUE"
 
 def catalog_path(spec: MixtureSpec) -> str:
     """A local path of the mixture's catalog (remote catalogs are copied into the cache)."""
+    return local_catalog(spec).path
+
+
+def local_catalog(spec: MixtureSpec) -> LocalCatalog:
+    """The mixture's catalog as a local file (a remote one copied into the machine's cache,
+    once) and its content's identity."""
     if not spec.catalog:
         raise ConfigError("the mixture names no catalog; add `catalog: PATH` to it")
     try:
-        return local_copy(spec.catalog, spec.cache_dir, spec.storage_options)
+        return open_catalog(spec.catalog, spec.cache_dir, spec.storage_options)
     except InputError as error:
         raise ConfigError(f"the mixture's catalog: {error}") from None
 
@@ -73,10 +81,10 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
         from mixplane.load.plan_service import fetch_resolved
 
         return fetch_resolved(spec)
-    path = catalog_path(spec)
+    local = local_catalog(spec)
     if not use_cache:
-        return _query(spec, path)
-    folder = entry_folder(spec, path, spec.cache_dir)
+        return _query(spec, local.path)
+    folder = entry_folder(spec, local, spec.cache_dir)
     cached = load_resolved(spec, folder)
     if cached is None:
         # One process of the machine queries; the ranks that waited for it find the entry.
@@ -84,7 +92,7 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
         with locked(os.path.join(folder, "resolve.lock")):
             cached = load_resolved(spec, folder)
             if cached is None:
-                resolved = _query(spec, path)
+                resolved = _query(spec, local.path)
                 save_resolved(resolved, folder)
                 # Mapped back from disk, so this process holds no copy of its own either.
                 cached = load_resolved(spec, folder) or resolved
@@ -120,11 +128,15 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
             # One dataset (the usual case): its ranges as they are, not copied by a join.
             selected.append(parts[0] if len(parts) == 1 else DocumentRanges.join(parts))
         selected = settle_overlaps(tree.names, selected, spec.overlap)
-        infos = _dataset_infos(session, sorted(set(versions.values())))
-    shards, selected = _shared_shards(selected)
+        shards, selected = _shared_shards(selected)
+        infos = _dataset_infos(session, sorted(set(versions.values())), shards)
     eos_id, append = _eos_plan(spec, infos, {uri: versions[uri] for uri in versions})
     source = TokenSource(
-        shards, eos_id, storage_options=spec.storage_options, cache_dir=spec.cache_dir
+        shards,
+        eos_id,
+        storage_options=spec.storage_options,
+        cache_dir=spec.cache_dir,
+        manifests=registered_manifests(infos),
     )
     appended = np.array([int(append[uri]) for uri, _ in shards], dtype=np.int64)
 
@@ -255,7 +267,9 @@ def select_leaf(session, leaf, unit: str = "document"):
     return selection
 
 
-def _dataset_infos(session, refs: list[str]) -> list[dict[str, Any]]:
+def _dataset_infos(session, refs: list[str], shards: tuple[ShardKey, ...]) -> list[dict[str, Any]]:
+    """What the plan records of each dataset version it reads: its ref, folder, fingerprint
+    and tokenizer, and for a remote one its registered manifest (`registered_manifest`)."""
     versions = session.resolve(refs)
     images = [version.ref for version in versions if version.kind == "image_text"]
     if images:
@@ -263,15 +277,41 @@ def _dataset_infos(session, refs: list[str]) -> list[dict[str, Any]]:
             f"{', '.join(images)}: image-text data, which a text mixture cannot pack into "
             "token sequences; give those components their own mixture with kind: image_text"
         )
-    return [
-        {
+    used: dict[str, set[str]] = {}
+    for uri, stem in shards:
+        used.setdefault(uri, set()).add(stem)
+    infos = []
+    for version in versions:
+        info = {
             "dataset": version.ref,
             "uri": version.uri,
             "fingerprint": version.fingerprint,
             "tokenizer": version.tokenizer or {},
         }
-        for version in versions
+        if not is_local(version.uri):
+            manifest = session.registry.manifest(version.name, version.version)
+            info["manifest"] = registered_manifest(manifest, used.get(version.uri, set()))
+        infos.append(info)
+    return infos
+
+
+def registered_manifest(manifest: dict[str, Any], stems: set[str]) -> dict[str, Any]:
+    """What a reader needs of a dataset's manifest as registered: its kind, format and
+    tokenizer, and the files (sizes and hashes) of the shards `stems` a mixture reads.
+
+    Example:
+        >>> manifest = {"kind": "tokenize", "outputs": [{"path": "a.bin"}, {"path": "b.bin"}]}
+        >>> registered_manifest(manifest, {"a"})["outputs"]
+        [{'path': 'a.bin'}]
+    """
+    outputs = [
+        entry
+        for entry in manifest.get("outputs") or []
+        if str(entry.get("path", "")).partition(".")[0] in stems
     ]
+    return {key: manifest.get(key) for key in ("kind", "format", "tokenizer")} | {
+        "outputs": outputs
+    }
 
 
 def _eos_plan(spec: MixtureSpec, infos, refs: dict[str, str]):

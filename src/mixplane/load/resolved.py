@@ -27,7 +27,9 @@ class ResolvedMixture:
     starts: list[np.ndarray]  # per leaf, per document: its first token's offset in its shard
     appended: np.ndarray  # per shard: 1 when an EOS is appended to its documents, else 0
     eos_id: int | None
-    datasets: list[dict[str, Any]]  # ref, fingerprint, tokenizer of every dataset used
+    # ref, folder, fingerprint, tokenizer of every dataset used (and the registered manifest
+    # of a remote one: `resolve.registered_manifest`)
+    datasets: list[dict[str, Any]]
     fingerprint: str  # of the spec and the exact data versions
     folder: str | None = None  # its plan-cache entry, when cached
     used: list[np.ndarray] | None = None  # per leaf, the shards it reads (when cached)
@@ -56,4 +58,10 @@ class ResolvedMixture:
             cache_limit(spec.cache_limit),
             working_sets=[(self.shards_of(c), at_once) for c in range(len(self.ranges))],
             cache_mode=spec.cache,
+            manifests=registered_manifests(self.datasets),
         )
+
+
+def registered_manifests(datasets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The registered manifests a plan records of its remote datasets, by folder."""
+    return {info["uri"]: info["manifest"] for info in datasets if "manifest" in info}

@@ -35,7 +35,7 @@ from mixplane.load.cache import cache_root
 from mixplane.load.range_reads import RangeReader
 from mixplane.load.ranges import ShardKey
 from mixplane.load.shard_cache import RemoteFile, ShardCache
-from mixplane.store.dataset import TokenizedDataset
+from mixplane.store.dataset import TokenizedDataset, check_token_manifest
 from mixplane.store.format import BIN, SUMS
 from mixplane.store.reader import ShardReader
 
@@ -60,6 +60,7 @@ class TokenSource:
         retry: Retry | None = None,
         working_sets: Sequence[tuple[np.ndarray, int | None]] = (),
         cache_mode: str = "shards",
+        manifests: dict[str, dict[str, Any]] | None = None,
     ):
         self.shards = tuple(shards)
         self.eos_id = eos_id
@@ -72,6 +73,13 @@ class TokenSource:
         self.working_sets = tuple(working_sets)
         # "shards": remote shards are cached whole; "ranges": only the pieces read are fetched.
         self.cache_mode = cache_mode
+        # Remote datasets' manifests as the catalog registered them (kind, format, tokenizer
+        # and the files of the shards read), by folder: no process reads `_manifest.json`
+        # again, and every file is checked against what its version registered. A dataset
+        # not given here has its `_manifest.json` read once per process.
+        self.manifests = dict(manifests or {})
+        for uri, manifest in self.manifests.items():
+            check_token_manifest(uri, manifest)
         self.remote = np.array([not is_local(uri) for uri, _ in self.shards], dtype=bool)
         self._reset()
 
@@ -94,7 +102,7 @@ class TokenSource:
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
-                "retry", "working_sets", "cache_mode", "remote")  # fmt: skip
+                "retry", "working_sets", "cache_mode", "manifests", "remote")  # fmt: skip
         return {key: self.__dict__[key] for key in keep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -242,7 +250,7 @@ class TokenSource:
     def _outputs_of(self, uri: str) -> dict[str, dict[str, Any]]:
         found = self._outputs.get(uri)
         if found is None:  # read outside the lock, so several datasets' load side by side
-            outputs = self._dataset(uri).manifest.get("outputs", [])
+            outputs = self._manifest(uri).get("outputs", [])
             # Not `_lock`: the pool of `_load_manifests` runs this while a pin holds that one.
             with self._manifests_lock:
                 found = self._outputs.setdefault(uri, {o["path"]: o for o in outputs})
@@ -250,7 +258,14 @@ class TokenSource:
 
     def stored_dtype(self, number: int) -> np.dtype:
         """The token type a shard is stored in (uint16 or uint32)."""
-        return self._dataset(self.shards[number][0]).dtype
+        return self._dtype_of(self.shards[number][0])
+
+    def _manifest(self, uri: str) -> dict[str, Any]:
+        registered = self.manifests.get(uri)
+        return registered if registered is not None else self._dataset(uri).manifest
+
+    def _dtype_of(self, uri: str) -> np.dtype:
+        return np.dtype(self._manifest(uri)["tokenizer"]["dtype"])
 
     def reader(self, number: int) -> ShardReader:
         found = self._readers.get(number)
@@ -288,7 +303,7 @@ class TokenSource:
                 uri, _ = self.shards[number]
                 file = self.remote_file(number)
                 path = self.cache.acquire(file)
-                dtype = self._dataset(uri).dtype
+                dtype = self._dtype_of(uri)
                 tokens = np.memmap(path, dtype, mode="r") if file.size else np.zeros(0, dtype)
                 self._arrays[number] = tokens.view(np.ndarray)
                 self._opened[number] = True
@@ -345,8 +360,9 @@ class TokenSource:
         uri, stem = self.shards[number]
         name = stem + ".meta.parquet"
         if not is_local(uri):
-            mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem)
-            if os.path.exists(mirrored):  # copied when the catalog was queried
+            digest = (self.manifest_entry(uri, name) or {}).get("hash")
+            mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem, digest)
+            if os.path.exists(mirrored):  # copied (and checked) when the catalog was queried
                 return _column(mirrored, column)
         return _column(pa.BufferReader(self.fetch_whole(uri, name)), column)
 

@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from mixplane.errors import MixplaneError
+from mixplane.load.catalog_copy import open_catalog
 from mixplane.load.plan_cache import entry_folder
 from mixplane.load.plan_service import FILE_NAME, LOCAL_FIELDS, PLAN_ID
 from mixplane.load.resolve import resolve_mixture
@@ -56,7 +57,7 @@ class PlanStore:
     def resolve(self, mixture: dict[str, Any]) -> dict[str, Any]:
         """Resolve (or find already resolved) `mixture`: `{plan, fingerprint, files}`."""
         spec = self.spec(mixture)
-        folder = entry_folder(spec, self.catalog, self.cache_dir)
+        folder = entry_folder(spec, open_catalog(self.catalog, None), self.cache_dir)
         plan = os.path.basename(folder)
         with self._lock:
             known = self._plans.get(plan)

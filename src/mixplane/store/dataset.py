@@ -23,6 +23,25 @@ from mixplane.store.reader import ShardReader, verify_files
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "mixplane", "shards")
 
 
+def check_token_manifest(folder: str, manifest: dict[str, Any]) -> None:
+    """Refuse the manifest of anything but a tokenized dataset in the format this mixplane
+    reads.
+
+    Example:
+        >>> check_token_manifest("tokens", {"kind": "process"})
+        Traceback (most recent call last):
+        mixplane.errors.InputError: tokens: its manifest is not a tokenized dataset's
+    """
+    fmt = manifest.get("format") or {}
+    if manifest.get("kind") != "tokenize" or fmt.get("name") != FORMAT_NAME:
+        raise InputError(f"{folder}: its manifest is not a tokenized dataset's")
+    if fmt.get("version") != FORMAT_VERSION:
+        raise InputError(
+            f"{folder}: token format version {fmt.get('version')}; this mixplane "
+            f"reads version {FORMAT_VERSION}"
+        )
+
+
 class TokenizedDataset:
     """The shards of one `mixplane tokenize` output, with totals and the tokenizer.
 
@@ -50,14 +69,7 @@ class TokenizedDataset:
             raise InputError(
                 f"{self.folder}: no {MANIFEST}; not a tokenized dataset (run mixplane tokenize)"
             ) from None
-        fmt = self.manifest.get("format", {})
-        if self.manifest.get("kind") != "tokenize" or fmt.get("name") != FORMAT_NAME:
-            raise InputError(f"{self.folder}: its manifest is not a tokenized dataset's")
-        if fmt.get("version") != FORMAT_VERSION:
-            raise InputError(
-                f"{self.folder}: token format version {fmt.get('version')}; this mixplane "
-                f"reads version {FORMAT_VERSION}"
-            )
+        check_token_manifest(self.folder, self.manifest)
         self.shards: list[dict[str, Any]] = self.manifest["shards"]
         self._readers: dict[str, ShardReader] = {}
 
