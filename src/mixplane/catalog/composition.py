@@ -61,8 +61,9 @@ def composition(
 
     A numeric property is cut into `bins` buckets (see `histogram`), in order, labelled
     "[low, high)" and the last "[low, high]", with `low` and `high`; NULL is its own group,
-    and so, on a log scale, are the values <= 0; past `max_groups`, the smallest groups are
-    summed into "(other)".
+    and so, on a log scale, are the values <= 0. Other properties are grouped by value
+    (`bins` and `scale` do not apply); past `max_groups`, the smallest groups are summed into
+    "(other)".
     """
     versions = session.resolve(datasets)
     column, kind = _column(versions, by)
@@ -79,7 +80,7 @@ def composition(
         if histogram["nulls"]["documents"]:
             groups.append({"value": NULL, **histogram["nulls"]})
     else:
-        _check_scale(scale, numeric=False)
+        _check_scale(scale)  # a column of words is grouped by its values, whatever the scale
         totals: dict[Any, list[int]] = {}
         sql = f"SELECT {quote_name(column)}, count(*), coalesce(sum(n_tokens), 0) FROM documents"
         for value, documents, tokens in _Scan(session, versions, where, column).rows(
@@ -182,7 +183,7 @@ def _histogram(
 ) -> dict[str, Any]:
     if not 1 <= bins <= MAX_BINS:
         raise PredicateError(f"bins must be between 1 and {MAX_BINS}, not {bins}")
-    _check_scale(scale, numeric=True)
+    _check_scale(scale)
     log = scale == "log"
     scan = _Scan(session, versions, where, column)
     value = f"CAST({quote_name(column)} AS DOUBLE)"
@@ -250,13 +251,9 @@ def _bucket(value: str, edges: list[float], log: bool) -> str:
     return f"CASE {special} ELSE {guess} - {below} + {above} END"
 
 
-def _check_scale(scale: str, numeric: bool) -> None:
+def _check_scale(scale: str) -> None:
     if scale not in SCALES:
         raise PredicateError(f"scale must be one of {', '.join(SCALES)}, not {scale!r}")
-    if scale == "log" and not numeric:
-        raise PredicateError(
-            "a log scale buckets numbers; this column's values are grouped as they are"
-        )
 
 
 def _column(versions: list[DatasetVersion], name: str) -> tuple[str, str]:
