@@ -37,8 +37,9 @@ ERRORS = {
         413: "a request body over the size limit",
     }.items()
 }
-# The dashboard loads only its own files and talks only to this origin.
-POLICY = b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+# The dashboard loads only its own files and talks only to this origin (blob: images are
+# thumbnails it fetched with its token).
+POLICY = b"default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'"
 SECURITY_HEADERS = [
     (b"content-security-policy", POLICY),
     (b"x-content-type-options", b"nosniff"),
@@ -53,6 +54,10 @@ def create_app(settings: ServeSettings) -> FastAPI:
         title="mixplane",
         version=__version__,
         description="The catalog, its processing history and live training mixtures.",
+        # /docs is served from the package below (no CDN, no inline script); no ReDoc.
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.service = Service(settings)
     metrics = ServiceMetrics(app.state.service)
@@ -70,6 +75,10 @@ def create_app(settings: ServeSettings) -> FastAPI:
     @app.get("/", include_in_schema=False)
     def dashboard() -> FileResponse:
         return FileResponse(str(static / "index.html"))
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> FileResponse:
+        return FileResponse(str(static / "docs.html"))
 
     app.add_middleware(Observe, metrics=metrics)
     app.add_exception_handler(405, _method_not_allowed)

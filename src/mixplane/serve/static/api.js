@@ -33,6 +33,11 @@ export function hasToken() {
   return Boolean(sessionStorage.getItem(TOKEN_KEY));
 }
 
+/** The token this tab holds (null: none). */
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
 /** Called with the ApiError of every 401 answer. */
 export function onUnauthorized(handler) {
   unauthorizedHandler = handler;
