@@ -7,6 +7,7 @@ import bisect
 import math
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -18,6 +19,7 @@ from mixplane.catalog.composition import (
     _bucket,
     bucket_edges,
     composition,
+    exact,
     histogram,
 )
 from mixplane.catalog.predicate import PredicateError
@@ -137,3 +139,10 @@ def test_edges_print_as_they_compare():
     assert bucket_edges(0.0, 1.0, 10)[3] == 0.3  # not 0.30000000000000004
     assert bucket_edges(5.0, 5.0, 10) == [5.0, 5.0]
     assert len(bucket_edges(1.0, math.nextafter(1.0, 2.0), 10)) == 2  # too narrow to cut
+    assert bucket_edges(1e-300, 1e300, 2, "log") == [1e-300, 1.0, 1e300]
+    # Inner edges are short decimals: a label says exactly where its bucket starts.
+    for low, high, bins, scale in [(8, 2135, 5, "log"), (0.013, 7.9, 7, "linear")]:
+        edges = bucket_edges(low, high, bins, scale)
+        assert all(float(exact(edge)) == edge and len(exact(edge)) <= 5 for edge in edges[1:-1])
+        widths = np.diff(np.log10(edges) if scale == "log" else edges)
+        assert np.allclose(widths, widths[0], rtol=0.02)

@@ -20,6 +20,7 @@ import pytest
 import zstandard
 from conftest import Service
 
+from mixplane.catalog.composition import exact
 from mixplane.load import MixtureDataset
 from mixplane.load.telemetry import JobReporter
 
@@ -424,8 +425,9 @@ def test_numeric_buckets_are_labelled_as_they_hold(site_service, demo_work):
     values = table["n_tokens"].to_pylist()
     answer = site_service.get("/api/composition", by="n_tokens", datasets="demo", bins=7).json()
     *inner, last = answer["groups"]
-    assert last["value"] == f"[{last['low']:g}, {last['high']:g}]" and last["high"] == max(values)
-    assert all(g["value"] == f"[{g['low']:g}, {g['high']:g})" for g in inner)
+    assert last["value"] == f"[{exact(last['low'])}, {exact(last['high'])}]"
+    assert last["high"] == max(values)
+    assert all(g["value"] == f"[{exact(g['low'])}, {exact(g['high'])})" for g in inner)
     for group in answer["groups"]:
         closed = group is last
         inside = [

@@ -112,13 +112,25 @@ def composition(
 
 
 def bucket_label(low: float, high: float, closed: bool) -> str:
-    """A bucket's label: "[low, high)", or "[low, high]" for the last one, which holds its end.
+    """A bucket's label: "[low, high)", or "[low, high]" for the last one, which holds its end;
+    the numbers exactly as they compare.
 
     Example:
         >>> bucket_label(0.8, 0.9, closed=False), bucket_label(0.9, 1.0, closed=True)
         ('[0.8, 0.9)', '[0.9, 1]')
     """
-    return f"[{low:g}, {high:g}{']' if closed else ')'}"
+    return f"[{exact(low)}, {exact(high)}{']' if closed else ')'}"
+
+
+def exact(number: float) -> str:
+    """The shortest text of `number` that reads back as the same double.
+
+    Example:
+        >>> exact(16.1), exact(8.0), exact(0.1 + 0.2)
+        ('16.1', '8', '0.30000000000000004')
+    """
+    short = f"{number:.15g}"
+    return short if float(short) == number else repr(number)
 
 
 def histogram(
@@ -147,13 +159,14 @@ def histogram(
 def bucket_edges(low: float, high: float, bins: int, scale: str = "linear") -> list[float]:
     """The `bins + 1` edges of buckets from `low` to `high` (both exactly), equally wide, or
     on a log scale equally wide in log10 (`low` > 0 then); one bucket when `low == high`, and
-    fewer than `bins` when they would be narrower than a billionth of the numbers' size.
+    fewer than `bins` when they would be narrower than a billionth of the numbers' size. The
+    inner edges are rounded to three significant digits of a bucket's width.
 
     Example:
         >>> bucket_edges(0.0, 1.0, 4)
         [0.0, 0.25, 0.5, 0.75, 1.0]
-        >>> bucket_edges(1.0, 1000.0, 3, "log")
-        [1.0, 10.0, 100.0, 1000.0]
+        >>> bucket_edges(8.0, 2135.0, 5, "log")
+        [8.0, 24.5, 74.8, 228.0, 698.0, 2135.0]
     """
     if low == high:
         return [low, high]
@@ -165,12 +178,26 @@ def bucket_edges(low: float, high: float, bins: int, scale: str = "linear") -> l
     # `_bucket`).
     size = max(abs(start), abs(end), 1.0 if log else 0.0)
     bins = max(1, min(bins, int((end - start) / (size * 1e-9))))
-    # Each edge the double nearest its true value where the arithmetic allows (0.3, not
-    # 0.30000000000000004), so it prints as it compares.
+    width = (end - start) / bins
     inner = [start + (end - start) * i / bins for i in range(1, bins)]
     if log:
-        inner = [10**edge for edge in inner]
-    return [low, *inner, high]
+        # Three significant digits, more when the buckets are narrower than that.
+        digits = 3 + max(0, math.ceil(-math.log10(10**width - 1))) if width < 1 else 3
+        inner = [_round(10**edge, digits - 1 - math.floor(math.log10(10**edge))) for edge in inner]
+    else:
+        inner = [_round(edge, 2 - math.floor(math.log10(width))) for edge in inner]
+    edges = [low]
+    for edge in inner:  # rounding may join neighbours or pass an end: keep them increasing
+        if edges[-1] < edge < high:
+            edges.append(edge)
+    return [*edges, high]
+
+
+def _round(number: float, decimals: int) -> float:
+    """`number` at `decimals` decimal places (negative: tens, hundreds...): the inner edges
+    are short decimals (16.1, not 16.08343...), so a label says exactly where a bucket
+    starts, and the buckets stay of equal width to a fraction of a percent."""
+    return float(round(number, decimals))
 
 
 def _histogram(
