@@ -441,7 +441,7 @@ def test_numeric_buckets_are_labelled_as_they_hold(site_service, demo_work):
     ).json()
     assert logged["scale"] == "log" and logged["nonpositive"] == {"documents": 0, "tokens": 0}
     widths = [np.log10(b["high"]) - np.log10(b["low"]) for b in logged["bins"]]
-    assert np.allclose(widths, widths[0])
+    assert np.allclose(widths, widths[0], rtol=0.02)  # edges rounded to 3 digits of a width
 
 
 def test_image_samples_have_bounded_thumbnails(site_service):
