@@ -487,3 +487,34 @@ def test_thumbnail_paths_are_checked_against_the_catalog(site_service, path):
     answer = site_service.get(path, **dict(part.split("=") for part in query.split("&") if part))
     assert answer.status_code in (404, 422), (path, answer.status_code)
     assert answer.headers["content-type"] == "application/json"
+
+
+def test_thumbnails_refuse_what_they_cannot_make_small(site_work, monkeypatch):
+    """An image whose header claims a huge size is refused before it is decoded (a
+    decompression bomb), bytes that are no image and oversized samples are refused by name."""
+    import struct
+    import zlib
+    from io import BytesIO
+
+    from PIL import Image
+
+    from mixplane.serve import thumbnails
+
+    def claiming(width: int, height: int) -> bytes:
+        """A one-pixel PNG whose header says `width` x `height`."""
+        buffer = BytesIO()
+        Image.new("RGB", (1, 1)).save(buffer, "PNG")
+        png = bytearray(buffer.getvalue())
+        png[16:24] = struct.pack(">II", width, height)  # IHDR width and height
+        png[29:33] = struct.pack(">I", zlib.crc32(bytes(png[12:29])))
+        return bytes(png)
+
+    with pytest.raises(thumbnails.NoThumbnail, match="9000 x 9000 pixels; previews are made"):
+        thumbnails.thumbnail(claiming(9000, 9000), 64)
+    with pytest.raises(thumbnails.NoThumbnail, match="decompression bomb"):
+        thumbnails.thumbnail(claiming(100_000, 100_000), 64)
+    with pytest.raises(thumbnails.NoThumbnail, match="cannot be read"):
+        thumbnails.thumbnail(b"<html>not an image</html>", 64)
+    monkeypatch.setattr(thumbnails, "MAX_SAMPLE_BYTES", 512)
+    with pytest.raises(thumbnails.NoThumbnail, match="previews are made of samples up to 512"):
+        thumbnails.sample_image(str(site_work / "images"), "part-00000", 0)

@@ -225,7 +225,7 @@ def thumbnail(
         image = thumbnails.sample_image(version.uri, shard, index, options)
         data, media_type = thumbnails.thumbnail(image, size)
     except thumbnails.NoThumbnail as error:
-        status = 501 if "need Pillow" in str(error) else 400
+        status = 501 if isinstance(error, thumbnails.NoPillow) else 400
         raise HTTPException(status, str(error)) from None
     # A pinned version never changes; the latest may.
     cache = "private, max-age=86400" if "@" in dataset else "private, no-cache"

@@ -29,6 +29,10 @@ class NoThumbnail(MixplaneError):
     """The sample cannot be previewed (too large, no image, or an image Pillow cannot read)."""
 
 
+class NoPillow(NoThumbnail):
+    """This installation cannot decode images at all."""
+
+
 def sample_image(
     uri: str, stem: str, index: int, storage_options: dict[str, Any] | None = None
 ) -> bytes:
@@ -53,7 +57,7 @@ def thumbnail(image: bytes, size: int) -> tuple[bytes, str]:
         from PIL import Image, UnidentifiedImageError
         from PIL.Image import DecompressionBombError
     except ImportError:
-        raise NoThumbnail("previews need Pillow: pip install 'mixplane[images]'") from None
+        raise NoPillow("previews need Pillow: pip install 'mixplane[images]'") from None
     try:
         with Image.open(io.BytesIO(image)) as opened:
             width, height = opened.size
