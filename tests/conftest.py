@@ -191,3 +191,59 @@ def demo_service(demo_work: Path, tmp_path_factory):
     service = Service(demo_work / "catalog.duckdb", "--cache-dir", str(cache))
     yield service
     service.stop()
+
+
+@pytest.fixture(scope="session")
+def site_work(demo_work: Path, tmp_path_factory) -> Path:
+    """A folder with `catalog.duckdb`: the demo's datasets and `images`, image-caption data
+    made by a real pipeline (12 pictures: JPEG, PNG, one PNG with transparency, one large),
+    for the service's image routes and the dashboard. The demo's own catalog is untouched."""
+    import io
+    import shutil
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    from mixplane.catalog import Catalog
+    from mixplane.process.pipeline import run_pipeline
+
+    site = tmp_path_factory.mktemp("site")
+    shutil.copy(demo_work / "catalog.duckdb", site / "catalog.duckdb")
+    pictures, captions = [], []
+    for i in range(12):
+        size = (900, 600) if i == 11 else (48 + 8 * i, 40 + 4 * i)
+        ramp = np.linspace(0, 255, size[0], dtype=np.uint8)
+        pixels = np.zeros((size[1], size[0], 4), dtype=np.uint8)
+        pixels[..., 0], pixels[..., 1], pixels[..., 2] = ramp, 255 - ramp, 20 * i
+        pixels[..., 3] = 128 if i == 3 else 255
+        picture = Image.fromarray(pixels, "RGBA" if i == 3 else None)
+        buffer = io.BytesIO()
+        if i == 3:
+            picture.save(buffer, "PNG")
+        else:
+            picture.convert("RGB").save(buffer, "PNG" if i % 2 else "JPEG")
+        pictures.append(buffer.getvalue())
+        captions.append(f"a gradient picture number {i}")
+    raw = site / "raw"
+    raw.mkdir()
+    table = pa.table(
+        {
+            "id": [f"pic-{i:02d}" for i in range(12)],
+            "text": captions,
+            "language": ["en" if i % 3 else "de" for i in range(12)],
+            "image": pictures,
+        }
+    )
+    pq.write_table(table, raw / "pictures.parquet")
+    run_pipeline(
+        {
+            "input": [{"path": str(raw / "pictures.parquet"), "image_key": "image"}],
+            "output": str(site / "images"),
+            "output_format": "webdataset",
+            "stages": [],
+        }
+    )
+    Catalog(site / "catalog.duckdb").register(str(site / "images"), "images")
+    return site

@@ -3,7 +3,9 @@ checked against the shards' metadata read directly (pyarrow), not through the se
 
 from __future__ import annotations
 
+import csv
 import glob
+import io
 import json
 import re
 import threading
@@ -16,7 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from conftest import Service
 
+from mixplane.catalog.composition import exact
 from mixplane.load import MixtureDataset
 from mixplane.load.telemetry import JobReporter
 
@@ -235,3 +239,282 @@ def test_the_readme_service_snippet_as_written(demo_service, demo_work, tmp_path
     samples = demo_service.get("/api/jobs/run-7/metrics").json()["samples"]
     assert samples[-1]["step"] == len(steps)
     assert samples[-1]["weights"] == {"wiki": 0.6, "code": 0.4}
+
+
+# --- The spec says what the service enforces -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spec(demo_service) -> dict:
+    return demo_service.get("/openapi.json").json()
+
+
+def validator(spec: dict, name: str):
+    """A JSON Schema validator of the spec's component `name` (its references resolved)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator({"$ref": f"#/components/schemas/{name}", **spec})
+
+
+def parameter(spec: dict, path: str, name: str, method: str = "get") -> dict:
+    (found,) = [p for p in spec["paths"][path][method]["parameters"] if p["name"] == name]
+    return found["schema"]
+
+
+def test_an_empty_mixture_is_invalid_by_the_spec_as_by_the_service(demo_service, spec):
+    for name, path in (
+        ("PreviewRequest", "/api/mixtures/preview"),
+        ("MixtureRequest", "/api/plans"),
+    ):
+        schema = validator(spec, name)
+        assert not schema.is_valid({"mixture": {}})
+        assert not schema.is_valid({"mixture": {"components": {"a": {"weight": 1}}}})  # seq_len
+        assert schema.is_valid({"mixture": MIXTURE})
+        refused = demo_service.post(path, {"mixture": {}})
+        assert refused.status_code == 400 and "components" in refused.json()["detail"]
+    image_text = {"kind": "image_text", "components": {"a": {"weight": 1}}}
+    assert validator(spec, "MixtureRequest").is_valid({"mixture": image_text})
+    assert not validator(spec, "MixtureRequest").is_valid({"mixture": image_text | {"seq_len": 8}})
+
+
+def test_dataset_references_columns_and_names_have_their_patterns(demo_service, spec):
+    datasets = parameter(spec, "/api/count", "datasets")["anyOf"][0]["items"]["pattern"]
+    for good in ("demo", "demo@1", "demo@1,other@12"):
+        assert re.search(datasets, good), good
+        assert demo_service.get("/api/count", datasets=good).status_code in (200, 400), good
+    for bad in ("demo@", "demo@0", "demo@x", "../demo", "demo, other", ""):
+        assert not re.search(datasets, bad), bad
+        assert demo_service.get("/api/count", datasets=bad).status_code == 422, bad
+    dataset = parameter(spec, "/api/documents/{dataset}/{shard}/{index}", "dataset")["pattern"]
+    assert re.search(dataset, "demo@1") and not re.search(dataset, "demo@1,demo@2")
+    for path, name in (("/api/composition", "by"), ("/api/histogram", "column")):
+        column = parameter(spec, path, name)["pattern"]
+        assert not re.search(column, "") and not re.search(column, "a\nb")
+        assert demo_service.get(path, **{name: ""}).status_code == 422
+        assert demo_service.get(path, **{name: "n_tokens"}).status_code == 200
+
+
+def test_job_metrics_take_numbers_not_booleans(demo_service, spec):
+    schema = validator(spec, "MetricSample")
+    refused = [
+        {"step": True},
+        {"step": 1, "sequences_per_second": True},
+        {"step": 1, "weights": {"a": False}},
+        {"step": 1, "cache": {"hits": True}},
+        {"step": "3"},
+        {"step": 1, "weights": {"a b": 0.5}},
+    ]
+    for body in refused:
+        assert not schema.is_valid(body), body
+        assert demo_service.post("/api/jobs/strict/metrics", body).status_code == 422, body
+    for body in ({"step": 2.0, "cache": {"hits": 3.0}}, {"step": 3, "tokens_per_second": 10}):
+        assert schema.is_valid(body)
+        assert demo_service.post("/api/jobs/strict/metrics", body).status_code == 200, body
+    steps = [s["step"] for s in demo_service.get("/api/jobs/strict/metrics").json()["samples"]]
+    assert steps == [2, 3] and all(type(step) is int for step in steps)
+
+
+def test_a_method_not_allowed_names_every_allowed_one(demo_service):
+    import httpx
+
+    for method, path, allowed in (
+        ("DELETE", "/api/jobs/j/metrics", {"GET", "POST"}),
+        ("PUT", "/api/plans", {"POST"}),
+        ("POST", "/api/datasets", {"GET"}),
+    ):
+        answer = httpx.request(method, demo_service.url + path)
+        assert answer.status_code == 405, (method, path)
+        assert set(answer.headers["allow"].split(", ")) == allowed, (method, path)
+
+
+# --- Pages, exports, log scale and thumbnails ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site_service(site_work, tmp_path_factory):
+    """`mixplane serve` over the demo's datasets and the image dataset `images`."""
+    cache = tmp_path_factory.mktemp("site-cache")
+    service = Service(site_work / "catalog.duckdb", "--cache-dir", str(cache))
+    yield service
+    service.stop()
+
+
+def test_samples_come_in_pages_in_catalog_order(site_service, site_work):
+    from mixplane.catalog import Catalog
+
+    version = Catalog(site_work / "catalog.duckdb").get("demo@1")
+    expected = []
+    for shard in version.shards:
+        table = pq.read_table(
+            f"{version.uri}/{shard.stem}.meta.parquet", columns=["id", "language"]
+        )
+        expected += [row["id"] for row in table.to_pylist() if row["language"] == "de"]
+    assert len(expected) > 20
+    found, offset = [], 0
+    while True:
+        page = site_service.get(
+            "/api/samples", where="language = 'de'", datasets="demo@1", k=17, offset=offset
+        ).json()
+        assert page["total"] == len(expected) and page["offset"] == offset
+        if not page["samples"]:
+            break
+        assert len(page["samples"]) == min(17, len(expected) - offset)
+        found += [sample["properties"]["id"] for sample in page["samples"]]
+        offset += 17
+    assert found == expected
+    # Across datasets: the demo's documents, then the images (their captions as text).
+    both = site_service.get("/api/samples", k=4, offset=version.documents - 2).json()
+    assert [s["dataset"] for s in both["samples"]] == ["demo@1"] * 2 + ["images@1"] * 2
+    assert both["total"] == version.documents + 12
+    assert both["samples"][2]["text"] == both["samples"][2]["properties"]["caption"]
+
+
+def test_a_composition_and_a_page_export_as_csv(site_service):
+    params = {"by": "n_tokens", "datasets": "demo", "bins": 6, "scale": "log"}
+    answer = site_service.get("/api/composition", **params).json()
+    exported = site_service.get("/api/composition", **params, format="csv")
+    assert exported.headers["content-type"].startswith("text/csv")
+    assert (
+        exported.headers["content-disposition"] == 'attachment; filename="composition-n_tokens.csv"'
+    )
+    rows = list(csv.DictReader(io.StringIO(exported.text)))
+    assert [(r["value"], int(r["documents"]), int(r["tokens"])) for r in rows] == [
+        (g["value"], g["documents"], g["tokens"]) for g in answer["groups"]
+    ]
+    assert (
+        rows[-1]["value"].endswith("]") and float(rows[-1]["high"]) == answer["groups"][-1]["high"]
+    )
+
+    page = site_service.get("/api/samples", where="language = 'de'", k=5, offset=5).json()
+    exported = site_service.get(
+        "/api/samples", where="language = 'de'", k=5, offset=5, format="csv"
+    )
+    rows = list(csv.DictReader(io.StringIO(exported.text)))
+    assert len(rows) == 5
+    for row, sample in zip(rows, page["samples"], strict=True):
+        assert (row["dataset"], row["shard"], int(row["index"])) == (
+            sample["dataset"],
+            sample["shard"],
+            sample["index"],
+        )
+        assert row["text"] == sample["text"] and row["id"] == sample["properties"]["id"]
+
+
+def test_exported_cells_cannot_run_as_formulas():
+    from mixplane.serve.exports import samples_csv
+
+    page = {
+        "samples": [
+            {
+                "dataset": "d@1",
+                "shard": "s",
+                "index": 0,
+                "text": '=HYPERLINK("http://x")',
+                "truncated": False,
+                "properties": {"score": -1.5, "tags": ["a", "b"], "note": "+1", "text": "x"},
+            }
+        ]
+    }
+    (row,) = csv.DictReader(io.StringIO(samples_csv(page)))
+    assert row["text"] == '\'=HYPERLINK("http://x")' and row["note"] == "'+1"
+    assert row["score"] == "-1.5" and row["tags"] == '["a","b"]' and row["properties.text"] == "x"
+
+
+def test_numeric_buckets_are_labelled_as_they_hold(site_service, demo_work):
+    table = metadata(demo_work)
+    values = table["n_tokens"].to_pylist()
+    answer = site_service.get("/api/composition", by="n_tokens", datasets="demo", bins=7).json()
+    *inner, last = answer["groups"]
+    assert last["value"] == f"[{exact(last['low'])}, {exact(last['high'])}]"
+    assert last["high"] == max(values)
+    assert all(g["value"] == f"[{exact(g['low'])}, {exact(g['high'])})" for g in inner)
+    for group in answer["groups"]:
+        closed = group is last
+        inside = [
+            v
+            for v in values
+            if group["low"] <= v and (v <= group["high"] if closed else v < group["high"])
+        ]
+        assert group["documents"] == len(inside)
+    logged = site_service.get(
+        "/api/histogram", column="n_tokens", datasets="demo", scale="log"
+    ).json()
+    assert logged["scale"] == "log" and logged["nonpositive"] == {"documents": 0, "tokens": 0}
+    widths = [np.log10(b["high"]) - np.log10(b["low"]) for b in logged["bins"]]
+    assert np.allclose(widths, widths[0], rtol=0.02)  # edges rounded to 3 digits of a width
+
+
+def test_image_samples_have_bounded_thumbnails(site_service):
+    from io import BytesIO
+
+    from PIL import Image
+
+    page = site_service.get("/api/samples", datasets="images", k=12).json()["samples"]
+    assert len(page) == 12
+    for sample in page:
+        answer = site_service.get(sample["thumbnail"], size=64)
+        assert answer.status_code == 200, answer.text
+        picture = Image.open(BytesIO(answer.content))
+        assert max(picture.size) <= 64
+        number = int(sample["properties"]["id"][4:])
+        assert answer.headers["content-type"] == ("image/png" if number == 3 else "image/jpeg")
+        assert picture.mode == ("RGBA" if number == 3 else "RGB")
+    large = next(s for s in page if s["properties"]["id"] == "pic-11")
+    assert Image.open(BytesIO(site_service.get(large["thumbnail"]).content)).size == (256, 171)
+    text = site_service.get("/api/samples", datasets="demo", k=1).json()["samples"][0]
+    assert text["thumbnail"] is None
+    document = site_service.get(f"/api/documents/images@1/{large['shard']}/{large['index']}")
+    assert document.json()["thumbnail"] == large["thumbnail"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/thumbnails/demo@1/shard-00000-000/0",  # no images there
+        "/api/thumbnails/images@1/part-99999/0",
+        "/api/thumbnails/images@1/..%2F..%2Fcatalog/0",
+        "/api/thumbnails/images@1/%2Fetc%2Fpasswd/0",
+        "/api/thumbnails/images@1/part-00000/12",
+        "/api/thumbnails/images@1/part-00000/-1",
+        "/api/thumbnails/images@9/part-00000/0",
+        "/api/thumbnails/..%2Fimages/part-00000/0",
+        "/api/thumbnails/images@1/part-00000/0?size=4096",
+        "/api/thumbnails/images@1/part-00000/0?size=0",
+    ],
+)
+def test_thumbnail_paths_are_checked_against_the_catalog(site_service, path):
+    path, _, query = path.partition("?")
+    answer = site_service.get(path, **dict(part.split("=") for part in query.split("&") if part))
+    assert answer.status_code in (404, 422), (path, answer.status_code)
+    assert answer.headers["content-type"] == "application/json"
+
+
+def test_thumbnails_refuse_what_they_cannot_make_small(site_work, monkeypatch):
+    """An image whose header claims a huge size is refused before it is decoded (a
+    decompression bomb), bytes that are no image and oversized samples are refused by name."""
+    import struct
+    import zlib
+    from io import BytesIO
+
+    from PIL import Image
+
+    from mixplane.serve import thumbnails
+
+    def claiming(width: int, height: int) -> bytes:
+        """A one-pixel PNG whose header says `width` x `height`."""
+        buffer = BytesIO()
+        Image.new("RGB", (1, 1)).save(buffer, "PNG")
+        png = bytearray(buffer.getvalue())
+        png[16:24] = struct.pack(">II", width, height)  # IHDR width and height
+        png[29:33] = struct.pack(">I", zlib.crc32(bytes(png[12:29])))
+        return bytes(png)
+
+    with pytest.raises(thumbnails.NoThumbnail, match="9000 x 9000 pixels; previews are made"):
+        thumbnails.thumbnail(claiming(9000, 9000), 64)
+    with pytest.raises(thumbnails.NoThumbnail, match="decompression bomb"):
+        thumbnails.thumbnail(claiming(100_000, 100_000), 64)
+    with pytest.raises(thumbnails.NoThumbnail, match="cannot be read"):
+        thumbnails.thumbnail(b"<html>not an image</html>", 64)
+    monkeypatch.setattr(thumbnails, "MAX_SAMPLE_BYTES", 512)
+    with pytest.raises(thumbnails.NoThumbnail, match="previews are made of samples up to 512"):
+        thumbnails.sample_image(str(site_work / "images"), "part-00000", 0)

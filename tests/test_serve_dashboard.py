@@ -1,13 +1,16 @@
-"""The dashboard of `mixplane serve` in a real headless Chromium.
+"""The dashboard of `mixplane serve`, and its API docs page, in a real headless Chromium.
 
-The demo's catalog is built once; the real server runs as a subprocess over it. Every number
-the page must show is computed here without the HTTP API: through the catalog's Python API,
-DuckDB over the shards' `.meta.parquet` files, or the processing run's `_stats.json`.
+The demo's catalog (plus a small image-caption dataset, `images`) is built once; the real
+server runs as a subprocess over it. Every number the page must show is computed here without
+the HTTP API: through the catalog's Python API, DuckDB over the shards' `.meta.parquet`
+files, or the processing run's `_stats.json`.
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 import shutil
 import threading
 import time
@@ -15,7 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+import httpx
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from conftest import Service
 from playwright.sync_api import expect, sync_playwright
@@ -46,12 +51,18 @@ def demo(demo_work: Path) -> Path:
     return demo_work
 
 
+@pytest.fixture(scope="module")
+def site(site_work: Path) -> Path:
+    """The folder of the catalog the dashboard shows: the demo's datasets and `images`."""
+    return site_work
+
+
 @contextmanager
-def serving(demo: Path, token: str | None = None):
-    """`mixplane serve` over the demo's catalog on a free loopback port; yields its URL.
-    Started in the work folder with a relative catalog path, which the header shows."""
-    cache = str(demo / "serve-cache")
-    service = Service(Path("catalog.duckdb"), "--cache-dir", cache, token=token, cwd=demo)
+def serving(site: Path, token: str | None = None):
+    """`mixplane serve` over the site's catalog on a free loopback port; yields its URL.
+    Started in the site's folder with a relative catalog path, which the header shows."""
+    cache = str(site / "serve-cache")
+    service = Service(Path("catalog.duckdb"), "--cache-dir", cache, token=token, cwd=site)
     try:
         yield service.url
     finally:
@@ -59,8 +70,8 @@ def serving(demo: Path, token: str | None = None):
 
 
 @pytest.fixture(scope="module")
-def server(demo: Path):
-    with serving(demo) as base:
+def server(site: Path):
+    with serving(site) as base:
         yield base
 
 
@@ -79,12 +90,17 @@ def browser():
 
 @contextmanager
 def new_tab(browser):
-    """A tab of its own (fresh session storage); a JavaScript error on the page fails."""
-    context = browser.new_context(viewport=VIEWPORT)
+    """A tab of its own (fresh session storage); a JavaScript error on the page, or anything
+    the page's content policy blocks, fails."""
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
     errors: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.on(
+        "console",
+        lambda message: "Content Security Policy" in message.text and errors.append(message.text),
+    )
     try:
         yield tab
     finally:
@@ -122,19 +138,27 @@ def test_lists_the_demo_dataset(page, server, demo):
     expect(row.locator(".documents")).to_have_text(f"{documents:,}")
     expect(row.locator(".tokens")).to_have_text(f"{tokens:,}")
     expect(row.locator(".shards")).to_have_text(f"{shards:,}")
+    expect(row.locator(".tokenizer")).to_contain_text("vocab 4,096")
     expect(page.locator("#service-info")).to_contain_text("catalog.duckdb")
+    # The image-caption data has no tokenizer and no tokens.
+    images = page.locator('#datasets-table tbody tr[data-dataset="images@1"]')
+    expect(images.locator(".kind")).to_have_text("image-text")
+    expect(images.locator(".tokenizer")).to_have_text("none (images)")
+    expect(images.locator(".tokens")).to_have_text("–")
+    expect(images.locator(".documents")).to_have_text("12")
 
     row.click()
     expect(page.locator('#dataset-columns li[data-column="source"]')).to_have_text(
         "source: VARCHAR"
     )
     expect(page.locator('#versions-table tbody tr[data-dataset="demo@1"]')).to_have_count(1)
+    assert page.url.endswith("#datasets?dataset=demo%401")
 
 
-def test_search_counts_samples_and_refusal(page, server, demo):
+def test_search_counts_samples_and_refusal(page, server, site, demo):
     where = "language = 'de'"
-    selection = Catalog(demo / "catalog.duckdb").select(where)
-    assert selection.documents > 0
+    selection = Catalog(site / "catalog.duckdb").select(where)
+    assert selection.documents > 10
     page.goto(f"{server}/#search")
 
     page.fill("#search-where", where)
@@ -142,7 +166,7 @@ def test_search_counts_samples_and_refusal(page, server, demo):
     expect(page.locator("#search-documents")).to_have_text(f"{selection.documents:,}")
     expect(page.locator("#search-tokens")).to_have_text(f"{selection.tokens:,}")
     samples = page.locator("#search-samples li.sample")
-    expect(samples).to_have_count(5)
+    expect(samples).to_have_count(10)
 
     # A sample opens in the document viewer: its properties, text and way back to raw data.
     samples.first.click()
@@ -210,7 +234,8 @@ def test_runs_show_excluded_reasons(page, server, demo):
     assert reasons
     page.goto(f"{server}/#runs")
 
-    page.locator('#runs-table tbody tr[data-kind="process"]').click()
+    demo_run = page.locator('#runs-table tbody tr[data-kind="process"]', has_text=str(demo))
+    demo_run.click()
     expect(page.locator("#run-documents-in")).to_have_text(f"{stats['documents_in']:,}")
     expect(page.locator("#run-kept")).to_have_text(f"{stats['kept']:,}")
     expect(page.locator("#run-excluded")).to_have_text(f"{stats['excluded']:,}")
@@ -289,9 +314,9 @@ def test_live_job_weights_chart_updates(page, server, demo):
     assert last["weights"] != pushed[0]["weights"]  # the weights did change on the way
 
 
-def test_token_from_the_fragment(browser, demo):
+def test_token_from_the_fragment(browser, site):
     token = "dashboard-test-token-0123456789"
-    with serving(demo, token=token) as base, new_tab(browser) as page:
+    with serving(site, token=token) as base, new_tab(browser) as page:
         page.goto(base)
         banner = page.locator("#banner")
         expect(banner).to_be_visible()
@@ -307,3 +332,269 @@ def test_token_from_the_fragment(browser, demo):
         page.reload()  # the tab remembers it
         expect(dataset).to_be_visible()
         expect(banner).to_be_hidden()
+        # Thumbnails are fetched with the token too (an <img src> could not send it).
+        page.goto(f"{base}/#search?datasets=images%401&where=TRUE")
+        expect(page.locator("#search-samples img.thumb[data-loaded]")).to_have_count(10)
+
+
+def operations(base: str) -> int:
+    paths = httpx.get(f"{base}/openapi.json").json()["paths"]
+    return sum(len(methods) for methods in paths.values())
+
+
+def test_the_api_docs_render_from_the_service_itself(page, server):
+    """/docs works offline under the service's own policy: every operation shows, and one
+    runs from the page."""
+    answer = httpx.get(f"{server}/docs")
+    assert "default-src 'self'" in answer.headers["content-security-policy"]
+    assert "<script>" not in answer.text and "cdn" not in answer.text.lower()
+    assert httpx.get(f"{server}/redoc").status_code == 404
+    outside = []
+    page.on(
+        "request",
+        lambda r: (
+            r.url.startswith(("http:", "https:", "ws"))
+            and not r.url.startswith(server)
+            and outside.append(r.url)
+        ),
+    )
+    page.goto(f"{server}/docs")
+    expect(page.locator(".opblock")).to_have_count(operations(server))
+    health = page.locator(".opblock-get", has=page.locator('[data-path="/api/health"]'))
+    health.locator(".opblock-summary").click()
+    health.get_by_role("button", name="Try it out").click()
+    health.get_by_role("button", name="Execute").click()
+    expect(health.locator(".live-responses-table tbody .response-col_status")).to_have_text("200")
+    expect(health.locator(".live-responses-table tbody")).to_contain_text('"status": "ok"')
+    assert not outside, f"the docs page reached out of the service: {outside}"
+
+
+def shown_composition(page) -> list[tuple[str, str, str]]:
+    rows = page.locator("#composition-table tbody tr")
+    return [
+        tuple(
+            rows.nth(i).locator(cell).text_content() for cell in (".value", ".documents", ".tokens")
+        )
+        for i in range(rows.count())
+    ]
+
+
+def test_an_address_reopens_the_same_view(browser, server):
+    """The tab, datasets, column, scale, bins, predicate and measure are in the URL: a new tab
+    opened on it shows the same composition, and the same page of a search."""
+    with new_tab(browser) as page:
+        open_composition(page, server)
+        page.check('#composition-datasets input[value="images@1"]')
+        page.select_option("#composition-by", "language")
+        page.fill("#composition-where", "language <> 'en'")
+        page.click("#composition-run")
+        summary = page.locator('[data-role="summary"]')
+        expect(summary).to_contain_text("where language <> 'en' · demo@1, images@1")
+        page.check('input[name="composition-measure"][value="documents"]')
+        expect(page.locator("#composition-chart")).to_contain_text("documents")
+        address, shown = page.url, shown_composition(page)
+        assert "#composition?" in address and "language" in address
+    with new_tab(browser) as page:
+        page.goto(address)
+        expect(page.locator('[data-role="summary"]')).to_contain_text("where language <> 'en'")
+        assert shown_composition(page) == shown
+        expect(page.locator("#composition-by")).to_have_value("language")
+        expect(page.locator("#composition-where")).to_have_value("language <> 'en'")
+        expect(page.locator('input[name="composition-measure"][value="documents"]')).to_be_checked()
+        ticked = page.locator("#composition-datasets input:checked")
+        assert [ticked.nth(i).get_attribute("value") for i in range(ticked.count())] == [
+            "demo@1",
+            "images@1",
+        ]
+        assert page.url == address
+
+    with new_tab(browser) as page:
+        page.goto(f"{server}/#search")
+        page.fill("#search-where", "source = 'wiki'")
+        page.check('#search-datasets input[value="demo@1"]')
+        page.click("#search-count")
+        page.click("#samples-next")
+        expect(page.locator("#samples-range")).to_contain_text("11–20")
+        address = page.url
+        first = page.locator("#search-samples li.sample").first.get_attribute("data-index")
+        assert "page=2" in address
+    with new_tab(browser) as page:
+        page.goto(address)
+        expect(page.locator("#samples-range")).to_contain_text("11–20")
+        expect(page.locator("#search-where")).to_have_value("source = 'wiki'")
+        expect(page.locator("#search-samples li.sample").first).to_have_attribute(
+            "data-index", first
+        )
+        # A link changed in the open page is followed too.
+        page.evaluate("location.hash = '#datasets?dataset=images%401'")
+        expect(page.locator("#dataset-title")).to_have_text("images")
+
+
+def catalog_order(site: Path, ref: str, keep) -> list[tuple[str, int]]:
+    """(shard, index) of a version's documents whose properties pass `keep`, in the catalog's
+    order, read from the metadata files."""
+    version = Catalog(site / "catalog.duckdb").get(ref)
+    found = []
+    for shard in version.shards:
+        table = pq.read_table(f"{version.uri}/{shard.stem}.meta.parquet")
+        found += [(shard.stem, i) for i, row in enumerate(table.to_pylist()) if keep(row)]
+    return found
+
+
+def downloaded(page, button) -> str:
+    with page.expect_download() as info:
+        button.click()
+    return Path(info.value.path()).read_text()
+
+
+def test_samples_page_through_and_export(page, server, site):
+    expected = catalog_order(site, "demo@1", lambda row: row["language"] == "de")
+    page.goto(f"{server}/#search?where=language%20%3D%20'de'&datasets=demo%401")
+    pages = -(-len(expected) // 10)
+    expect(page.locator("#samples-range")).to_have_text(
+        f"1–10 of {len(expected)} · page 1 of {pages}"
+    )
+    expect(page.locator("#samples-previous")).to_be_disabled()
+    page.click("#samples-next")
+    page.click("#samples-next")
+    expect(page.locator("#samples-range")).to_contain_text(f"21–30 of {len(expected)}")
+    samples = page.locator("#search-samples li.sample")
+    expect(samples).to_have_count(10)
+    shown = [
+        (
+            samples.nth(i).get_attribute("data-shard"),
+            int(samples.nth(i).get_attribute("data-index")),
+        )
+        for i in range(10)
+    ]
+    assert shown == expected[20:30]
+
+    exported = list(
+        csv.DictReader(downloaded(page, page.locator('[data-export="csv"]')).splitlines())
+    )
+    assert [(row["shard"], int(row["index"])) for row in exported] == shown
+    assert all(row["language"] == "de" for row in exported)
+    page_json = json.loads(downloaded(page, page.locator('[data-export="json"]')))
+    assert page_json["offset"] == 20 and page_json["total"] == len(expected)
+    assert [(s["shard"], s["index"]) for s in page_json["samples"]] == shown
+
+    page.goto(f"{server}/#search?where=language%20%3D%20'de'&datasets=demo%401&page={pages}")
+    expect(samples).to_have_count(len(expected) - 10 * (pages - 1))
+    expect(page.locator("#samples-next")).to_be_disabled()
+
+
+def test_composition_log_scale_over_a_subset_and_export(page, server, demo):
+    ((low, high, count),) = meta_query(
+        demo, "SELECT min(n_tokens), max(n_tokens), count(*) FROM meta"
+    )
+    open_composition(page, server)
+    page.select_option("#composition-by", "n_tokens")
+    expect(page.locator("#composition-scale")).to_be_visible()
+    page.fill("#composition-bins", "5")
+    page.select_option("#composition-scale", "log")
+    expect(page.locator('[data-role="summary"]')).to_contain_text("(log scale)")
+    rows = page.locator("#composition-table tbody tr")
+    expect(rows).to_have_count(5)
+    values = [rows.nth(i).locator(".value").text_content() for i in range(5)]
+    assert values[0].startswith(f"[{low:g}, ") and values[-1].endswith(f", {high:g}]")
+    edges = [float(v.strip("[)]").split(", ")[0]) for v in values] + [float(high)]
+    ratios = np.diff(np.log10(edges))
+    assert np.allclose(ratios, ratios[0], rtol=0.02)  # equal widths in log10 (edges rounded)
+    counts = [
+        meta_query(
+            demo,
+            f"SELECT count(*) FROM meta WHERE n_tokens >= {a!r} AND "
+            + (f"n_tokens <= {b!r}" if i == 4 else f"n_tokens < {b!r}"),
+        )[0][0]
+        for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
+    ]
+    assert [
+        int(rows.nth(i).locator(".documents").text_content().replace(",", "")) for i in range(5)
+    ] == counts
+    assert sum(counts) == count
+    address = page.url
+    assert "scale=log" in address and "bins=5" in address and "by=n_tokens" in address
+
+    # The images (no tokens) added to the subset: counted apart, below the log scale's reach.
+    page.check('#composition-datasets input[value="images@1"]')
+    expect(
+        page.locator('#composition-table tbody tr[data-value="(<= 0)"] .documents')
+    ).to_have_text("12")
+    exported = list(
+        csv.DictReader(downloaded(page, page.locator('[data-export="csv"]')).splitlines())
+    )
+    assert [row["value"] for row in exported] == ["(<= 0)", *values]
+    assert [int(row["documents"]) for row in exported] == [12, *counts]
+    as_json = json.loads(downloaded(page, page.locator('[data-export="json"]')))
+    assert as_json["by"] == "n_tokens" and as_json["documents"] == count + 12
+    # Only the images: nothing to bucket on a log scale, all of it below.
+    page.uncheck('#composition-datasets input[value="demo@1"]')
+    expect(rows).to_have_count(1)
+    expect(page.locator('#composition-table tbody tr[data-value="(<= 0)"]')).to_have_count(1)
+
+
+def test_image_samples_show_thumbnails(page, server):
+    page.goto(f"{server}/#search?datasets=images%401&where=TRUE")
+    pictures = page.locator("#search-samples li.sample img.thumb[data-loaded]")
+    expect(pictures).to_have_count(10)
+    sizes = pictures.evaluate_all("els => els.map(e => [e.naturalWidth, e.naturalHeight])")
+    assert all(0 < w <= 96 and 0 < h <= 96 for w, h in sizes), sizes
+    assert all(
+        src.startswith("blob:") for src in pictures.evaluate_all("els => els.map(e => e.src)")
+    )
+    first = page.locator("#search-samples li.sample").first
+    caption = first.locator(".excerpt").text_content()
+    assert pictures.first.get_attribute("alt") == caption
+    first.click()
+    viewer = page.locator("#document-viewer")
+    preview = viewer.locator("#document-image img.thumb[data-loaded]")
+    expect(preview).to_have_count(1)
+    width, height = preview.evaluate("e => [e.naturalWidth, e.naturalHeight]")
+    assert max(width, height) <= 512 and (width, height) == (48, 40)  # smaller: not enlarged
+    expect(viewer.locator("#document-text")).to_have_text(caption)
+
+
+def test_a_restarted_job_draws_a_new_line(page, server):
+    """A job that restarts from a checkpoint at step 6 after step 12: no line goes back across
+    the chart, over steps or over time; tokens/s is charted; the axis and range follow the
+    address."""
+    job = "restarted-job"
+    steps = [*range(1, 13), *range(6, 17)]
+    for step in steps:
+        sample = {"step": step, "tokens_per_second": 1000.0 + step, "sequences_per_second": 8.0}
+        sample["weights"] = {"web": 0.5 + step / 100, "code": 0.5 - step / 100}
+        assert httpx.post(f"{server}/api/jobs/{job}/metrics", json=sample).status_code == 200
+    page.goto(f"{server}/#jobs?job={job}")
+    chart = page.locator("#weights-chart")
+    expect(chart).to_have_attribute("data-points", str(len(steps)))
+    lines = chart.locator("path[data-series]")
+    expect(lines).to_have_count(2)
+    for i in range(2):
+        expect(lines.nth(i)).to_have_attribute("data-runs", "2")
+        for run in lines.nth(i).get_attribute("d").split("M")[1:]:
+            xs = [float(point.split(",")[0]) for point in run.split("L")]
+            assert xs == sorted(xs)
+    expect(page.locator("#throughput-chart")).to_have_attribute("data-points", str(len(steps)))
+    expect(page.locator('#throughput-chart path[data-series="tokens/s"]')).to_have_attribute(
+        "data-runs", "2"
+    )
+
+    page.check('input[name="jobs-axis"][value="time"]')
+    expect(chart).to_have_attribute("data-x", "time")
+    expect(lines.first).to_have_attribute("data-runs", "2")  # the restart still cuts the line
+    ticks = chart.locator(".tick-label").all_text_contents()
+    assert any(re.fullmatch(r"\d\d:\d\d:\d\d", tick) for tick in ticks), ticks
+    page.select_option("#jobs-range", "300")
+    assert page.url.endswith(f"#jobs?job={job}&x=time&range=300")
+    expect(chart).to_have_attribute("data-points", str(len(steps)))  # all within 5 minutes
+
+    # The range is counted back from the last report, on the service's clock.
+    picked = page.evaluate(
+        """async () => {
+            const { inRange } = await import("/static/jobs.js");
+            const samples = [0, 100, 250, 290, 300].map((t) => ({ time: 1000 + t }));
+            return [inRange(samples, "60"), inRange(samples, "300"), inRange(samples, "all")]
+                .map((kept) => kept.map((s) => s.time - 1000));
+        }"""
+    )
+    assert picked == [[250, 290, 300], [0, 100, 250, 290, 300], [0, 100, 250, 290, 300]]

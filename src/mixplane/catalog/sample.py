@@ -46,13 +46,37 @@ def locate(part: DatasetSelection, positions: np.ndarray) -> tuple[np.ndarray, n
 
 def sample_documents(part: DatasetSelection, k: int, decode: bool = True) -> list[dict[str, Any]]:
     """Up to `k` selected documents: shard, index, properties and (with `decode`) text."""
+    return documents_at(part, spread_positions(part.documents, k), decode)
+
+
+def documents_at(
+    part: DatasetSelection, positions: np.ndarray, decode: bool = True
+) -> list[dict[str, Any]]:
+    """The selected documents at `positions` (0 is the selection's first document, in range
+    order): shard, index, properties and (with `decode`) text.
+
+    Example:
+        >>> rows = documents_at(selection["web"], np.arange(20, 30))  # doctest: +SKIP
+    """
     storage_options = part.storage_options
-    shards, indices = locate(part, spread_positions(part.documents, k))
+    shards, indices = locate(part, np.asarray(positions, dtype=np.int64))
     decoder = _Decoder(part.uri, storage_options) if decode else None
+    wanted: dict[int, list[int]] = {}
+    for shard, index in zip(shards.tolist(), indices.tolist(), strict=True):
+        wanted.setdefault(shard, []).append(index)
+    rows = {
+        (shard, index): row
+        for shard, found in wanted.items()
+        for index, row in zip(
+            found,
+            _meta_rows(part.shard_path(shard) + ".meta.parquet", found, storage_options),
+            strict=True,
+        )
+    }
     examples = []
     for shard, index in zip(shards.tolist(), indices.tolist(), strict=True):
         stem = part.shards[shard]
-        row = _meta_row(part.shard_path(shard) + ".meta.parquet", index, storage_options)
+        row = rows[shard, index]
         example = {"dataset": part.dataset, "shard": stem, "index": index, **row}
         if decoder is not None:
             example["text"] = decoder.text(stem, index, row)
@@ -91,18 +115,31 @@ def json_value(value: Any) -> Any:
 
 
 def _meta_row(url: str, index: int, storage_options: dict[str, Any] | None) -> dict[str, Any]:
+    return _meta_rows(url, [index], storage_options)[0]
+
+
+def _meta_rows(
+    url: str, indices: list[int], storage_options: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Rows `indices` of one metadata file, in that order; each row group read once."""
     fs, path = url_filesystem(url, storage_options)
     with fs.open(path, "rb") as handle:
         parquet = pq.ParquetFile(handle)
-        # Read only the row group holding the row.
-        first = 0
-        for group in range(parquet.num_row_groups):
-            rows = parquet.metadata.row_group(group).num_rows
-            if index < first + rows:
-                table = parquet.read_row_group(group)
-                return table.slice(index - first, 1).to_pylist()[0]
-            first += rows
-    raise MixplaneError(f"{url}: has no row {index}; the shard changed since it was registered")
+        starts = np.cumsum(
+            [0] + [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
+        )
+        groups: dict[int, Any] = {}
+        rows = []
+        for index in indices:
+            group = int(np.searchsorted(starts, index, side="right")) - 1
+            if not 0 <= index < starts[-1]:
+                raise MixplaneError(
+                    f"{url}: has no row {index}; the shard changed since it was registered"
+                )
+            if group not in groups:  # read only the row groups holding the rows
+                groups[group] = parquet.read_row_group(group)
+            rows.append(groups[group].slice(index - int(starts[group]), 1).to_pylist()[0])
+    return rows
 
 
 class _Decoder:

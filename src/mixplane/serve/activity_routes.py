@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import FileResponse
 
 from mixplane.catalog.sample import json_value
+from mixplane.load.plan_service import FILE_NAME, PLAN_ID
 from mixplane.load.preview import preview_mixture
 from mixplane.serve import models
 from mixplane.serve.plans import UnknownPlan
@@ -23,6 +24,9 @@ class PlanFileResponse(FileResponse):
 
 
 JobName = Path(pattern=models.JOB_NAME, description="letters, digits, '_', '-', '.'")
+RunId = Path(pattern=r"^[0-9a-f]{16}$", description="a run's id, as /api/runs lists it")
+PlanId = Path(pattern=PLAN_ID.pattern, description="a plan's id, as POST /api/plans answers")
+PlanFile = Path(pattern=FILE_NAME.pattern, description="one of the plan's files")
 
 
 @router.get("/runs", response_model=list[models.Run], tags=["runs"])
@@ -32,7 +36,7 @@ async def runs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
 
 
 @router.get("/runs/{run}", response_model=models.RunDetails, tags=["runs"])
-async def run(run: str, svc: Service = Depends(service)) -> dict[str, Any]:
+async def run(run: str = RunId, svc: Service = Depends(service)) -> dict[str, Any]:
     """One run, with what it excluded and quarantined by stage and reason."""
     known = await _runs(svc)
     options = svc.queries.catalog.storage_options
@@ -63,7 +67,9 @@ def plan(body: models.MixtureRequest, svc: Service = Depends(service)) -> dict[s
     response_class=PlanFileResponse,
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
-def plan_file(plan: str, name: str, svc: Service = Depends(service)) -> PlanFileResponse:
+def plan_file(
+    plan: str = PlanId, name: str = PlanFile, svc: Service = Depends(service)
+) -> PlanFileResponse:
     """One file of a resolved plan, byte for byte."""
     try:
         path = svc.plans.path(plan, name)

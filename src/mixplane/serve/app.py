@@ -13,6 +13,8 @@ from importlib.resources import files
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+from starlette.routing import compile_path
 
 from mixplane._version import __version__
 from mixplane.errors import MixplaneError
@@ -35,8 +37,9 @@ ERRORS = {
         413: "a request body over the size limit",
     }.items()
 }
-# The dashboard loads only its own files and talks only to this origin.
-POLICY = b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+# The dashboard loads only its own files and talks only to this origin (blob: images are
+# thumbnails it fetched with its token).
+POLICY = b"default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'"
 SECURITY_HEADERS = [
     (b"content-security-policy", POLICY),
     (b"x-content-type-options", b"nosniff"),
@@ -51,6 +54,10 @@ def create_app(settings: ServeSettings) -> FastAPI:
         title="mixplane",
         version=__version__,
         description="The catalog, its processing history and live training mixtures.",
+        # /docs is served from the package below (no CDN, no inline script); no ReDoc.
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.service = Service(settings)
     metrics = ServiceMetrics(app.state.service)
@@ -69,7 +76,12 @@ def create_app(settings: ServeSettings) -> FastAPI:
     def dashboard() -> FileResponse:
         return FileResponse(str(static / "index.html"))
 
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> FileResponse:
+        return FileResponse(str(static / "docs.html"))
+
     app.add_middleware(Observe, metrics=metrics)
+    app.add_exception_handler(405, _method_not_allowed)
     app.add_exception_handler(QueryTimeout, _answer(408))
     app.add_exception_handler(UnknownPlan, _answer(404))
     app.add_exception_handler(MixplaneError, _answer(400))
@@ -111,6 +123,17 @@ class Observe:
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.observe(scope["method"], route, status, time.perf_counter() - started)
+
+
+async def _method_not_allowed(request: Request, error: HTTPException) -> JSONResponse:
+    """405 allowing every method the spec gives the path: the router names only the methods
+    of the first route matching it (`Allow: POST` where GET is allowed as well)."""
+    allowed: set[str] = set()
+    for template, operations in request.app.openapi()["paths"].items():
+        if compile_path(template)[0].match(request.url.path):
+            allowed |= {method.upper() for method in operations}
+    allow = ", ".join(sorted(allowed)) or (error.headers or {}).get("Allow", "")
+    return JSONResponse({"detail": "method not allowed"}, status_code=405, headers={"Allow": allow})
 
 
 def _answer(status: int):

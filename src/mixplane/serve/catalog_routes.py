@@ -4,30 +4,53 @@ cached answers)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+import numpy as np
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from fastapi.responses import Response
+from pydantic import StringConstraints
 
 from mixplane._version import __version__
 from mixplane.catalog.catalog import CatalogSession
 from mixplane.catalog.composition import MAX_BINS, composition, histogram
-from mixplane.catalog.sample import json_value, read_document, sample_documents
+from mixplane.catalog.dataset import IMAGE_TEXT
+from mixplane.catalog.sample import documents_at, json_value, read_document
 from mixplane.errors import MixplaneError
 from mixplane.lineage import document_origin, trace
-from mixplane.refs import split_refs
-from mixplane.serve import models
+from mixplane.refs import NAME, split_refs
+from mixplane.serve import exports, models, thumbnails
 from mixplane.serve.service import Service, service
 
 router = APIRouter(prefix="/api", tags=["catalog"])
 MAX_SAMPLES = 50
+MAX_OFFSET = 1 << 53  # past any selection; a page there is empty
 MAX_TEXT = 2000  # characters of a sample's text
 MAX_DOCUMENT_TEXT = 1 << 20  # of one document's
 EVERYTHING = "TRUE"
 
+DatasetRefs = list[Annotated[str, StringConstraints(pattern=models.DATASETS)]] | None
 DatasetsQuery = Query(
     None, description="NAME@N or NAME (latest), repeated or comma-separated; default: all"
 )
 WhereQuery = Query(EVERYTHING, max_length=10_000, description="a predicate over properties")
+
+
+def column_query() -> Any:
+    """A new one per parameter: FastAPI names a parameter's Query after its first use."""
+    return Query(
+        ...,
+        pattern=models.COLUMN,
+        description="a property column of the datasets (see /api/datasets); another is a 400",
+    )
+
+
+FormatQuery = Query("json", description="csv: the same answer as a CSV file")
+ScaleQuery = Query("linear", description="log: buckets of equal width in log10 (values > 0)")
+DatasetPath = Path(pattern=models.DATASET, description="NAME@N, or NAME for the latest")
+ShardPath = Path(pattern=models.SHARD, description="a shard of the dataset, as it lists them")
+IndexPath = Path(ge=0, le=MAX_OFFSET, description="the document's index in its shard")
 
 
 @router.get("/health", response_model=models.Health)
@@ -44,7 +67,10 @@ def datasets(all: bool = False, svc: Service = Depends(service)) -> list[dict[st
 
 
 @router.get("/datasets/{name}", response_model=models.DatasetVersions)
-def dataset_versions(name: str, svc: Service = Depends(service)) -> dict[str, Any]:
+def dataset_versions(
+    name: str = Path(pattern=NAME.pattern, description="a dataset's name"),
+    svc: Service = Depends(service),
+) -> dict[str, Any]:
     """Every version of one dataset, oldest first."""
     found = [v.summary() for v in svc.queries.catalog.versions() if v.name == name]
     if not found:
@@ -55,7 +81,7 @@ def dataset_versions(name: str, svc: Service = Depends(service)) -> dict[str, An
 @router.get("/count", response_model=models.Count)
 async def count(
     where: str = WhereQuery,
-    datasets: list[str] | None = DatasetsQuery,
+    datasets: DatasetRefs = DatasetsQuery,
     svc: Service = Depends(service),
 ) -> dict[str, Any]:
     """Documents and tokens matching `where`, per dataset and in all."""
@@ -65,88 +91,149 @@ async def count(
     )
 
 
-@router.get("/samples", response_model=models.Samples)
+@router.get("/samples", response_model=models.Samples, responses=exports.CSV_CONTENT)
 async def samples(
     where: str = WhereQuery,
-    datasets: list[str] | None = DatasetsQuery,
-    k: int = Query(5, ge=1, le=MAX_SAMPLES),
+    datasets: DatasetRefs = DatasetsQuery,
+    k: int = Query(5, ge=1, le=MAX_SAMPLES, description="documents on the page"),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET, description="matching documents before it"),
+    format: Literal["json", "csv"] = FormatQuery,
     svc: Service = Depends(service),
-) -> dict[str, Any]:
-    """Up to `k` matching documents, spread over the selection, with their text."""
+) -> Any:
+    """A page of matching documents with their text: `k` of them from the `offset`-th, in the
+    catalog's order (datasets, shards, documents); `total` says how many match."""
     chosen = split_refs(datasets)
 
-    def query(session: CatalogSession) -> list[dict[str, Any]]:
-        found = []
-        for part in session.select(where, chosen or None):
-            found += sample_documents(part, k - len(found))
+    def query(session: CatalogSession) -> dict[str, Any]:
+        images = {v.ref for v in session.resolve(chosen or None) if v.kind == IMAGE_TEXT}
+        selection = session.select(where, chosen or None)
+        found, skip = [], offset
+        for part in selection:
+            if skip >= part.documents:
+                skip -= part.documents
+                continue
+            positions = np.arange(skip, min(part.documents, skip + k - len(found)))
+            found += [(row, part.dataset in images) for row in documents_at(part, positions)]
+            skip = 0
             if len(found) >= k:
                 break
-        return [
-            _document(row.pop("dataset"), row.pop("shard"), row.pop("index"), row.pop("text"), row)
-            for row in found
-        ]
+        total = sum(part.documents for part in selection)
+        return {
+            "where": where,
+            "offset": offset,
+            "total": total,
+            "samples": [_sample(row, image) for row, image in found],
+        }
 
-    found = await svc.queries.answer(("samples", where, chosen, k), query)
-    return {"where": where, "samples": found}
+    answer = await svc.queries.answer(("samples", where, chosen, k, offset), query)
+    if format == "csv":
+        return exports.csv_response(exports.samples_csv(answer), f"samples-{offset}")
+    return answer
 
 
-@router.get("/composition", response_model=models.Composition, response_model_exclude_none=True)
+@router.get(
+    "/composition",
+    response_model=models.Composition,
+    response_model_exclude_none=True,
+    responses=exports.CSV_CONTENT,
+)
 async def composition_of(
-    by: str = Query(..., max_length=256, description="a property column"),
+    by: str = column_query(),
     where: str = WhereQuery,
-    datasets: list[str] | None = DatasetsQuery,
+    datasets: DatasetRefs = DatasetsQuery,
     bins: int = Query(10, ge=1, le=MAX_BINS, description="buckets of a numeric column"),
+    scale: Literal["linear", "log"] = ScaleQuery,
+    format: Literal["json", "csv"] = FormatQuery,
     svc: Service = Depends(service),
-) -> dict[str, Any]:
-    """Documents and tokens grouped by a property (numbers in equal-width buckets)."""
+) -> Any:
+    """Documents and tokens grouped by a property (numbers in buckets: "[low, high)", the
+    last "[low, high]")."""
     chosen = split_refs(datasets)
-    return await svc.queries.answer(
-        ("composition", by, where, chosen, bins),
-        lambda s: composition(s, by, where, chosen or None, bins),
+    answer = await svc.queries.answer(
+        ("composition", by, where, chosen, bins, scale),
+        lambda s: composition(s, by, where, chosen or None, bins, scale=scale),
     )
+    if format == "csv":
+        return exports.csv_response(exports.composition_csv(answer), f"composition-{by}")
+    return answer
 
 
-@router.get("/histogram", response_model=models.Histogram)
+@router.get("/histogram", response_model=models.Histogram, response_model_exclude_none=True)
 async def histogram_of(
-    column: str = Query(..., max_length=256, description="a numeric property column"),
+    column: str = column_query(),
     where: str = WhereQuery,
-    datasets: list[str] | None = DatasetsQuery,
+    datasets: DatasetRefs = DatasetsQuery,
     bins: int = Query(20, ge=1, le=MAX_BINS),
+    scale: Literal["linear", "log"] = ScaleQuery,
     svc: Service = Depends(service),
 ) -> dict[str, Any]:
-    """Documents and tokens of a numeric property in equal-width buckets."""
+    """Documents and tokens of a numeric property in buckets of equal width (in log10 with
+    `scale=log`): each holds low <= value < high, the last low <= value <= high."""
     chosen = split_refs(datasets)
     return await svc.queries.answer(
-        ("histogram", column, where, chosen, bins),
-        lambda s: histogram(s, column, where, chosen or None, bins),
+        ("histogram", column, where, chosen, bins, scale),
+        lambda s: histogram(s, column, where, chosen or None, bins, scale),
     )
 
 
 @router.get("/documents/{dataset}/{shard}/{index}", response_model=models.DocumentWithLineage)
 def document(
-    dataset: str, shard: str, index: int, svc: Service = Depends(service)
+    dataset: str = DatasetPath,
+    shard: str = ShardPath,
+    index: int = IndexPath,
+    svc: Service = Depends(service),
 ) -> dict[str, Any]:
     """One document: properties, text, and its way back to the raw input it came from."""
     version = _version(svc, dataset)
-    stems = {entry.stem: entry for entry in version.shards}
-    if shard not in stems:  # only the catalog's own shard names reach a file path
-        raise HTTPException(404, f"{version.ref} has no shard {shard!r}")
-    if not 0 <= index < stems[shard].documents:
-        raise HTTPException(404, f"{version.ref} {shard} has {stems[shard].documents} documents")
+    _check_document(version, shard, index)
     options = svc.queries.catalog.storage_options
     found = read_document(version.uri, shard, index, options)
     steps = trace(version.uri, options)
     document_id = found["properties"].get("id")
     origin = document_origin(steps, str(document_id), options) if document_id else []
     text, properties = found["text"], found["properties"]
-    return _document(version.ref, shard, index, text, properties, MAX_DOCUMENT_TEXT) | {
+    image = version.kind == IMAGE_TEXT
+    return _document(version.ref, shard, index, text, properties, MAX_DOCUMENT_TEXT, image) | {
         "lineage": [json_value(step.summary()) for step in steps],
         "origin": origin,
     }
 
 
+@router.get(
+    "/thumbnails/{dataset}/{shard}/{index}",
+    response_class=Response,
+    responses={
+        200: {"content": {"image/jpeg": {}, "image/png": {}}, "description": "the preview"},
+        501: {"model": models.Problem, "description": "the service cannot decode images"},
+    },
+)
+def thumbnail(
+    dataset: str = DatasetPath,
+    shard: str = ShardPath,
+    index: int = IndexPath,
+    size: int = Query(256, ge=thumbnails.SIZES[0], le=thumbnails.SIZES[1], description="pixels"),
+    svc: Service = Depends(service),
+) -> Response:
+    """A preview of an image-text document's image, at most `size` pixels a side (JPEG, or
+    PNG for images with transparency)."""
+    version = _version(svc, dataset)
+    if version.kind != IMAGE_TEXT:
+        raise HTTPException(404, f"{version.ref} holds no images")
+    _check_document(version, shard, index)
+    options = svc.queries.catalog.storage_options
+    try:
+        image = thumbnails.sample_image(version.uri, shard, index, options)
+        data, media_type = thumbnails.thumbnail(image, size)
+    except thumbnails.NoThumbnail as error:
+        status = 501 if isinstance(error, thumbnails.NoPillow) else 400
+        raise HTTPException(status, str(error)) from None
+    # A pinned version never changes; the latest may.
+    cache = "private, max-age=86400" if "@" in dataset else "private, no-cache"
+    return Response(data, media_type=media_type, headers={"Cache-Control": cache})
+
+
 @router.get("/lineage/{dataset}", response_model=models.Lineage)
-def lineage(dataset: str, svc: Service = Depends(service)) -> dict[str, Any]:
+def lineage(dataset: str = DatasetPath, svc: Service = Depends(service)) -> dict[str, Any]:
     """The steps that made a dataset version, back to its raw inputs."""
     version = _version(svc, dataset)
     steps = trace(version.uri, svc.queries.catalog.storage_options)
@@ -166,6 +253,22 @@ def _version(svc: Service, ref: str):
         raise HTTPException(404, str(error)) from None
 
 
+def _check_document(version, shard: str, index: int) -> None:
+    """404 unless the version lists `shard` and it holds document `index`: only the catalog's
+    own shard names reach a file path."""
+    stems = {entry.stem: entry for entry in version.shards}
+    if shard not in stems:
+        raise HTTPException(404, f"{version.ref} has no shard {shard!r}")
+    if not 0 <= index < stems[shard].documents:
+        raise HTTPException(404, f"{version.ref} {shard} has {stems[shard].documents} documents")
+
+
+def _sample(row: dict[str, Any], image: bool) -> dict[str, Any]:
+    """A row of `documents_at` as the API shows a document."""
+    place = (row.pop("dataset"), row.pop("shard"), row.pop("index"))
+    return _document(*place, row.pop("text"), row, image=image)
+
+
 def _document(
     dataset: str,
     shard: str,
@@ -173,6 +276,7 @@ def _document(
     text: str | None,
     properties: dict[str, Any],
     limit: int = MAX_TEXT,
+    image: bool = False,
 ) -> dict[str, Any]:
     truncated = text is not None and len(text) > limit
     return {
@@ -182,4 +286,7 @@ def _document(
         "properties": json_value(properties),
         "text": text[:limit] if truncated else text,
         "truncated": truncated,
+        "thumbnail": f"/api/thumbnails/{dataset}/{quote(shard, safe='')}/{index}"
+        if image
+        else None,
     }

@@ -1,14 +1,51 @@
-"""The shapes of the API's requests and answers, which its OpenAPI spec publishes."""
+"""The shapes of the API's requests and answers, which its OpenAPI spec publishes.
+
+The spec says what the service enforces: a request it validates as a whole is refused when
+the spec says so; what only the catalog can decide (does this column exist, does this
+predicate hold together) is a documented 400 or 404.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    StringConstraints,
+)
+from pydantic.json_schema import WithJsonSchema
+
+from mixplane.mix.spec import IMAGE_TEXT_UNUSED, MixtureSpec
+from mixplane.mix.spec import NAME as COMPONENT
 
 JOB_NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
-ComponentName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-/]{1,200}$")]
+COMPONENT_NAME = r"^[A-Za-z0-9_.\-/]{1,200}$"
+# A dataset reference, as `mixplane.refs` parses it: NAME (the latest version) or NAME@N.
+DATASET_REF = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}(@[1-9][0-9]{0,17})?"
+DATASET = f"^{DATASET_REF}$"
+DATASETS = f"^{DATASET_REF}(,{DATASET_REF})*$"  # one or several, comma-separated
+# A property column's name: the catalog decides which exist (an unknown one is a 400).
+COLUMN = r"^[^\x00-\x1f\x7f]{1,256}$"
+SHARD = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}$"  # a shard's stem, as the catalog lists it
+ComponentName = Annotated[str, StringConstraints(pattern=COMPONENT_NAME)]
 Weight = Annotated[float, Field(ge=0, le=1)]
+Weights = Annotated[
+    dict[ComponentName, Weight],
+    Field(max_length=256),
+    # pydantic leaves other names open in the schema; the service refuses them.
+    WithJsonSchema(
+        {
+            "type": "object",
+            "patternProperties": {COMPONENT_NAME: {"type": "number", "minimum": 0, "maximum": 1}},
+            "additionalProperties": False,
+            "maxProperties": 256,
+        }
+    ),
+]
 
 
 class Problem(BaseModel):
@@ -67,10 +104,15 @@ class Document(BaseModel):
     properties: dict[str, Any]
     text: str | None
     truncated: bool = False
+    thumbnail: str | None = Field(
+        None, description="the path of its thumbnail (image-text documents only)"
+    )
 
 
 class Samples(BaseModel):
     where: str
+    offset: int = Field(description="documents of the selection before this page")
+    total: int = Field(description="documents the selection holds")
     samples: list[Document]
 
 
@@ -106,8 +148,10 @@ class Bin(BaseModel):
 class Histogram(BaseModel):
     column: str
     where: str
-    nulls: Counts
-    bins: list[Bin]
+    scale: str = Field(description="linear, or log (buckets of equal width in log10)")
+    nulls: Counts = Field(description="NULL, NaN and infinite values")
+    nonpositive: Counts | None = Field(None, description="values <= 0 (log scale only)")
+    bins: list[Bin] = Field(description="each holds low <= value < high; the last, <= high")
 
 
 class Origin(BaseModel):
@@ -147,10 +191,36 @@ class RunDetails(Run):
     seconds: dict[str, float]
 
 
+def _mixture_rules(schema: dict[str, Any]) -> None:
+    """What the spec's validators check across fields, said in JSON Schema."""
+    schema["properties"]["components"]["propertyNames"] = {"pattern": COMPONENT.pattern}
+    image_text = {"properties": {"kind": {"const": "image_text"}}, "required": ["kind"]}
+    unused = [{"required": [name]} for name in sorted(IMAGE_TEXT_UNUSED)]
+    needs_steps = [
+        {
+            "if": {"properties": {part: test}, "required": [part]},
+            "then": {"required": ["global_batch_size"]},
+        }
+        for part, test in (("schedule", {"minItems": 1}), ("policy", {"type": "object"}))
+    ]
+    schema["allOf"] = [
+        {"if": image_text, "then": {"not": {"anyOf": unused}}, "else": {"required": ["seq_len"]}},
+        *needs_steps,
+    ]
+
+
+class Mixture(MixtureSpec):
+    """A mixture spec as in a mixture YAML (`catalog`, `cache_dir`, `cache`, `cache_limit`,
+    `storage_options` and `plan_url` are the service's own: given ones are ignored). Only
+    the published shape: the service reads the mixture itself, for one-line errors."""
+
+    model_config = ConfigDict(title="Mixture", json_schema_extra=_mixture_rules)
+
+
 class MixtureRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mixture: dict[str, Any] = Field(description="a mixture spec, as in a mixture YAML")
+    mixture: SkipValidation[Mixture] = Field(description="a mixture spec, as in a mixture YAML")
 
 
 class PreviewRequest(MixtureRequest):
@@ -170,27 +240,36 @@ class Plan(BaseModel):
     files: list[PlanFile]
 
 
-class CacheFigures(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _integral(value: Any) -> Any:
+    """2.0 is an integer in JSON Schema, as in the spec; 2.5, true and "2" are not."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
-    hits: int | None = Field(None, ge=0)
-    downloads: int | None = Field(None, ge=0)
-    bytes: int | None = Field(None, ge=0)
-    retries: int | None = Field(None, ge=0)
+
+# Strict: the JSON types the spec names, nothing converted (true is no count, "3" no rate).
+Natural = Annotated[int, Field(ge=0), BeforeValidator(_integral)]
+
+
+class CacheFigures(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    hits: Natural | None = None
+    downloads: Natural | None = None
+    bytes: Natural | None = None
+    retries: Natural | None = None
 
 
 class MetricSample(BaseModel):
     """One sample a training job pushes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    step: int = Field(ge=0)
+    step: Natural
     sequences_per_second: float | None = Field(None, ge=0, le=1e12)
     tokens_per_second: float | None = Field(None, ge=0, le=1e15)
     wait_seconds: float | None = Field(
         None, ge=0, le=1e9, description="time the loop waited for data since the last sample"
     )
-    weights: dict[ComponentName, Weight] | None = Field(None, max_length=256)
+    weights: Weights | None = Field(None, description="component -> weight in [0, 1]")
     cache: CacheFigures | None = None
 
 

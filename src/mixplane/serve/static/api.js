@@ -1,6 +1,8 @@
 // The API client: every request goes to /api/... on the page's own origin and carries the
 // service token when one is known.
 
+import { paramsOf, parseFragment, writeFragment } from "./state.js";
+
 const TOKEN_KEY = "mixplane.token";
 let unauthorizedHandler = () => {};
 
@@ -19,13 +21,12 @@ export class ApiError extends Error {
  * Returns whether the fragment held a token.
  */
 export function initToken() {
-  const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const token = fragment.get("token");
-  if (!token) return false;
-  sessionStorage.setItem(TOKEN_KEY, token);
-  fragment.delete("token");
-  const rest = fragment.toString();
-  history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+  const { view, params } = parseFragment(location.hash);
+  const given = params.get("token");
+  if (!given) return false;
+  sessionStorage.setItem(TOKEN_KEY, given);
+  params.delete("token");
+  writeFragment(view, params);
   return true;
 }
 
@@ -33,50 +34,59 @@ export function hasToken() {
   return Boolean(sessionStorage.getItem(TOKEN_KEY));
 }
 
+/** The token this tab holds (null: none). */
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
 /** Called with the ApiError of every 401 answer. */
 export function onUnauthorized(handler) {
   unauthorizedHandler = handler;
 }
 
-/** "/api/count", {where: "...", datasets: ["a@1"]} -> "/api/count?where=...&datasets=a%401". */
+/** "count", {where: "...", datasets: ["a@1"]} -> "/api/count?where=...&datasets=a%401"; a path
+ *  the API itself named ("/api/thumbnails/...") is taken as it is. */
 export function apiUrl(path, params = {}) {
-  const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) {
-    if (value === null || value === undefined || value === "") continue;
-    if (Array.isArray(value)) {
-      if (value.length) query.set(key, value.join(","));
-    } else {
-      query.set(key, String(value));
-    }
-  }
-  const text = query.toString();
-  return `/api/${path.replace(/^\/+/, "")}${text ? `?${text}` : ""}`;
+  const text = paramsOf(params).toString();
+  const base = path.startsWith("/api/") ? path : `/api/${path.replace(/^\/+/, "")}`;
+  return `${base}${text ? `?${text}` : ""}`;
 }
 
-/** GET (or `init.method`) an API path; resolves to the parsed JSON, rejects with ApiError. */
-export async function api(path, params = {}, init = {}) {
+/** The answer to a request with the token; rejects with ApiError (the service's message). */
+async function request(path, params, init = {}) {
   const headers = new Headers(init.headers || {});
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) headers.set("Authorization", `Bearer ${token}`);
+  const held = token();
+  if (held) headers.set("Authorization", `Bearer ${held}`);
   let response;
   try {
     response = await fetch(apiUrl(path, params), { ...init, headers });
   } catch (error) {
     throw new ApiError(0, `The service did not answer (${error.message}). Is it still running?`);
   }
-  const body = await response.text();
-  let data = null;
-  try {
-    data = body ? JSON.parse(body) : null;
-  } catch {
-    data = null;
-  }
   if (!response.ok) {
+    const body = await response.text();
+    let data = null;
+    try {
+      data = body ? JSON.parse(body) : null;
+    } catch {
+      data = null;
+    }
     const error = new ApiError(response.status, describeError(response, data, body));
     if (response.status === 401) unauthorizedHandler(error);
     throw error;
   }
-  return data;
+  return response;
+}
+
+/** GET (or `init.method`) an API path; resolves to the parsed JSON, rejects with ApiError. */
+export async function api(path, params = {}, init = {}) {
+  const body = await (await request(path, params, init)).text();
+  return body ? JSON.parse(body) : null;
+}
+
+/** GET an API path (or a path the API named, "/api/..."); resolves to the answer's bytes. */
+export async function apiBlob(path, params = {}) {
+  return (await request(path, params)).blob();
 }
 
 function describeError(response, data, body) {

@@ -1,4 +1,5 @@
-// The dashboard's entry point: token, tabs, the service line in the header, and the shared
+// The dashboard's entry point: token, tabs, the service line in the header, the address (the
+// open view and its choices live in the URL fragment, so a link reopens them), and the shared
 // pieces every view uses (the dataset list, the document viewer).
 
 import { api, hasToken, initToken, onUnauthorized } from "./api.js";
@@ -9,6 +10,7 @@ import { createDocumentViewer } from "./documents.js";
 import { jobsView } from "./jobs.js";
 import { runsView } from "./runs.js";
 import { searchView } from "./search.js";
+import { parseFragment, writeFragment } from "./state.js";
 
 const VIEWS = {
   datasets: datasetsView,
@@ -35,6 +37,8 @@ onUnauthorized(() => {
 // The dataset list is shared by several views; it is fetched once unless a view asks anew.
 let datasetsRequest = null;
 const viewer = createDocumentViewer(document.getElementById("document-viewer"));
+let current = null;
+const views = {};
 const context = {
   datasets(refresh = false) {
     if (!datasetsRequest || refresh) {
@@ -46,11 +50,14 @@ const context = {
     return datasetsRequest;
   },
   openDocument: (dataset, shard, index) => viewer.open(dataset, shard, index),
+  /** A view's choices changed: the address follows (only the open view's are kept). */
+  changed() {
+    if (current) writeFragment(current, views[current].controller.params());
+  },
 };
 
 // Views are created up front; each loads its data the first time it is shown.
 const tabs = document.getElementById("tabs");
-const views = {};
 for (const [name, create] of Object.entries(VIEWS)) {
   const section = document.getElementById(`view-${name}`);
   views[name] = { section, controller: create(section, context) };
@@ -61,27 +68,29 @@ for (const [name, create] of Object.entries(VIEWS)) {
       id: `tab-${name}`,
       "data-view": name,
       "aria-controls": section.id,
-      onclick: () => showView(name),
+      onclick: () => showView(name, null),
     }, section.dataset.title),
   );
 }
 
-let current = null;
-function showView(name) {
+/** Show a view; `params` (from the address) set its choices, null (a tab clicked) keeps the
+ *  ones it has, and the address then says them. */
+function showView(name, params) {
   if (!views[name]) name = "datasets";
-  if (current === name) return;
-  if (current) {
-    views[current].section.hidden = true;
-    views[current].controller.hide();
+  if (current !== name) {
+    if (current) {
+      views[current].section.hidden = true;
+      views[current].controller.hide();
+    }
+    current = name;
+    for (const tab of tabs.children) {
+      tab.setAttribute("aria-selected", String(tab.dataset.view === name));
+    }
+    views[name].section.hidden = false;
   }
-  current = name;
-  for (const tab of tabs.children) {
-    tab.setAttribute("aria-selected", String(tab.dataset.view === name));
-  }
-  views[name].section.hidden = false;
-  views[name].controller.show();
-  // The view is kept in the fragment so a reload (or a shared link) opens the same tab.
-  history.replaceState(null, "", `${location.pathname}${location.search}#${name}`);
+  views[name].controller.show(params);
+  // Choices from the address stay in it until the view has applied them (it says when).
+  if (params === null) context.changed();
 }
 
 window.addEventListener("hashchange", () => {
@@ -91,9 +100,12 @@ window.addEventListener("hashchange", () => {
     location.reload();
     return;
   }
-  showView(location.hash.slice(1));
+  viewer.close(); // a new address is a new place: the open document was on the last one
+  const { view, params } = parseFragment(location.hash);
+  showView(view, params);
 });
-showView(location.hash.slice(1));
+const opened = parseFragment(location.hash);
+showView(opened.view, opened.params);
 
 api("health")
   .then((health) => {

@@ -1,8 +1,9 @@
 // Hand-drawn SVG charts: a horizontal bar chart and a line chart with an optional second
-// y axis. Both draw into a fixed viewBox and scale to their container's width.
+// y axis and a number or clock-time x axis. Both draw into a fixed viewBox and scale to their
+// container's width.
 
 import { s } from "./dom.js";
-import { fmtNum } from "./format.js";
+import { fmtClock, fmtNum } from "./format.js";
 
 const PALETTE = [
   "#2f62a8", "#d9822b", "#3d9970", "#c23b3b", "#8e6bbf",
@@ -101,6 +102,37 @@ function extent(values) {
   return [low, high];
 }
 
+// Steps between clock-time ticks, in seconds: 1 s to a day.
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
+  21600, 43200, 86400];
+
+/** A time domain [low, high] (epoch seconds) with ticks on round clock times. */
+function timeScale(low, high, count = 6) {
+  if (low === high) {
+    low -= 30;
+    high += 30;
+  }
+  const step = TIME_STEPS.find((candidate) => (high - low) / candidate <= count) || 86400;
+  const ticks = [];
+  for (let tick = Math.ceil(low / step) * step; tick <= high; tick += step) ticks.push(tick);
+  return { low, high, ticks, format: (v) => fmtClock(v, step < 60) };
+}
+
+/**
+ * A series cut where x goes back, or where a point says so ([x, y, true]): a job restarted
+ * from a checkpoint reports steps it reported before, and a line back to them (or, over
+ * time, across the restart) would show steps never taken.
+ */
+export function runsOf(points) {
+  const runs = [];
+  for (const point of points) {
+    const run = runs[runs.length - 1];
+    if (run && !point[2] && point[0] >= run[run.length - 1][0]) run.push(point);
+    else runs.push([point]);
+  }
+  return runs;
+}
+
 /** Keep at most `limit` points (evenly spaced, always the last) so big series stay cheap. */
 function thin(points, limit) {
   if (points.length <= limit) return points;
@@ -112,12 +144,14 @@ function thin(points, limit) {
 
 /**
  * A line chart. series: [{name, color, points: [[x, y], ...], axis: "left" | "right"}].
- * Options: xLabel, yLabel, y2Label, yMin (left axis floor, default 0), legend (draw the
- * series names on top), attrs (extra attributes for the <svg>, e.g. data-points).
+ * Where x goes back, or at a point [x, y, true], a series starts a new line (see runsOf).
+ * Options: xLabel, yLabel, y2Label, yMin (left axis floor, default 0), xTime (x is epoch
+ * seconds, ticked as clock times), legend (draw the series names on top), attrs (extra
+ * attributes for the <svg>, e.g. data-points).
  */
 export function lineChart({
-  id, series, xLabel = "", yLabel = "", y2Label = "", yMin = 0, legend = false, attrs = {},
-  width = 640, height = 280,
+  id, series, xLabel = "", yLabel = "", y2Label = "", yMin = 0, xTime = false, legend = false,
+  attrs = {}, width = 640, height = 280,
 }) {
   const hasRight = series.some((line) => line.axis === "right");
   const margin = { left: 62, right: hasRight ? 62 : 18, top: legend ? 30 : 12, bottom: 40 };
@@ -131,7 +165,8 @@ export function lineChart({
     return svg;
   }
 
-  const x = niceScale(...extent(all.map((p) => p[0])), 6);
+  const xs = extent(all.map((p) => p[0]));
+  const x = xTime ? timeScale(...xs) : niceScale(...xs, 6);
   const axisScale = (side) => {
     const ys = series
       .filter((line) => (line.axis || "left") === side)
@@ -180,20 +215,25 @@ export function lineChart({
   if (y2Label && right) axes.append(side(y2Label, width - 10, 90));
   svg.append(grid, axes);
 
-  // One path per series.
+  // One path per series, a line (M ... L ...) per run of increasing x.
   series.forEach((line, i) => {
     const scale = line.axis === "right" ? right : left;
-    const points = thin(line.points, Math.ceil(plotW * 2));
-    if (!points.length || !scale) return;
-    const d = points
-      .map((p, j) => `${j ? "L" : "M"}${px(p[0]).toFixed(1)},${py(scale, p[1]).toFixed(1)}`)
+    if (!line.points.length || !scale) return;
+    const runs = runsOf(line.points);
+    const share = Math.ceil((plotW * 2) / runs.length);
+    const d = runs
+      .map((run) => thin(run, share)
+        .map((p, j) => `${j ? "L" : "M"}${px(p[0]).toFixed(1)},${py(scale, p[1]).toFixed(1)}`)
+        .join(""))
       .join("");
     const stroke = line.color || color(i);
     svg.append(s("path", { d, fill: "none", stroke, "stroke-width": 1.8,
-      "stroke-linejoin": "round", "data-series": line.name }));
-    if (points.length === 1) {
-      const [only] = points;
-      svg.append(s("circle", { cx: px(only[0]), cy: py(scale, only[1]), r: 3, fill: stroke }));
+      "stroke-linejoin": "round", "data-series": line.name, "data-runs": runs.length }));
+    for (const run of runs) {
+      if (run.length === 1) {
+        const [only] = run;
+        svg.append(s("circle", { cx: px(only[0]), cy: py(scale, only[1]), r: 3, fill: stroke }));
+      }
     }
   });
 

@@ -1,12 +1,16 @@
-// Composition view: documents and tokens per value of one column, as bars and a table.
+// Composition view: documents and tokens per value of one column (numbers in buckets, on a
+// linear or log scale) over a chosen subset of the datasets, as bars and a table, exported as
+// CSV or JSON. Every choice is kept in the address (#composition?datasets=...&by=...).
 
-import { api } from "./api.js";
+import { api, apiBlob } from "./api.js";
 import { barChart, widthOf } from "./charts.js";
-import { empty, fill, h, showError, table } from "./dom.js";
+import { download, empty, exportButtons, fill, h, showError, table } from "./dom.js";
 import { fmtInt, fmtShare } from "./format.js";
+import { listParam, paramsOf } from "./state.js";
 
 const NUMERIC = /^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL.*|NUMERIC.*)$/i;
-const ALL = ""; // the dataset selector's value for "all datasets"
+const MEASURES = ["tokens", "documents"];
+const ALL = "*"; // in the address: no dataset ticked, so all of them (no dataset is named so)
 
 /** Lists, structs and columns without any value cannot be grouped by. */
 function groupable(type) {
@@ -15,26 +19,32 @@ function groupable(type) {
 
 export function compositionView(section, context) {
   const form = section.querySelector("#composition-form");
-  const datasetSelect = section.querySelector("#composition-dataset");
+  const picker = section.querySelector("#composition-datasets");
   const bySelect = section.querySelector("#composition-by");
-  const binsLabel = section.querySelector('[data-role="bins"]');
+  const numericOnly = section.querySelectorAll('[data-role="numeric"]');
   const bins = section.querySelector("#composition-bins");
+  const scale = section.querySelector("#composition-scale");
   const where = section.querySelector("#composition-where");
   const button = section.querySelector("#composition-run");
   const error = section.querySelector("#composition-error");
   const result = section.querySelector('[data-role="result"]');
   const summary = section.querySelector('[data-role="summary"]');
+  const exportsBox = section.querySelector('[data-role="exports"]');
   const chart = section.querySelector("#composition-chart");
   const tableBox = section.querySelector('[data-role="table"]');
   let datasets = [];
+  let ready = null; // the dataset list's request, once asked
   let answer = null;
-  let started = false;
+  let asked = null; // the parameters of the answer shown
   let request = 0; // only the latest request's answer is drawn
 
+  function ticked() {
+    return [...picker.querySelectorAll("input:checked")].map((input) => input.value);
+  }
+
   function columns() {
-    const chosen = datasetSelect.value === ALL
-      ? datasets
-      : datasets.filter((dataset) => dataset.dataset === datasetSelect.value);
+    const refs = ticked();
+    const chosen = refs.length ? datasets.filter((d) => refs.includes(d.dataset)) : datasets;
     const merged = {};
     for (const dataset of chosen) {
       for (const [name, type] of Object.entries(dataset.columns || {})) {
@@ -44,18 +54,17 @@ export function compositionView(section, context) {
     return Object.entries(merged).filter(([, type]) => groupable(type));
   }
 
-  function fillColumns() {
-    const previous = bySelect.value;
+  function fillColumns(wanted) {
     const usable = columns();
     fill(bySelect,
       ...usable.map(([name, type]) => h("option", { value: name, "data-type": type }, name)),
     );
     const names = usable.map(([name]) => name);
     const firstText = usable.find(([, type]) => /^VARCHAR$/i.test(type));
-    bySelect.value = names.includes(previous)
-      ? previous
+    bySelect.value = names.includes(wanted)
+      ? wanted
       : names.includes("source") ? "source" : firstText ? firstText[0] : names[0] || "";
-    updateBins();
+    updateNumeric();
   }
 
   function isNumeric() {
@@ -63,41 +72,60 @@ export function compositionView(section, context) {
     return Boolean(option && NUMERIC.test(option.dataset.type));
   }
 
-  function updateBins() {
-    binsLabel.hidden = !isNumeric();
+  function updateNumeric() {
+    for (const label of numericOnly) label.hidden = !isNumeric();
   }
 
-  async function start() {
-    started = true;
+  async function load() {
     try {
       datasets = await context.datasets();
     } catch (failure) {
-      started = false;
+      ready = null;
       showError(error, failure.message);
-      return;
+      return false;
     }
-    if (!datasets.length) {
-      result.hidden = false;
-      fill(chart, empty("No dataset is registered in this catalog yet."));
-      return;
-    }
-    fill(datasetSelect,
-      ...datasets.map((dataset) => h("option", { value: dataset.dataset }, dataset.dataset)),
-      datasets.length > 1 ? h("option", { value: ALL }, "all datasets") : null,
+    picker.append(
+      ...datasets.map((dataset) =>
+        h("label", {},
+          h("input", { type: "checkbox", name: "composition-dataset", value: dataset.dataset,
+            onchange: () => {
+              fillColumns(bySelect.value);
+              run();
+            } }),
+          h("span", { class: "mono" }, dataset.dataset)),
+      ),
     );
-    datasetSelect.value = datasets[0].dataset;
-    fillColumns();
-    run();
+    return true;
+  }
+
+  /** Set the form from the address's parameters (defaults for those it lacks). */
+  function apply(params) {
+    const refs = params.has("datasets")
+      ? listParam(params, "datasets")
+      : datasets.slice(0, 1).map((dataset) => dataset.dataset);
+    for (const input of picker.querySelectorAll("input")) input.checked = refs.includes(input.value);
+    fillColumns(params.get("by"));
+    bins.value = params.get("bins") || bins.defaultValue;
+    scale.value = params.get("scale") === "log" ? "log" : "linear";
+    where.value = params.get("where") || "";
+    const measure = MEASURES.includes(params.get("measure")) ? params.get("measure") : "tokens";
+    section.querySelector(`input[name="composition-measure"][value="${measure}"]`).checked = true;
+  }
+
+  function measure() {
+    return section.querySelector('input[name="composition-measure"]:checked').value;
   }
 
   async function run() {
     if (!bySelect.value) return;
     const mine = ++request;
+    const numeric = isNumeric();
     const params = {
       by: bySelect.value,
       where: where.value.trim(),
-      datasets: datasetSelect.value === ALL ? [] : [datasetSelect.value],
-      bins: isNumeric() ? bins.value : null,
+      datasets: ticked(),
+      bins: numeric ? bins.value : null,
+      scale: numeric && scale.value === "log" ? "log" : null,
     };
     button.disabled = true;
     showError(error, "");
@@ -105,6 +133,8 @@ export function compositionView(section, context) {
       const data = await api("composition", params);
       if (mine !== request) return;
       answer = data;
+      asked = params;
+      context.changed();
       render();
     } catch (failure) {
       if (mine !== request) return;
@@ -115,8 +145,15 @@ export function compositionView(section, context) {
     }
   }
 
-  function measure() {
-    return section.querySelector('input[name="composition-measure"]:checked').value;
+  async function save(format) {
+    try {
+      const blob = format === "csv"
+        ? await apiBlob("composition", { ...asked, format: "csv" })
+        : new Blob([JSON.stringify(answer, null, 2)], { type: "application/json" });
+      download(`composition-${asked.by}.${format}`, blob);
+    } catch (failure) {
+      showError(error, `Export: ${failure.message}`);
+    }
   }
 
   function render() {
@@ -125,10 +162,14 @@ export function compositionView(section, context) {
     const totalDocuments = answer.documents ?? groups.reduce((sum, g) => sum + g.documents, 0);
     const key = measure();
     result.hidden = false;
+    const over = asked.datasets.length ? asked.datasets.join(", ") : "all datasets";
     summary.textContent =
       `${fmtInt(totalDocuments)} documents, ${fmtInt(totalTokens)} tokens ` +
       `in ${fmtInt(groups.length)} groups by ${answer.by}` +
-      (answer.where && answer.where !== "TRUE" ? ` where ${answer.where}` : "");
+      (asked.scale === "log" ? " (log scale)" : "") +
+      (answer.where && answer.where !== "TRUE" ? ` where ${answer.where}` : "") +
+      ` · ${over}`;
+    fill(exportsBox, groups.length ? exportButtons("Export this composition", save) : null);
     if (!groups.length) {
       fill(chart, empty("No document matches."));
       fill(tableBox);
@@ -175,22 +216,39 @@ export function compositionView(section, context) {
     event.preventDefault();
     run();
   });
-  datasetSelect.addEventListener("change", () => {
-    fillColumns();
-    run();
-  });
   bySelect.addEventListener("change", () => {
-    updateBins();
+    updateNumeric();
     run();
   });
+  scale.addEventListener("change", run);
   for (const radio of section.querySelectorAll('input[name="composition-measure"]')) {
-    radio.addEventListener("change", () => answer && render());
+    radio.addEventListener("change", () => {
+      context.changed();
+      if (answer) render();
+    });
   }
 
   return {
-    show() {
-      if (!started) start();
+    async show(params) {
+      if (!ready) ready = load();
+      if (!(await ready)) return;
+      if (!datasets.length) {
+        result.hidden = false;
+        fill(chart, empty("No dataset is registered in this catalog yet."));
+        return;
+      }
+      if (params || !asked) {
+        apply(params || new URLSearchParams());
+        run();
+      }
     },
     hide() {},
+    params: () => asked
+      ? paramsOf({
+        ...asked,
+        datasets: asked.datasets.length ? asked.datasets : ALL,
+        measure: measure() === "tokens" ? null : measure(),
+      })
+      : new URLSearchParams(),
   };
 }

@@ -1,25 +1,42 @@
 // Datasets view: the latest version of every dataset; one selected shows columns and versions.
+// The selected dataset is kept in the address (#datasets?dataset=NAME@N).
 
 import { api } from "./api.js";
 import { empty, fill, h, loading, selectRow, showError, table } from "./dom.js";
 import { fmtInt, fmtTime, fmtTokenizer } from "./format.js";
 
+const IMAGE_TEXT = "image_text";
+
+/** The kind of data a dataset holds, as the table says it. */
+function kindOf(dataset) {
+  return dataset.kind === IMAGE_TEXT ? "image-text" : "tokens";
+}
+
+/** A tokenizer cell: image-text data has none (its documents hold no tokens). */
+function tokenizerOf(dataset) {
+  return dataset.kind === IMAGE_TEXT ? "none (images)" : fmtTokenizer(dataset.tokenizer);
+}
+
 export function datasetsView(section, context) {
   const list = section.querySelector('[data-role="list"]');
   const detail = section.querySelector('[data-role="detail"]');
   const error = section.querySelector('[data-role="error"]');
-  let loaded = false;
+  let loaded = null; // the list's request, once asked
+  let chosen = ""; // the selected dataset's reference
+  let request = 0;
 
   async function load() {
     showError(error, "");
     fill(list, loading());
     try {
       render(await context.datasets(true));
-      loaded = true;
     } catch (failure) {
+      loaded = null;
       fill(list);
       showError(error, failure.message);
+      return;
     }
+    selectChosen();
   }
 
   function render(datasets) {
@@ -34,22 +51,31 @@ export function datasetsView(section, context) {
       table({
         id: "datasets-table",
         columns: [
-          { label: "Dataset" }, { label: "Documents", num: true }, { label: "Tokens", num: true },
-          { label: "Shards", num: true }, { label: "Tokenizer" }, { label: "Registered" },
+          { label: "Dataset" }, { label: "Kind" }, { label: "Documents", num: true },
+          { label: "Tokens", num: true }, { label: "Shards", num: true }, { label: "Tokenizer" },
+          { label: "Registered" },
         ],
         rows: datasets.map((dataset) => ({
           attrs: {
             class: "clickable",
+            tabindex: 0,
             "data-dataset": dataset.dataset,
             "data-name": dataset.name,
-            onclick: (event) => select(dataset, event.currentTarget),
+            onclick: () => choose(dataset.dataset),
+            onkeydown: (event) => {
+              if (event.key === "Enter") choose(dataset.dataset);
+            },
           },
           cells: [
             { value: dataset.dataset, class: "mono" },
+            { value: kindOf(dataset), class: "kind" },
             { value: fmtInt(dataset.documents), class: "documents" },
-            { value: fmtInt(dataset.tokens), class: "tokens" },
+            dataset.kind === IMAGE_TEXT
+              ? { value: "–", class: "tokens", title: "image-text documents hold no tokens" }
+              : { value: fmtInt(dataset.tokens), class: "tokens" },
             { value: fmtInt(dataset.shards), class: "shards" },
-            { value: fmtTokenizer(dataset.tokenizer), title: JSON.stringify(dataset.tokenizer) },
+            { value: tokenizerOf(dataset), class: "tokenizer",
+              title: dataset.kind === IMAGE_TEXT ? null : JSON.stringify(dataset.tokenizer) },
             fmtTime(dataset.registered_at),
           ],
         })),
@@ -57,13 +83,28 @@ export function datasetsView(section, context) {
     );
   }
 
-  async function select(dataset, row) {
+  function choose(ref) {
+    chosen = ref;
+    context.changed();
+    selectChosen();
+  }
+
+  /** Show the chosen dataset's detail (when the list holds it). */
+  async function selectChosen() {
+    const row = [...list.querySelectorAll("#datasets-table tbody tr")]
+      .find((tr) => tr.dataset.dataset === chosen);
+    if (!row) {
+      fill(detail);
+      return;
+    }
     selectRow(row);
+    const mine = ++request;
     fill(detail, loading());
     try {
-      renderDetail(await api(`datasets/${encodeURIComponent(dataset.name)}`));
+      const info = await api(`datasets/${encodeURIComponent(row.dataset.name)}`);
+      if (mine === request) renderDetail(info);
     } catch (failure) {
-      fill(detail, h("div", { class: "error" }, failure.message));
+      if (mine === request) fill(detail, h("div", { class: "error" }, failure.message));
     }
   }
 
@@ -94,7 +135,7 @@ export function datasetsView(section, context) {
           cells: [
             { value: version.dataset, class: "mono" },
             fmtInt(version.documents),
-            fmtInt(version.tokens),
+            version.kind === IMAGE_TEXT ? "–" : fmtInt(version.tokens),
             fmtInt(version.shards),
             { value: String(version.fingerprint || "").slice(0, 24), class: "mono",
               title: version.fingerprint },
@@ -106,9 +147,14 @@ export function datasetsView(section, context) {
   }
 
   return {
-    show() {
-      if (!loaded) load();
+    show(params) {
+      if (params) {
+        chosen = params.get("dataset") || "";
+        if (loaded) selectChosen();
+      }
+      if (!loaded) loaded = load();
     },
     hide() {},
+    params: () => new URLSearchParams(chosen ? { dataset: chosen } : {}),
   };
 }

@@ -1,8 +1,12 @@
-// Document viewer: one document's properties, full text and its way back to the raw file.
+// Document viewer: one document's properties, full text (an image-text document's image
+// and caption) and its way back to the raw file.
 
 import { api } from "./api.js";
 import { fill, h, loading, showError } from "./dom.js";
 import { fmtInt, fmtTime, fmtValue } from "./format.js";
+import { thumbnails } from "./images.js";
+
+const PREVIEW = 512; // pixels: the largest preview the service makes
 
 /** A step of the document's way back: kind, folder, time, and the part that kept it. */
 function stepItem(step, origin) {
@@ -49,6 +53,7 @@ export function createDocumentViewer(dialog) {
   const title = dialog.querySelector("#document-title");
   const content = dialog.querySelector('[data-role="content"]');
   const error = dialog.querySelector('[data-role="error"]');
+  const images = thumbnails();
   let request = 0;
 
   dialog.querySelector('[data-role="close"]').addEventListener("click", () => dialog.close());
@@ -62,8 +67,13 @@ export function createDocumentViewer(dialog) {
     const steps = doc.lineage || [];
     const origins = doc.origin || [];
     const byFolder = new Map(origins.map((origin) => [origin.folder, origin]));
+    images.clear();
     fill(content,
-      h("h3", {}, "Text"),
+      doc.thumbnail
+        ? h("figure", { class: "preview", id: "document-image" },
+          images.image(doc.thumbnail, PREVIEW, doc.text || "the document's image"))
+        : null,
+      h("h3", {}, doc.thumbnail ? "Caption" : "Text"),
       h("pre", { class: "text", id: "document-text" }, doc.text ?? ""),
       doc.truncated
         ? h("p", { class: "hint" }, `Text cut at ${fmtInt(doc.text.length)} characters.`)
@@ -100,5 +110,9 @@ export function createDocumentViewer(dialog) {
     }
   }
 
-  return { open };
+  function close() {
+    if (dialog.open) dialog.close();
+  }
+
+  return { open, close };
 }

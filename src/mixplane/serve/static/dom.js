@@ -94,3 +94,26 @@ export function fill(element, ...children) {
   append(element, children);
   return element;
 }
+
+/** Save `blob` as a file named `name` (a download the browser asks about or keeps). */
+export function download(name, blob) {
+  const url = URL.createObjectURL(blob);
+  const link = h("a", { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** Export buttons: "CSV" and "JSON", calling `save("csv" | "json")`. */
+export function exportButtons(label, save) {
+  return h("span", { class: "exports", role: "group", "aria-label": label },
+    h("span", { class: "hint" }, "Export"),
+    ["csv", "json"].map((format) =>
+      h("button", {
+        type: "button",
+        class: "secondary",
+        "data-export": format,
+        onclick: () => save(format),
+      }, format.toUpperCase())));
+}

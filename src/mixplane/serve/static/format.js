@@ -61,6 +61,14 @@ export function fmtTime(value) {
   );
 }
 
+/** Epoch seconds as a local clock time: "14:05" (or "14:05:09" with seconds). */
+export function fmtClock(value, seconds = true) {
+  const date = new Date(value * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  const clock = `${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  return seconds ? `${clock}:${pad(date.getSeconds())}` : clock;
+}
+
 /** A tokenizer description (an object in the catalog) in a few words. */
 export function fmtTokenizer(tokenizer) {
   if (!tokenizer) return "–";

@@ -1,14 +1,28 @@
-// Jobs view (live): the training jobs that push metrics, and for one of them throughput and
-// mixture weights over step. While the view is shown it polls every second and fetches only
-// the samples it has not seen (`since`).
+// Jobs view (live): the training jobs that push metrics, and for one of them throughput
+// (tokens and sequences per second), time waiting for data and mixture weights, over step or
+// over time, for a chosen time range. While the view is shown it polls every second and
+// fetches only the samples it has not seen (`since`). The job, axis and range are kept in the
+// address (#jobs?job=NAME&x=time&range=3600).
 
 import { api } from "./api.js";
 import { color, lineChart, widthOf } from "./charts.js";
 import { empty, fill, h, s, showError, stat, table } from "./dom.js";
 import { fmtBytes, fmtFixed, fmtInt, fmtNum, fmtTime } from "./format.js";
+import { paramsOf } from "./state.js";
 
 const PERIOD_MS = 1000;
 const KEPT = 10_000; // samples kept (and drawn) per job, as many as the service keeps
+const AXES = ["step", "time"];
+
+/**
+ * The samples of the last `seconds` before the latest one (all of them for "all"). The
+ * latest sample's time is "now": the service stamps the times, whatever this browser's clock.
+ */
+export function inRange(samples, seconds) {
+  if (seconds === "all" || !samples.length) return samples;
+  const until = samples[samples.length - 1].time;
+  return samples.filter((sample) => sample.time >= until - Number(seconds));
+}
 
 /** A sample's time as a number, to find the job that reported last. */
 function when(sample) {
@@ -18,13 +32,15 @@ function when(sample) {
   return Number.isNaN(parsed) ? -Infinity : parsed / 1000;
 }
 
-export function jobsView(section) {
+export function jobsView(section, context) {
   const list = section.querySelector('[data-role="list"]');
   const error = section.querySelector('[data-role="error"]');
   const detail = section.querySelector('[data-role="detail"]');
   const title = section.querySelector('[data-role="job-title"]');
   const latest = section.querySelector('[data-role="latest"]');
+  const range = section.querySelector("#jobs-range");
   const throughputBox = section.querySelector("#throughput-container");
+  const waitBox = section.querySelector("#wait-container");
   const weightsBox = section.querySelector("#weights-container");
   const legendBox = section.querySelector("#weights-legend");
   const rows = new Map(); // job -> its <tr>, updated in place so clicks are never lost
@@ -139,8 +155,13 @@ export function jobsView(section) {
     for (const [name, row] of rows) row.classList.toggle("selected", name === job);
     title.textContent = `Job ${job}`;
     detail.hidden = false;
+    if (byUser) context.changed();
     draw();
     if (byUser) tick();
+  }
+
+  function axis() {
+    return section.querySelector('input[name="jobs-axis"]:checked').value;
   }
 
   async function poll() {
@@ -162,8 +183,8 @@ export function jobsView(section) {
     const cache = last.cache || {};
     fill(latest,
       stat("Step", fmtInt(last.step)),
-      stat("Sequences/s", fmtNum(last.sequences_per_second, 1)),
       stat("Tokens/s", fmtInt(last.tokens_per_second)),
+      stat("Sequences/s", fmtNum(last.sequences_per_second, 1)),
       stat("Wait (s)", fmtNum(last.wait_seconds, 3)),
       ...(last.cache
         ? [stat("Cache hits", fmtInt(cache.hits)), stat("Downloads", fmtInt(cache.downloads)),
@@ -171,26 +192,46 @@ export function jobsView(section) {
         : []),
     );
 
-    const points = (key) => samples
+    const shown = inRange(samples, range.value);
+    const byTime = axis() === "time";
+    // A step lower than the one before is a restart (from a checkpoint): a new line, over
+    // time as over steps.
+    const restarts = new Set(shown.filter((sample, i) => i && sample.step < shown[i - 1].step));
+    const xOf = (sample) => (byTime ? sample.time : sample.step);
+    const axisLabel = byTime ? "time (service clock)" : "step";
+    const point = (sample, y) => [xOf(sample), y, restarts.has(sample)];
+    const points = (key) => shown
       .filter((sample) => typeof sample[key] === "number")
-      .map((sample) => [sample.step, sample[key]]);
+      .map((sample) => point(sample, sample[key]));
+    const common = { xLabel: axisLabel, xTime: byTime };
     fill(throughputBox,
       lineChart({
+        ...common,
         id: "throughput-chart",
         series: [
-          { name: "sequences/s", points: points("sequences_per_second"), color: color(0) },
-          { name: "wait (s)", points: points("wait_seconds"), color: color(1), axis: "right" },
+          { name: "tokens/s", points: points("tokens_per_second"), color: color(0) },
+          { name: "sequences/s", points: points("sequences_per_second"), color: color(1),
+            axis: "right" },
         ],
-        xLabel: "step",
-        yLabel: "sequences per second",
-        y2Label: "wait seconds",
+        yLabel: "tokens per second",
+        y2Label: "sequences per second",
         legend: true,
         width: widthOf(throughputBox, 640),
+        attrs: { "data-points": points("tokens_per_second").length, "data-x": axis() },
+      }),
+    );
+    fill(waitBox,
+      lineChart({
+        ...common,
+        id: "wait-chart",
+        series: [{ name: "wait (s)", points: points("wait_seconds"), color: color(3) }],
+        yLabel: "seconds waiting for data",
+        width: widthOf(waitBox, 640),
       }),
     );
 
     // Components in the order they first appear; a line per component.
-    const weighted = samples.filter((sample) => sample.weights instanceof Object);
+    const weighted = shown.filter((sample) => sample.weights instanceof Object);
     const components = [];
     for (const sample of weighted) {
       for (const name of Object.keys(sample.weights)) {
@@ -202,19 +243,20 @@ export function jobsView(section) {
       color: color(i),
       points: weighted
         .filter((sample) => typeof sample.weights[name] === "number")
-        .map((sample) => [sample.step, sample.weights[name]]),
+        .map((sample) => point(sample, sample.weights[name])),
     }));
     const lastWeighted = weighted[weighted.length - 1];
     fill(weightsBox,
       lineChart({
+        ...common,
         id: "weights-chart",
         series,
-        xLabel: "step",
         yLabel: "weight",
         width: widthOf(weightsBox, 640),
         attrs: {
           "data-points": weighted.length,
           "data-last-step": lastWeighted ? lastWeighted.step : "",
+          "data-x": axis(),
         },
       }),
     );
@@ -231,14 +273,39 @@ export function jobsView(section) {
     );
   }
 
+  function redraw() {
+    context.changed();
+    draw();
+  }
+  range.addEventListener("change", redraw);
+  for (const radio of section.querySelectorAll('input[name="jobs-axis"]')) {
+    radio.addEventListener("change", redraw);
+  }
+
   return {
-    show() {
-      tick();
-      timer = setInterval(tick, PERIOD_MS);
+    show(params) {
+      if (params) {
+        const x = AXES.includes(params.get("x")) ? params.get("x") : "step";
+        section.querySelector(`input[name="jobs-axis"][value="${x}"]`).checked = true;
+        const wanted = params.get("range") || "all";
+        range.value = [...range.options].some((o) => o.value === wanted) ? wanted : "all";
+        const job = params.get("job");
+        if (job) choose(job, true);
+        else if (selected) draw();
+      }
+      if (!timer) {
+        tick();
+        timer = setInterval(tick, PERIOD_MS);
+      }
     },
     hide() {
       clearInterval(timer);
       timer = null;
     },
+    params: () => paramsOf({
+      job: pinned ? selected : null,
+      x: axis() === "step" ? null : axis(),
+      range: range.value === "all" ? null : range.value,
+    }),
   };
 }

@@ -1,5 +1,5 @@
 // Runs view: the processing runs behind the registered datasets, and why documents were
-// excluded or quarantined in one of them.
+// excluded or quarantined in one of them (kept in the address: #runs?run=ID).
 
 import { api } from "./api.js";
 import { barChart, color, widthOf } from "./charts.js";
@@ -20,11 +20,12 @@ function flatten(counts) {
   return rows;
 }
 
-export function runsView(section) {
+export function runsView(section, context) {
   const list = section.querySelector('[data-role="list"]');
   const detail = section.querySelector('[data-role="detail"]');
   const error = section.querySelector('[data-role="error"]');
-  let loaded = false;
+  let loaded = null; // the list's request, once asked
+  let chosen = ""; // the run shown, from the address or a click
   let request = 0;
 
   async function load() {
@@ -33,8 +34,8 @@ export function runsView(section) {
     let runs;
     try {
       runs = await api("runs");
-      loaded = true;
     } catch (failure) {
+      loaded = null;
       fill(list);
       showError(error, failure.message);
       return;
@@ -57,9 +58,13 @@ export function runsView(section) {
         rows: runs.map((run) => ({
           attrs: {
             class: "clickable",
+            tabindex: 0,
             "data-run": run.id,
             "data-kind": run.kind,
-            onclick: (event) => select(run.id, event.currentTarget),
+            onclick: () => choose(run.id),
+            onkeydown: (event) => {
+              if (event.key === "Enter") choose(run.id);
+            },
           },
           cells: [
             { value: run.id, class: "mono" }, run.kind, { value: run.folder, class: "mono" },
@@ -69,12 +74,20 @@ export function runsView(section) {
         })),
       }),
     );
-    // Start on the newest processing run: it is the one that excludes and quarantines.
+    // Without a run in the address, the newest processing run: it excludes and quarantines.
     const first = runs.find((run) => run.kind === "process") || runs[0];
-    select(first.id, list.querySelector(`tbody tr:nth-child(${runs.indexOf(first) + 1})`));
+    select(runs.some((run) => run.id === chosen) ? chosen : first.id);
   }
 
-  async function select(id, row) {
+  function choose(id) {
+    chosen = id;
+    context.changed();
+    select(id);
+  }
+
+  async function select(id) {
+    const row = [...list.querySelectorAll("#runs-table tbody tr")].find((tr) => tr.dataset.run === id);
+    if (!row) return;
     selectRow(row);
     const mine = ++request;
     fill(detail, loading());
@@ -154,9 +167,14 @@ export function runsView(section) {
   }
 
   return {
-    show() {
-      if (!loaded) load();
+    show(params) {
+      if (params) {
+        chosen = params.get("run") || "";
+        if (loaded && chosen) select(chosen);
+      }
+      if (!loaded) loaded = load();
     },
     hide() {},
+    params: () => new URLSearchParams(chosen ? { run: chosen } : {}),
   };
 }

@@ -1,10 +1,15 @@
-// Search view: count the documents and tokens a predicate selects, and show a few samples.
+// Search view: count the documents and tokens a predicate selects, and page through them
+// (text excerpts, thumbnails of images), a page exported as CSV or JSON. The predicate, the
+// datasets and the page are kept in the address (#search?where=...&datasets=...&page=2).
 
-import { api } from "./api.js";
-import { fill, h, showError, table } from "./dom.js";
+import { api, apiBlob } from "./api.js";
+import { download, exportButtons, fill, h, showError, table } from "./dom.js";
 import { fmtInt, fmtShare } from "./format.js";
+import { thumbnails } from "./images.js";
+import { listParam, paramsOf } from "./state.js";
 
-const SAMPLES = 5;
+const PAGE = 10; // documents per page
+const THUMBNAIL = 96; // pixels
 
 /** The first few lines of a text, for a sample's excerpt. */
 function excerpt(text, lines = 3, chars = 360) {
@@ -26,12 +31,16 @@ export function searchView(section, context) {
   const documents = section.querySelector("#search-documents");
   const tokens = section.querySelector("#search-tokens");
   const perDataset = section.querySelector('[data-role="per-dataset"]');
-  const samplesTitle = section.querySelector('[data-role="samples-title"]');
+  const samplesHead = section.querySelector('[data-role="samples-head"]');
   const samples = section.querySelector("#search-samples");
-  let pickerFilled = false;
+  const images = thumbnails();
+  let pickerReady = null; // the picker's request, once asked
+  let asked = null; // the search shown: {where, datasets}
+  let page = 1;
+  let answer = null; // the page shown
+  let request = 0;
 
   async function fillPicker() {
-    pickerFilled = true; // set before awaiting so a second show() does not fill it twice
     try {
       const datasets = await context.datasets();
       picker.append(
@@ -42,44 +51,58 @@ export function searchView(section, context) {
         ),
       );
     } catch (failure) {
-      pickerFilled = false;
+      pickerReady = null;
       showError(error, failure.message);
     }
   }
 
-  function chosen() {
+  function ticked() {
     return [...picker.querySelectorAll("input:checked")].map((input) => input.value);
+  }
+
+  function tick(refs) {
+    for (const input of picker.querySelectorAll("input")) input.checked = refs.includes(input.value);
   }
 
   function clear() {
     result.hidden = true;
     fill(perDataset);
-    samplesTitle.hidden = true;
+    samplesHead.hidden = true;
+    images.clear();
     fill(samples);
   }
 
-  async function run() {
-    const params = { where: where.value.trim(), datasets: chosen() };
+  /** Count the form's search and show its first page. */
+  function submit() {
+    asked = { where: where.value.trim(), datasets: ticked() };
+    page = 1;
+    context.changed();
+    run(true);
+  }
+
+  async function run(count) {
+    const mine = ++request;
+    const params = { where: asked.where, datasets: asked.datasets };
     button.disabled = true;
     showError(error, "");
     // Both requests start together; the counts show as soon as they come.
-    const sampleRequest = api("samples", { ...params, k: SAMPLES });
-    sampleRequest.catch(() => {});
+    const pageRequest = api("samples", { ...params, k: PAGE, offset: (page - 1) * PAGE });
+    pageRequest.catch(() => {});
     try {
-      renderCount(await api("count", params));
+      if (count) {
+        const counted = await api("count", params);
+        if (mine !== request) return;
+        renderCount(counted);
+      }
+      const found = await pageRequest;
+      if (mine !== request) return;
+      renderPage(found);
     } catch (failure) {
+      if (mine !== request) return;
       clear();
       showError(error, failure.message);
-      button.disabled = false;
-      return;
-    }
-    try {
-      renderSamples((await sampleRequest).samples || []);
-    } catch (failure) {
-      fill(samples);
-      showError(error, `Samples: ${failure.message}`);
     } finally {
-      button.disabled = false;
+      if (mine === request) button.disabled = false;
     }
   }
 
@@ -121,9 +144,46 @@ export function searchView(section, context) {
     );
   }
 
-  function renderSamples(list) {
-    samplesTitle.hidden = false;
-    samplesTitle.textContent = list.length ? `Samples (${list.length})` : "Samples";
+  function go(to) {
+    page = to;
+    context.changed();
+    run(false);
+  }
+
+  async function save(format) {
+    const params = { where: asked.where, datasets: asked.datasets, k: PAGE, offset: answer.offset };
+    const name = `samples-${answer.offset + 1}-${answer.offset + answer.samples.length}`;
+    try {
+      const blob = format === "csv"
+        ? await apiBlob("samples", { ...params, format: "csv" })
+        : new Blob([JSON.stringify(answer, null, 2)], { type: "application/json" });
+      download(`${name}.${format}`, blob);
+    } catch (failure) {
+      showError(error, `Export: ${failure.message}`);
+    }
+  }
+
+  function renderPage(found) {
+    answer = found;
+    const list = found.samples || [];
+    const pages = Math.max(1, Math.ceil(found.total / PAGE));
+    const first = found.offset + 1;
+    samplesHead.hidden = false;
+    fill(samplesHead,
+      h("h2", { id: "samples-title" }, "Samples"),
+      h("nav", { class: "pager", "aria-label": "Pages of samples" },
+        h("button", { type: "button", class: "secondary", id: "samples-previous",
+          disabled: page <= 1, onclick: () => go(page - 1) }, "← Previous"),
+        h("span", { id: "samples-range", "aria-live": "polite" },
+          list.length
+            ? `${fmtInt(first)}–${fmtInt(found.offset + list.length)} of ${fmtInt(found.total)}`
+            : `none of ${fmtInt(found.total)}`,
+          ` · page ${fmtInt(page)} of ${fmtInt(pages)}`),
+        h("button", { type: "button", class: "secondary", id: "samples-next",
+          disabled: page >= pages, onclick: () => go(page + 1) }, "Next →")),
+      list.length ? exportButtons("Export this page", save) : null,
+    );
+    images.clear();
     if (!list.length) {
       fill(samples, h("li", { class: "empty" }, "No document matches."));
       return;
@@ -131,7 +191,7 @@ export function searchView(section, context) {
     fill(samples,
       ...list.map((sample) =>
         h("li", {
-          class: "sample",
+          class: sample.thumbnail ? "sample with-image" : "sample",
           tabindex: 0,
           "data-dataset": sample.dataset,
           "data-shard": sample.shard,
@@ -142,22 +202,36 @@ export function searchView(section, context) {
             if (event.key === "Enter") event.currentTarget.click();
           },
         },
-        h("div", { class: "where mono" }, `${sample.dataset} · ${sample.shard}#${sample.index}`),
-        h("pre", { class: "excerpt" }, excerpt(sample.text))),
+        sample.thumbnail ? images.image(sample.thumbnail, THUMBNAIL, sample.text || "") : null,
+        h("div", { class: "sample-body" },
+          h("div", { class: "where mono" }, `${sample.dataset} · ${sample.shard}#${sample.index}`),
+          h("pre", { class: "excerpt" }, excerpt(sample.text)))),
       ),
     );
   }
 
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    run();
+    submit();
   });
 
   return {
-    show() {
-      if (!pickerFilled) fillPicker();
-      where.focus();
+    async show(params) {
+      if (!pickerReady) pickerReady = fillPicker();
+      if (params && (params.has("where") || params.has("datasets"))) {
+        asked = { where: params.get("where") || "", datasets: listParam(params, "datasets") };
+        page = Math.max(1, Number.parseInt(params.get("page"), 10) || 1);
+        where.value = asked.where;
+        await pickerReady;
+        tick(asked.datasets);
+        run(true);
+      } else if (params) {
+        where.focus();
+      }
     },
     hide() {},
+    params: () => asked
+      ? paramsOf({ where: asked.where || "TRUE", datasets: asked.datasets, page: page > 1 ? page : null })
+      : new URLSearchParams(),
   };
 }
