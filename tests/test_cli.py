@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
-
-TESTS = Path(__file__).resolve().parent
+from conftest import child_env
 
 
 def mixplane(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = os.environ | {"PYTHONPATH": str(TESTS), "COLUMNS": "120"}
+    env = child_env(COLUMNS="120")
     return subprocess.run(
         [sys.executable, "-m", "mixplane", *args],
         capture_output=True,

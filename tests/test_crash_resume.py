@@ -10,10 +10,8 @@ import time
 from pathlib import Path
 
 import yaml
-from conftest import make_records, write_jsonl
+from conftest import child_env, make_records, write_jsonl
 from test_pipeline import part_hashes
-
-TESTS = Path(__file__).resolve().parent
 
 
 def pipeline_yaml(raw: Path, out: Path, path: Path) -> Path:
@@ -28,7 +26,7 @@ def pipeline_yaml(raw: Path, out: Path, path: Path) -> Path:
 
 
 def run_cli(config: Path) -> subprocess.Popen:
-    env = os.environ | {"PYTHONPATH": str(TESTS)}
+    env = child_env()
     command = [sys.executable, "-m", "mixplane", "process", str(config), "--json"]
     return subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True

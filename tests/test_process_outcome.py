@@ -75,8 +75,11 @@ def test_cli_exits_non_zero_with_one_line_and_still_reports(tmp_path: Path):
     done = mixplane("process", "-i", str(raw), "-o", str(tmp_path / "o"), "--json")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert json.loads(done.stdout)["stats"]["quarantined"] == 25
-    error = " ".join(done.stderr[done.stderr.index("error:") :].split())  # terminal wraps it
+    # One line, however long, when stderr is a pipe (Rich would wrap it at 80 columns).
+    error = done.stderr.rstrip("\n").splitlines()[-1]
+    assert error.startswith("error: ") and len(error) > 200
     assert "a.jsonl: 25 of 25 records quarantined" in error and "set text_key" in error
+    assert error.endswith("(CLI: --allow-mostly-quarantined)")
     allowed = mixplane(
         "process", "-i", str(raw), "-o", str(tmp_path / "o"), "--allow-mostly-quarantined"
     )

@@ -38,8 +38,18 @@ def _results_console() -> Console:
     return results
 
 
+def _status_console() -> Console:
+    """The stderr console. In a terminal long messages wrap at words; into a file or a pipe
+    a message stays on its line (Rich would cut it at 80 columns), so a one-line error is
+    one line for `grep` and logs."""
+    messages = Console(stderr=True)
+    if not messages.is_terminal:
+        messages.soft_wrap = True
+    return messages
+
+
 console = _results_console()
-status = Console(stderr=True)
+status = _status_console()
 
 
 @app.callback()

@@ -27,7 +27,7 @@ AT_LEAST = 10
 
 _HINTS = (
     ("record has no text field", "set text_key on the input to the field holding the text"),
-    ("text field", "set text_key on the input to the field holding the text"),
+    ("text field", "set text_key on the input to a field whose records hold text"),
     ("invalid JSON", "check that the file is JSON Lines, or set format on the input"),
     ("JSON value is", "check that the file holds one JSON object per line"),
     ("invalid UTF-8", "convert the file to UTF-8"),
