@@ -6,15 +6,18 @@ import hashlib
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import make_records, write_jsonl
 
 from mixplane import Pipeline, PipelineConfig, run_pipeline
-from mixplane.errors import ConfigError
+from mixplane.errors import ConfigError, InputError
 from mixplane.io.urls import open_url
 from mixplane.manifest import read_json
+from mixplane.process.config import InputConfig
+from mixplane.tokenize.inputs import find_input_files
 
 
 def part_hashes(folder: Path) -> dict[str, str]:
@@ -164,6 +167,46 @@ def test_faulty_inputs_are_quarantined_with_locations(tmp_path: Path):
     assert any(loc.startswith(f"{raw}/cut.jsonl.zst:") for loc in locations)
     assert stats["quarantined_by"]["read"]["invalid JSON"] == 1
     assert stats["quarantined_by"]["read"]["invalid UTF-8"] == 1
+
+
+def test_broken_parquet_inputs_are_quarantined_and_the_rest_processed(tmp_path: Path):
+    """An empty, truncated or non-Parquet `.parquet` file is one quarantined record (as a
+    truncated `.gz` is), a row group pyarrow cannot decode another; planning goes on."""
+    raw = tmp_path / "raw" / "forum"
+    raw.mkdir(parents=True)
+    table = pa.table({"id": [f"g{i}" for i in range(30)], "text": [f"post {i}" for i in range(30)]})
+    pq.write_table(table, raw / "good.parquet", row_group_size=10, compression="none")
+    whole = (raw / "good.parquet").read_bytes()
+    (raw / "empty.parquet").write_bytes(b"")
+    (raw / "truncated.parquet").write_bytes(whole[: len(whole) // 2])
+    (raw / "notes.parquet").write_bytes(b'{"text": "JSON Lines under the wrong name"}\n')
+    page = whole.index(b"post 10")  # the second row group's first value
+    damaged = bytearray(whole)
+    damaged[page - 60 : page + 60] = bytes(120)
+    (raw / "damaged.parquet").write_bytes(bytes(damaged))
+    result = run_pipeline({"input": str(raw), "output": str(tmp_path / "o")})
+    stats = result.stats
+    assert (stats["kept"], stats["quarantined"]) == (30 + 20, 4)
+    rows = {r["location"]: r for r in pq.read_table(tmp_path / "o" / "_quarantine").to_pylist()}
+    assert set(rows) == {
+        f"{raw}/empty.parquet",
+        f"{raw}/truncated.parquet",
+        f"{raw}/notes.parquet",
+        f"{raw}/damaged.parquet#row group 1 (rows 10-19)",
+    }
+    assert rows[f"{raw}/empty.parquet"]["error"].startswith("unreadable Parquet file: ")
+    assert rows[f"{raw}/notes.parquet"]["raw"] == b'{"text": "JSON Lines under the wrong name"}\n'
+    assert rows[f"{raw}/damaged.parquet#row group 1 (rows 10-19)"]["error"].startswith(
+        "unreadable Parquet row group of 10 rows: "
+    )
+    assert all("\n" not in row["error"] for row in rows.values())
+    assert stats["quarantined_by"]["read"] == {
+        "unreadable Parquet file": 3,
+        "unreadable Parquet row group": 1,
+    }
+    # Tokenizing reads such a folder whole: it refuses with one line naming the file.
+    with pytest.raises(InputError, match=f"^{raw}/empty.parquet: unreadable Parquet file: "):
+        find_input_files([InputConfig(path=str(raw))], {})
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ _HINTS = (
     ("JSON value is", "check that the file holds one JSON object per line"),
     ("invalid UTF-8", "convert the file to UTF-8"),
     ("record exceeds max_record_bytes", "raise max_record_bytes if such records are wanted"),
+    ("unreadable Parquet", "check that the files are whole Parquet files, or set format"),
 )
 
 

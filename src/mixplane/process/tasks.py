@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from mixplane.errors import InputError
-from mixplane.io.readers import Shard, detect_format
+from mixplane.io.readers import Shard, detect_format, parquet
 from mixplane.io.readers.imagefolder import folder_images
 from mixplane.io.readers.parquet import row_group_sizes
 from mixplane.io.readers.pipes import is_pipe
@@ -24,7 +24,9 @@ class InputFile:
     """One file found by expanding an input pattern (for `image_folder`, one folder).
 
     `row_groups` holds the byte sizes of the pieces a task may take a range of: Parquet row
-    groups, or the images of an image folder.
+    groups, or the images of an image folder. `unreadable` says why a file cannot be read
+    at all (a `.parquet` file that is empty, truncated or not Parquet); processing
+    quarantines such a file as one record.
     """
 
     url: str
@@ -33,6 +35,7 @@ class InputFile:
     size: int
     input_index: int
     row_groups: tuple[int, ...] = field(default=())
+    unreadable: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +73,19 @@ def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputF
         else:
             fs, path = url_filesystem(url, storage_options)
             size = fs.size(path)
-            groups = tuple(row_group_sizes(url, storage_options)) if fmt == "parquet" else ()
-            files.append(InputFile(url, name, fmt, size, index, groups))
+            groups, problem = _row_groups(url, storage_options) if fmt == "parquet" else ((), "")
+            files.append(InputFile(url, name, fmt, size, index, groups, problem))
     return files
+
+
+def _row_groups(url: str, storage_options: dict) -> tuple[tuple[int, ...], str]:
+    """A Parquet file's row group sizes, or why it cannot be opened (then it is one task)."""
+    try:
+        return tuple(row_group_sizes(url, storage_options)), ""
+    except Exception as error:
+        if not parquet.unreadable(error):
+            raise
+        return (), f"{parquet.UNREADABLE_FILE}: {parquet.one_line(error)}"
 
 
 def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
