@@ -15,7 +15,13 @@ from mixplane.io.readers import Shard, detect_format, parquet
 from mixplane.io.readers.imagefolder import folder_images
 from mixplane.io.readers.parquet import row_group_sizes
 from mixplane.io.readers.pipes import is_pipe
-from mixplane.io.urls import compression_of, expand_braces, expand_inputs, url_filesystem
+from mixplane.io.urls import (
+    compression_of,
+    expand_braces,
+    expand_inputs,
+    is_http,
+    url_filesystem,
+)
 from mixplane.process.config import InputConfig
 
 
@@ -83,9 +89,15 @@ def _row_groups(url: str, storage_options: dict) -> tuple[tuple[int, ...], str]:
     try:
         return tuple(row_group_sizes(url, storage_options)), ""
     except Exception as error:
-        if not parquet.unreadable(error):
-            raise
-        return (), f"{parquet.UNREADABLE_FILE}: {parquet.one_line(error)}"
+        if parquet.unreadable(error):
+            return (), f"{parquet.UNREADABLE_FILE}: {parquet.one_line(error)}"
+        if is_http(url) and "range requests" in str(error):  # fsspec's words for it
+            raise InputError(
+                f"{url}: the server does not answer range requests, which reading Parquet "
+                "needs (its footer is at the end); download the file first, or serve it "
+                "from a server that does"
+            ) from None
+        raise
 
 
 def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
@@ -174,9 +186,10 @@ def _relative(url: str, root: str) -> str:
 
 
 def plan_tasks(files: list[InputFile], task_bytes: int) -> list[Task]:
-    """Cut files into tasks of about `task_bytes`: uncompressed JSON Lines by byte range,
-    Parquet by row groups, image folders by runs of images, everything else whole (a tar
-    shard is one task: its samples can only be found by reading it from the start).
+    """Cut files into tasks of about `task_bytes`: uncompressed JSON Lines by byte range
+    (except over HTTP(S), read by one streamed GET), Parquet by row groups, image folders
+    by runs of images, everything else whole (a tar shard is one task: its samples can only
+    be found by reading it from the start).
 
     Example:
         >>> f = InputFile("a.jsonl", "a.jsonl", "jsonl", 250, 0)
@@ -192,7 +205,12 @@ def plan_tasks(files: list[InputFile], task_bytes: int) -> list[Task]:
 
 
 def _pieces(file: InputFile, task_bytes: int) -> list[tuple[int, int | None, int]]:
-    if file.format == "jsonl" and compression_of(file.url) is None and file.size > task_bytes:
+    if (
+        file.format == "jsonl"
+        and compression_of(file.url) is None
+        and file.size > task_bytes
+        and not is_http(file.url)  # one streamed GET: a server need not answer ranges
+    ):
         return [
             (start, min(start + task_bytes, file.size), min(task_bytes, file.size - start))
             for start in range(0, file.size, task_bytes)
