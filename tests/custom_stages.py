@@ -36,6 +36,20 @@ class Fragile(Stage):
         return doc
 
 
+class BuggyUntilFixed(Stage):
+    """Fails on documents whose id ends with `suffix` while the file `bug` exists: a stage
+    whose code is fixed between two runs of the same config (the test removes the file)."""
+
+    name = "buggy"
+    bug: str
+    suffix: str = "3"
+
+    def apply(self, doc: Document) -> Document:
+        if doc.id.endswith(self.suffix) and os.path.exists(self.bug):
+            return doc.metadata["missing"]  # a KeyError, as a real bug would raise
+        return doc
+
+
 class Slow(Stage):
     """Sleeps per document, so a run can be killed in the middle."""
 

@@ -37,6 +37,7 @@ def stages_config(raw: Path, out: Path, **extra) -> dict:
             {"custom_stages:Fragile": {"digit": "7"}},
             {"custom_stages.keep_short": {"max_chars": 100}},
         ],
+        "max_stage_errors": 100,
         **extra,
     }
 
@@ -44,24 +45,24 @@ def stages_config(raw: Path, out: Path, **extra) -> dict:
 def test_stats_balance_and_every_record_has_a_place(small_corpus: Path, tmp_path: Path):
     result = run_pipeline(stages_config(small_corpus, tmp_path / "out"))
     stats = result.stats
-    assert stats["documents_in"] == 290
-    assert stats["documents_in"] == stats["kept"] + stats["excluded"] + stats["quarantined"]
+    assert stats["documents_in"] == 290 and stats["quarantined"] == 0
+    assert stats["documents_in"] == stats["kept"] + stats["excluded"] + stats["errored"]
     out = tmp_path / "out"
     kept = sum(pq.read_metadata(p).num_rows for p in out.glob("part-*.parquet"))
     excluded = pq.read_table(out / "_excluded").to_pylist()
-    quarantined = pq.read_table(out / "_quarantine").to_pylist()
-    assert (kept, len(excluded), len(quarantined)) == (
+    errored = pq.read_table(out / "_errors").to_pylist()
+    assert (kept, len(excluded), len(errored)) == (
         stats["kept"],
         stats["excluded"],
-        stats["quarantined"],
+        stats["errored"],
     )
     assert {e["reason"] for e in excluded} == {"banned_word", "rejected"}
     assert stats["excluded_by"]["shout"]["banned_word"] == sum(
         e["reason"] == "banned_word" for e in excluded
     )
-    assert all(q["stage"] == "fragile" for q in quarantined)
-    assert all(q["error"].startswith("ValueError: cannot handle") for q in quarantined)
-    assert all(q["id"].endswith("7") for q in quarantined)
+    assert all(e["stage"] == "fragile" for e in errored)
+    assert all(e["error"].startswith("ValueError: cannot handle") for e in errored)
+    assert all(e["id"].endswith("7") for e in errored)
     saved = read_json(str(out / "_stats.json"))
     assert saved["kept"] == stats["kept"]
 
@@ -122,14 +123,21 @@ def test_custom_stage_from_yaml_by_import_path(small_corpus: Path, tmp_path: Pat
     assert all(row["shouted"] for row in rows)
 
 
-def test_rerun_skips_completed_tasks(small_corpus: Path, tmp_path: Path):
+def test_rerun_skips_completed_tasks_and_redoes_those_with_stage_errors(
+    small_corpus: Path, tmp_path: Path
+):
     config = stages_config(small_corpus, tmp_path / "out")
+    config["stages"][1] = {"custom_stages:Fragile": {"digit": "-17"}}  # wa-17, wb-17, cc-17
     first = run_pipeline(config)
     markers = {p: p.stat().st_mtime_ns for p in (tmp_path / "out" / "_tasks").iterdir()}
+    failed = {f"task-{t['task']:05d}.json" for t in first.tasks if t["stats"]["errored"]}
+    assert len(failed) == first.stats["errored"] == 3 and first.stats["tasks"] > 6
     second = run_pipeline(config)
-    assert second.skipped_tasks == first.stats["tasks"]
-    assert second.stats["kept"] == first.stats["kept"]
-    assert {p: p.stat().st_mtime_ns for p in markers} == markers
+    assert second.skipped_tasks == first.stats["tasks"] - len(failed)
+    counts = ("documents_in", "kept", "excluded", "errored", "errored_by", "error_examples")
+    assert {k: second.stats[k] for k in counts} == {k: first.stats[k] for k in counts}
+    redone = {p.name for p, mtime in markers.items() if p.stat().st_mtime_ns != mtime}
+    assert redone == failed
 
 
 def test_jsonl_output(small_corpus: Path, tmp_path: Path):

@@ -99,13 +99,14 @@ EXTRA_OF_MODULE = {
 
 
 def run_app(application: typer.Typer) -> int:
-    """Run the CLI; user mistakes become one red line and exit code 2, never a traceback."""
+    """Run the CLI; user mistakes become one red line and exit code 2 (stage errors, whose
+    tracebacks are in the output's `_errors/`: 1), never a traceback."""
     try:
         # Without standalone mode click returns the code of `typer.Exit` instead of exiting.
         code = application(standalone_mode=False)
     except MixplaneError as error:
         status.print(f"[bold red]error:[/] {error}", highlight=False)
-        return 2
+        return error.exit_code
     except ModuleNotFoundError as error:
         extra = EXTRA_OF_MODULE.get((error.name or "").split(".")[0])
         if extra is None:
