@@ -19,6 +19,7 @@ def pipeline_yaml(raw: Path, out: Path, path: Path) -> Path:
         "input": str(raw / "*.jsonl"),
         "output": str(out),
         "workers": 2,
+        "task_size_mb": 0.01,  # a task per file (8 kB): no two fit together
         "stages": [{"custom_stages:Slow": {"seconds": 0.004}}, "custom_stages:Shout"],
     }
     path.write_text(yaml.safe_dump(config))

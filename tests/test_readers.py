@@ -232,7 +232,8 @@ def test_hugging_face_dataset_saved_to_disk(tmp_path: Path):
     docs = [
         d
         for t in plan_tasks(files, 1 << 30)
-        for d in reader_for(t.shard.format)(t.shard, ReadOptions(), ReadStats())
+        for s in t.shards
+        for d in reader_for(s.format)(s, ReadOptions(), ReadStats())
     ]
     assert sorted(d.text for d in docs) == ["a", "b", "c", "d"]
     assert {d.source for d in docs} == {"imdb"}

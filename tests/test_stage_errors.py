@@ -20,8 +20,8 @@ from mixplane.manifest import read_json
 
 
 def corpus(root: Path) -> Path:
-    """Four files of ten records (four tasks); ids ending in 3 are `d0-3`, `d1-3`... one
-    per file, a tenth of the records: under the 90% that fails a run as a setup mistake."""
+    """Four files of ten records; ids ending in 3 are `d0-3`, `d1-3`... one per file, a
+    tenth of the records: under the 90% that fails a run as a setup mistake."""
     raw = root / "raw" / "web"
     for i in range(4):
         write_jsonl(raw / f"f{i}.jsonl", make_records(10, f"d{i}"))
@@ -77,7 +77,8 @@ def test_a_stage_error_fails_the_run_and_every_record_is_accounted_for(tmp_path:
 def test_fixing_the_stage_and_running_again_redoes_only_the_tasks_with_errors(tmp_path: Path):
     raw, out = corpus(tmp_path), tmp_path / "out"
     stage = buggy(tmp_path, suffix="d1-3")
-    config = {"input": str(raw), "output": str(out), "stages": [stage]}
+    # A task per file: each file (1.2 kB) is within 0.002 MB, and no two together.
+    config = {"input": str(raw), "output": str(out), "stages": [stage], "task_size_mb": 0.002}
     with pytest.raises(StageErrorsError, match="^1 records hit errors"):
         run_pipeline(config)
     markers = {p.name: p.stat().st_mtime_ns for p in (out / "_tasks").iterdir()}

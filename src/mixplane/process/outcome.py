@@ -67,15 +67,16 @@ class _Tally:
 def mostly_quarantined(
     config: PipelineConfig, tasks: list[Task], results: list[dict[str, Any]]
 ) -> str | None:
-    """A one-line error for the first input file, or input taken as a whole (many small
-    files add up), whose records were nearly all quarantined for one reason; else None."""
+    """A one-line error for the first input file (counting the records that could not be
+    read), or input taken as a whole (many small files add up; every stage counts), whose
+    records were nearly all quarantined for one reason; else None."""
     by_task = {task.index: task for task in tasks}
     files: dict[str, _Tally] = {}
     inputs: dict[int, _Tally] = defaultdict(lambda: _Tally(""))
     for result in sorted(results, key=lambda r: r["task"]):
         task = by_task[result["task"]]
-        url = task.shard.url
-        files.setdefault(url, _Tally(url)).add(result["stats"])
+        for url, read in result["stats"]["files"].items():
+            files.setdefault(url, _Tally(url)).add(read)
         tally = inputs[task.input_index]
         tally.name = tally.name or _input_name(config, task.input_index)
         tally.add(result["stats"])

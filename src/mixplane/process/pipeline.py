@@ -115,7 +115,7 @@ class Pipeline:
             orjson.dumps(stats, option=orjson.OPT_INDENT_2),
             options,
         )
-        urls = sorted({task.shard.url for task in tasks})
+        urls = sorted({shard.url for task in tasks for shard in task.shards})
         # Side by side: on object storage each fingerprint is a round trip.
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(urls)))) as pool:
             fingerprints = list(pool.map(lambda url: file_fingerprint(url, options), urls))

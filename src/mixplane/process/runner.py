@@ -20,7 +20,12 @@ from mixplane.process.apply import apply_stage
 from mixplane.process.config import PipelineConfig
 from mixplane.process.sinks import Sinks, remove_outputs
 from mixplane.process.stage import Stage
-from mixplane.process.stats import check_balance, count_quarantined, new_task_stats
+from mixplane.process.stats import (
+    check_balance,
+    count_quarantined,
+    new_file_stats,
+    new_task_stats,
+)
 from mixplane.process.tasks import Task
 
 BATCH = 512
@@ -45,14 +50,27 @@ def load_stages(config: PipelineConfig) -> list[Stage]:
     return _stage_cache[key]
 
 
-def read_marker(url: str, config: PipelineConfig) -> dict[str, Any] | None:
-    """The marker at `url` if it was written under the same config (a task marker that
-    records stage errors does not make its task complete: see `stage_errors`)."""
+def read_marker(
+    url: str, config: PipelineConfig, task: Task | None = None
+) -> dict[str, Any] | None:
+    """The marker at `url` if it was written under the same config and, for a task's
+    marker, for the same shards (the inputs may have changed since: a file added before
+    others shifts the tasks after it). A task marker that records stage errors does not
+    make its task complete: see `stage_errors`."""
     fs, path = url_filesystem(url, config.storage_options)
     if not fs.exists(path):
         return None
     done = read_json(url, config.storage_options)
-    return done if done.get("config_hash") == config.outputs_hash() else None
+    if done.get("config_hash") != config.outputs_hash():
+        return None
+    if task is not None and done.get("shards") != shard_entries(task):
+        return None
+    return done
+
+
+def shard_entries(task: Task) -> list[dict[str, Any]]:
+    """How a marker records the shards its task read."""
+    return [{"url": s.url, "start": s.start, "end": s.end} for s in task.shards]
 
 
 def stage_errors(marker: dict[str, Any]) -> int:
@@ -72,7 +90,7 @@ def write_marker(
     """Write a task's completion marker (after all its files) and return what it holds."""
     result = {
         "task": task.index,
-        "shard": {"url": task.shard.url, "start": task.shard.start, "end": task.shard.end},
+        "shards": shard_entries(task),
         "config_hash": config.outputs_hash(),
         "stats": stats,
         "outputs": outputs,
@@ -85,15 +103,14 @@ def write_marker(
 def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
     """Run one task unless it is already complete; return its marker (stats and outputs)."""
     marker = marker_url(config.output, task.index)
-    earlier = read_marker(marker, config)
+    earlier = read_marker(marker, config, task)
     if earlier is not None and not stage_errors(earlier):
         return earlier | {"skipped": True}
     stages = load_stages(config)
-    read_options = input_read_options(config, task.input_index)
     read_stats = ReadStats()
     stats = new_task_stats()
     sinks = Sinks(config, task.index)
-    records = reader_for(task.shard.format)(task.shard, read_options, read_stats)
+    records = read_task(task, config, read_stats, stats["files"])
     for batch in read_batches(records, stats, sinks):
         for stage in stages:
             batch = apply_stage(stage, batch, stats, sinks)
@@ -106,6 +123,21 @@ def run_task(task: Task, config: PipelineConfig) -> dict[str, Any]:
         remove_outputs(config, earlier["outputs"], outputs)
     result = write_marker(marker, task, config, stats, outputs)
     return result | {"skipped": False}
+
+
+def read_task(
+    task: Task, config: PipelineConfig, read_stats: ReadStats, files: dict[str, Any]
+) -> Iterator:
+    """The records of the task's shards, one file after the other; `files` gets, per file,
+    the records read and those quarantined because they could not be read."""
+    options = input_read_options(config, task.input_index)
+    for shard in task.shards:
+        tally = files.setdefault(shard.url, new_file_stats())
+        for record in reader_for(shard.format)(shard, options, read_stats):
+            tally["documents_in"] += 1
+            if isinstance(record, Quarantined):
+                count_quarantined(tally, "read", record.stat_reason(), record.error)
+            yield record
 
 
 def input_read_options(config: PipelineConfig, index: int) -> ReadOptions:

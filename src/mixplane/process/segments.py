@@ -34,11 +34,11 @@ from mixplane.process.global_stage import GlobalStage, MergeRun, Segment, WorkAr
 from mixplane.process.runner import (
     BATCH,
     BATCH_CHARS,
-    input_read_options,
     load_stages,
     marker_url,
     read_batches,
     read_marker,
+    read_task,
     stage_errors,
     write_marker,
 )
@@ -85,7 +85,7 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
     marker = _segment_marker(config, segment, task.index)
     # Stage errors were looked at before the run began (see `run_segments`): a marker
     # here, errors or not, is part of the run being resumed.
-    done = read_marker(marker, config)
+    done = read_marker(marker, config, task)
     if done is not None:
         return done | {"skipped": True}
     stages = load_stages(config)
@@ -148,19 +148,18 @@ def _batches(
     """The documents a segment starts from: the task's input (the first segment also counts
     and quarantines unreadable records), or an earlier segment's saved documents."""
     config, segment = job.config, job.segment
-    if segment.source >= 0:
+    if segment.source < 0:
+        records = read_task(task, config, read_stats, stats["files"])
+        if segment.index == 0:
+            yield from read_batches(records, stats, sinks)
+            return
+    else:
         url = join_url(segment_folder(config, segment.source), f"part-{task.index:05d}.parquet")
         shard = Shard(url, os.path.basename(url), "parquet")
         # Documents an earlier segment kept were admitted already (a stage may have made one
         # longer): no size limit, since a record quarantined here would be lost.
         options = ReadOptions("text", "id", None, config.storage_options, 1 << 62)
-    else:
-        shard = task.shard
-        options = input_read_options(config, task.input_index)
-    records = reader_for(shard.format)(shard, options, read_stats)
-    if segment.index == 0:
-        yield from read_batches(records, stats, sinks)
-        return
+        records = reader_for(shard.format)(shard, options, read_stats)
     batch: list[Document] = []
     chars = 0
     for record in records:
@@ -197,8 +196,8 @@ def chain_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
         (1, 4)
     """
     merged = new_task_stats()
-    for key in ("documents_in", "bytes_in", "skipped_blank"):
-        merged[key] = parts[0].get(key, 0)
+    for key in ("documents_in", "bytes_in", "skipped_blank", "files"):
+        merged[key] = parts[0].get(key, merged[key])
     for key in ("kept", "text_bytes_out"):
         merged[key] = parts[-1][key]
     for part in parts:
@@ -242,7 +241,7 @@ def run_segments(
     `on_done` is called as each task of each segment completes.
     """
     final = segments[-1]
-    finished = [read_marker(marker_url(config.output, t.index), config) for t in tasks]
+    finished = [read_marker(marker_url(config.output, t.index), config, t) for t in tasks]
     if any(done is not None and stage_errors(done) for done in finished):
         # A fixed stage may keep documents it errored on: every global stage must see them.
         _start_over(config, tasks)
@@ -300,7 +299,7 @@ def _start_over(config: PipelineConfig, tasks: list[Task]) -> None:
     remove_work(config)
     for task in tasks:
         url = marker_url(config.output, task.index)
-        earlier = read_marker(url, config)
+        earlier = read_marker(url, config, task)
         if earlier is not None:
             remove_outputs(config, earlier["outputs"])
             fs, path = url_filesystem(url, config.storage_options)

@@ -41,7 +41,13 @@ def new_task_stats() -> dict[str, Any]:
         "errored_by": {},
         "error_examples": {},
         "seconds": {},
+        "files": {},  # per input file: records read and quarantined reading it
     }
+
+
+def new_file_stats() -> dict[str, Any]:
+    """What a task records of each file it read (a task may read several)."""
+    return {"documents_in": 0, "quarantined": 0, "quarantined_by": {}, "quarantine_examples": {}}
 
 
 def count(table: dict[str, dict[str, int]], stage: str, reason: str, n: int = 1) -> None:

@@ -46,12 +46,30 @@ class InputFile:
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """A unit of work: one shard of one input file. Its index names its outputs."""
+    """A unit of work: a shard of one input file, or several small files of one input read
+    in turn. Its index names its outputs."""
 
     index: int
     input_index: int
-    shard: Shard
+    shards: tuple[Shard, ...]
     size: int
+
+    @property
+    def shard(self) -> Shard:
+        """The task's one shard (a task of several files has no single one)."""
+        if len(self.shards) != 1:
+            raise ValueError(f"task {self.index} reads {len(self.shards)} files; see shards")
+        return self.shards[0]
+
+
+# Small files are grouped into tasks of at most this many files and bytes (or task_size_mb,
+# when smaller): enough work per task that its fixed costs (a part file and a marker each,
+# a request per file on object storage) stay small, and still many tasks for the workers.
+GROUP_FILES = 256
+GROUP_BYTES = 64 << 20
+# Formats whose small files are grouped. A WebDataset tar is a shard already (its output
+# image shard keeps its place), and an image folder is split by its own images.
+GROUPED_FORMATS = frozenset({"jsonl", "parquet", "text", "html", "warc", "hf_disk"})
 
 
 def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputFile]:
@@ -189,19 +207,55 @@ def plan_tasks(files: list[InputFile], task_bytes: int) -> list[Task]:
     """Cut files into tasks of about `task_bytes`: uncompressed JSON Lines by byte range
     (except over HTTP(S), read by one streamed GET), Parquet by row groups, image folders
     by runs of images, everything else whole (a tar shard is one task: its samples can only
-    be found by reading it from the start).
+    be found by reading it from the start). Small document files of one input (JSON Lines,
+    Parquet, text, HTML, WARC, saved datasets) follow each other, in order, in tasks of up
+    to `GROUP_FILES` files and `GROUP_BYTES` (or `task_bytes`, if smaller); a command's
+    output (`pipe:`), of unknown size, is alone.
 
     Example:
         >>> f = InputFile("a.jsonl", "a.jsonl", "jsonl", 250, 0)
         >>> [(t.shard.start, t.shard.end) for t in plan_tasks([f], 100)]
         [(0, 100), (100, 200), (200, 250)]
+        >>> small = [InputFile(f"{n}.jsonl", f"{n}.jsonl", "jsonl", 40, 0) for n in "abc"]
+        >>> [[s.url for s in t.shards] for t in plan_tasks(small, 100)]
+        [['a.jsonl', 'b.jsonl'], ['c.jsonl']]
     """
-    tasks: list[Task] = []
+    group_bytes = min(task_bytes, GROUP_BYTES)
+    planned: list[_Planned] = []
     for file in sorted(files, key=lambda f: (f.input_index, f.url)):
-        for start, end, size in _pieces(file, task_bytes):
-            shard = Shard(file.url, file.name, file.format, start, end)
-            tasks.append(Task(len(tasks), file.input_index, shard, size))
-    return tasks
+        cuts = _pieces(file, task_bytes)
+        small = (
+            file.format in GROUPED_FORMATS
+            and len(cuts) == 1
+            and file.size <= group_bytes
+            and not is_pipe(file.url)
+        )
+        shards = [Shard(file.url, file.name, file.format, start, end) for start, end, _ in cuts]
+        if small and planned and planned[-1].takes(file, group_bytes):
+            planned[-1].shards.append(shards[0])
+            planned[-1].size += file.size
+            continue
+        for shard, (_, _, size) in zip(shards, cuts, strict=True):
+            planned.append(_Planned(file.input_index, [shard], size, groups=small))
+    return [Task(index, p.input_index, tuple(p.shards), p.size) for index, p in enumerate(planned)]
+
+
+@dataclass
+class _Planned:
+    """A task being planned; `groups`: it holds small files, and more may join."""
+
+    input_index: int
+    shards: list[Shard]
+    size: int
+    groups: bool
+
+    def takes(self, file: InputFile, group_bytes: int) -> bool:
+        return (
+            self.groups
+            and self.input_index == file.input_index
+            and len(self.shards) < GROUP_FILES
+            and self.size + file.size <= group_bytes
+        )
 
 
 def _pieces(file: InputFile, task_bytes: int) -> list[tuple[int, int | None, int]]:
