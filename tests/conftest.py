@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import gzip
-import http.server
 import json
 import os
 import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -81,26 +76,6 @@ def cli(capsys, monkeypatch):
         return code, out, err
 
     return run
-
-
-class _QuietFiles(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args) -> None:
-        pass
-
-
-@contextmanager
-def serve_folder(folder: Path) -> Iterator[str]:
-    """Serve `folder` over HTTP on loopback with Python's own file server (which answers
-    no range requests, as many simple servers do); yields its base URL."""
-    handler = functools.partial(_QuietFiles, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def free_port() -> int:

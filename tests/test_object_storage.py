@@ -9,10 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import s3fs
-from conftest import make_records, serve_folder, write_jsonl
+from conftest import make_records, write_jsonl
 from test_pipeline import part_hashes
 
 from mixplane import run_pipeline
+from mixplane.demo_images import serve_folder
 from mixplane.errors import InputError
 from mixplane.io.urls import expand_inputs
 from mixplane.lineage import trace, verify
@@ -67,7 +68,7 @@ def test_pipeline_reads_http_urls(tmp_path: Path, small_corpus: Path):
     with serve_folder(small_corpus) as base:
         result = run_pipeline(
             {
-                "input": [f"{base}/wiki/b.jsonl.gz", f"{base}/code/c.jsonl.zst"],
+                "input": [f"{base}wiki/b.jsonl.gz", f"{base}code/c.jsonl.zst"],
                 "output": str(tmp_path / "o"),
             }
         )
@@ -90,13 +91,13 @@ def test_a_server_without_range_requests_is_read_and_fingerprinted_by_streamed_g
     blob = pa.table({"text": ["a row"], "blob": [bytes(range(256)) * (24 << 10)]})
     pq.write_table(blob, raw / "rows.parquet", compression="none")
     with serve_folder(raw) as base:
-        config = {"input": f"{base}/big.jsonl", "output": str(tmp_path / "o"), "task_size_mb": 1}
+        config = {"input": f"{base}big.jsonl", "output": str(tmp_path / "o"), "task_size_mb": 1}
         result = run_pipeline(config)
         with pytest.raises(InputError, match=r"rows.parquet: the server does not answer range"):
-            run_pipeline({"input": f"{base}/rows.parquet", "output": str(tmp_path / "p")})
+            run_pipeline({"input": f"{base}rows.parquet", "output": str(tmp_path / "p")})
     assert (result.stats["kept"], result.stats["quarantined"], result.stats["tasks"]) == (3, 0, 1)
     (entry,) = read_json(str(tmp_path / "o" / "_manifest.json"))["inputs"]
-    assert (entry["url"], entry["size"]) == (f"{base}/big.jsonl", big.stat().st_size)
+    assert (entry["url"], entry["size"]) == (f"{base}big.jsonl", big.stat().st_size)
     assert entry["fingerprint"] == file_digest(str(big))[1]
 
 
