@@ -58,6 +58,14 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path):
     assert "Traceback" not in missing.stderr
     assert "nope.jsonl" in missing.stderr and "matches no file" in missing.stderr
     assert missing.stdout == ""
+    # Brackets in a message are text, not Rich markup (which ate them, or raised).
+    for name in ("[ab].jsonl", "[/]x.jsonl"):
+        done = mixplane("process", "-i", str(tmp_path / name), "-o", str(tmp_path / "o"))
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        last = done.stderr.rstrip("\n").splitlines()[-1]
+        assert (
+            last == f"error: input {str(tmp_path / name)!r} matches no file; check the path or glob"
+        )
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("input: x.jsonl\noutput: o\nstages:\n  - gopher_qualty: {}\n")

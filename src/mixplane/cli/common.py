@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mixplane.errors import ConfigError, MixplaneError
@@ -105,7 +106,8 @@ def run_app(application: typer.Typer) -> int:
         # Without standalone mode click returns the code of `typer.Exit` instead of exiting.
         code = application(standalone_mode=False)
     except MixplaneError as error:
-        status.print(f"[bold red]error:[/] {error}", highlight=False)
+        # The message is text, not markup: a path like `raw/[ab].jsonl` is printed as it is.
+        status.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
         return error.exit_code
     except ModuleNotFoundError as error:
         extra = EXTRA_OF_MODULE.get((error.name or "").split(".")[0])
