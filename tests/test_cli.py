@@ -85,7 +85,9 @@ def test_help_explains_options():
 
 
 def test_rerun_summary_counts_reused_tasks(small_corpus: Path, tmp_path: Path):
-    args = ("process", "-i", str(small_corpus / "wiki"), "-o", str(tmp_path / "o"))
+    wiki = small_corpus / "wiki"  # two inputs, so two tasks (one input's small files share one)
+    inputs = ("-i", str(wiki / "a.jsonl"), "-i", str(wiki / "b.jsonl.gz"))
+    args = ("process", *inputs, "-o", str(tmp_path / "o"))
     assert mixplane(*args).returncode == 0
     (tmp_path / "o" / "_tasks" / "task-00001.json").unlink()
     again = mixplane(*args)

@@ -15,6 +15,7 @@ from test_pipeline import part_hashes
 
 from mixplane import run_pipeline
 from mixplane.errors import MostlyQuarantinedError
+from mixplane.lineage import document_origin, trace
 from mixplane.process.tasks import GROUP_FILES, InputFile, plan_tasks
 
 
@@ -53,6 +54,20 @@ def test_a_rerun_skips_finished_groups_and_redoes_those_whose_files_changed(tmp_
     assert (changed.stats["tasks"], changed.skipped_tasks, changed.stats["kept"]) == (4, 0, 13)
     run_pipeline(config | {"output": str(tmp_path / "clean")})
     assert part_hashes(out) == part_hashes(tmp_path / "clean")
+
+
+def test_lineage_names_the_file_of_a_grouped_task_a_document_came_from(tmp_path: Path):
+    raw = tmp_path / "raw" / "notes"
+    one_record_files(raw, 5)
+    write_jsonl(raw / "f0002b.jsonl", [{"text": "a note without an id"}])
+    result = run_pipeline({"input": str(raw), "output": str(tmp_path / "out")})
+    assert result.stats["tasks"] == 1
+    steps = trace(str(tmp_path / "out"))
+    (own_id,) = document_origin(steps, "f3")  # an id of its own: looked for in the files
+    assert own_id["input"] == {"url": str(raw / "f0003.jsonl"), "start": 0, "end": None}
+    (named,) = document_origin(steps, "f0002b.jsonl@0")  # an id its reader made
+    assert named["input"] == {"url": str(raw / "f0002b.jsonl"), "start": 0, "end": None}
+    assert own_id["part"] == named["part"] == str(tmp_path / "out" / "part-00000.parquet")
 
 
 def test_a_bad_file_among_good_ones_of_its_task_is_still_named(tmp_path: Path):

@@ -69,8 +69,11 @@ def read_marker(
 
 
 def shard_entries(task: Task) -> list[dict[str, Any]]:
-    """How a marker records the shards its task read."""
-    return [{"url": s.url, "start": s.start, "end": s.end} for s in task.shards]
+    """How a marker records the shards its task read (see `process.origin` for lineage)."""
+    return [
+        {"url": s.url, "name": s.name, "format": s.format, "start": s.start, "end": s.end}
+        for s in task.shards
+    ]
 
 
 def stage_errors(marker: dict[str, Any]) -> int:
@@ -90,6 +93,7 @@ def write_marker(
     """Write a task's completion marker (after all its files) and return what it holds."""
     result = {
         "task": task.index,
+        "input": task.input_index,
         "shards": shard_entries(task),
         "config_hash": config.outputs_hash(),
         "stats": stats,
