@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -21,6 +22,18 @@ def write_jsonl(path: Path, records: list[dict], compression: str | None = None)
         data = zstandard.ZstdCompressor().compress(data)
     path.write_bytes(data)
     return path
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a `mixplane` child process: it imports the same mixplane as the
+    tests (a working copy's sources, not only the installed one) and the tests' own modules
+    (custom stages)."""
+    import mixplane
+
+    paths = [str(Path(__file__).resolve().parent), str(Path(mixplane.__file__).parents[1])]
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    return os.environ | {"PYTHONPATH": os.pathsep.join(paths)} | extra
 
 
 def make_records(n: int, prefix: str = "doc", lang: str = "en") -> list[dict]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 from mixplane import Document, Drop, Stage
@@ -33,6 +34,33 @@ class Fragile(Stage):
     def apply(self, doc: Document) -> Document:
         if doc.id.endswith(self.digit):
             raise ValueError(f"cannot handle {doc.id}")
+        return doc
+
+
+class BuggyUntilFixed(Stage):
+    """Fails on documents whose id ends with `suffix` while the file `bug` exists: a stage
+    whose code is fixed between two runs of the same config (the test removes the file)."""
+
+    name = "buggy"
+    bug: str
+    suffix: str = "3"
+
+    def apply(self, doc: Document) -> Document:
+        if doc.id.endswith(self.suffix) and os.path.exists(self.bug):
+            return doc.metadata["missing"]  # a KeyError, as a real bug would raise
+        return doc
+
+
+class Hold(Stage):
+    """Says its process is at work (a file named after its pid in `folder`), then holds the
+    task until the process is ended: a run to kill while every worker is busy."""
+
+    name = "hold"
+    folder: str
+
+    def apply(self, doc: Document) -> Document:
+        open(os.path.join(self.folder, str(os.getpid())), "w").close()
+        threading.Event().wait()
         return doc
 
 

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
-
-TESTS = Path(__file__).resolve().parent
+from conftest import child_env
 
 
 def mixplane(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = os.environ | {"PYTHONPATH": str(TESTS), "COLUMNS": "120"}
+    env = child_env(COLUMNS="120")
     return subprocess.run(
         [sys.executable, "-m", "mixplane", *args],
         capture_output=True,
@@ -72,6 +71,15 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path):
     assert "invalid YAML" in mixplane("process", str(broken)).stderr
 
 
+@pytest.mark.parametrize("name", ["[ab].jsonl", "[/]x.jsonl"])
+def test_brackets_in_an_error_are_text_not_markup(cli, tmp_path: Path, name: str):
+    """Rich took `[ab]` for a style and dropped it, and `[/]` raised a MarkupError."""
+    code, out, err = cli("process", "-i", str(tmp_path / name), "-o", str(tmp_path / "o"))
+    assert code == 2 and out == ""
+    last = err.rstrip("\n").splitlines()[-1]
+    assert last.startswith(f"error: input {str(tmp_path / name)!r} matches no file;")
+
+
 def test_help_explains_options():
     done = mixplane("process", "--help")
     assert done.returncode == 0
@@ -79,7 +87,9 @@ def test_help_explains_options():
 
 
 def test_rerun_summary_counts_reused_tasks(small_corpus: Path, tmp_path: Path):
-    args = ("process", "-i", str(small_corpus / "wiki"), "-o", str(tmp_path / "o"))
+    wiki = small_corpus / "wiki"  # two inputs, so two tasks (one input's small files share one)
+    inputs = ("-i", str(wiki / "a.jsonl"), "-i", str(wiki / "b.jsonl.gz"))
+    args = ("process", *inputs, "-o", str(tmp_path / "o"))
     assert mixplane(*args).returncode == 0
     (tmp_path / "o" / "_tasks" / "task-00001.json").unlink()
     again = mixplane(*args)

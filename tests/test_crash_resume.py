@@ -9,11 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import yaml
-from conftest import make_records, write_jsonl
+from conftest import child_env, make_records, write_jsonl
 from test_pipeline import part_hashes
-
-TESTS = Path(__file__).resolve().parent
 
 
 def pipeline_yaml(raw: Path, out: Path, path: Path) -> Path:
@@ -21,6 +20,7 @@ def pipeline_yaml(raw: Path, out: Path, path: Path) -> Path:
         "input": str(raw / "*.jsonl"),
         "output": str(out),
         "workers": 2,
+        "task_size_mb": 0.01,  # a task per file (8 kB): no two fit together
         "stages": [{"custom_stages:Slow": {"seconds": 0.004}}, "custom_stages:Shout"],
     }
     path.write_text(yaml.safe_dump(config))
@@ -28,7 +28,7 @@ def pipeline_yaml(raw: Path, out: Path, path: Path) -> Path:
 
 
 def run_cli(config: Path) -> subprocess.Popen:
-    env = os.environ | {"PYTHONPATH": str(TESTS)}
+    env = child_env()
     command = [sys.executable, "-m", "mixplane", "process", str(config), "--json"]
     return subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -79,3 +79,54 @@ def test_a_rerun_removes_what_a_killed_writer_left(tmp_path: Path):
     run_pipeline({"input": str(raw / "*.jsonl"), "output": str(out)})
     assert not [path for path in left if path.exists()]
     assert (out / "part-00000.parquet").exists()
+
+
+def test_the_workers_end_with_a_killed_run(tmp_path: Path):
+    """`mixplane process` with two workers, killed by SIGKILL while both are busy: every
+    process it started (the workers, the forkserver, the resource tracker) ends with it.
+    (SIGTERM ends the run the same way: Python sets no handler for it.)"""
+    raw, busy = tmp_path / "raw", tmp_path / "busy"
+    busy.mkdir()
+    for name in ("a", "b"):  # two inputs: two tasks
+        write_jsonl(raw / f"{name}.jsonl", make_records(1, name))
+    config = tmp_path / "hold.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "input": [str(raw / "a.jsonl"), str(raw / "b.jsonl")],
+                "output": str(tmp_path / "out"),
+                "workers": 2,
+                "stages": [{"custom_stages:Hold": {"folder": str(busy)}}],
+            }
+        )
+    )
+    run = run_cli(config)
+    descendants: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(busy.iterdir())) < 2 and run.poll() is None:
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.02)
+        assert run.poll() is None, run.stderr.read().decode()
+        descendants = psutil.Process(run.pid).children(recursive=True)
+        workers = {int(p.name) for p in busy.iterdir()}
+        assert workers <= {p.pid for p in descendants} and len(descendants) >= 4
+        run.send_signal(signal.SIGKILL)
+        assert run.wait() == -signal.SIGKILL
+        gone, alive = psutil.wait_procs(descendants, timeout=60)
+        alive = [p for p in alive if _running(p)]
+        assert not alive, [(p.pid, p.cmdline()[-1][:60]) for p in alive]
+    finally:  # whatever the outcome, leave no process of this test behind
+        if run.poll() is None:
+            run.kill()
+        for process in descendants:
+            if _running(process):
+                process.kill()
+
+
+def _running(process: psutil.Process) -> bool:
+    """Alive and not a zombie (an ended process its new parent has not reaped yet)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -13,8 +13,10 @@ import pytest
 import s3fs
 from conftest import write_jsonl
 
+from mixplane.document import Document
 from mixplane.errors import ConfigError
 from mixplane.process.pipeline import run_pipeline
+from mixplane.stages.dedup.near import MinHashDedup
 
 FIXTURES = Path(__file__).parent / "fixtures" / "debian_copyright"
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -152,6 +154,32 @@ def test_near_duplicates_are_clustered_across_files_with_identical_output_for_1_
             assert dropped[other]["detail"]["duplicate_of"] == first
             assert dropped[other]["stage"] == "dedup_minhash"
     assert one["merges"]["dedup_minhash"]["duplicates"] == len(dropped)
+
+
+def test_a_threshold_is_the_similarity_pairs_are_joined_from(tmp_path: Path):
+    """`threshold: 0.8` joins a candidate pair whose signatures agree on 0.8 of their
+    values, and not one agreeing on less (the 12 x 9 curve's midpoint is 0.759)."""
+    stage = MinHashDedup(threshold=0.8)
+    rng, words = random.Random(4), vocabulary(random.Random(4))
+    chosen: dict[str, tuple[str, str]] = {}
+    while len(chosen) < 2:
+        original = essay(rng, words, 400)
+        copy = edit(rng, original, rng.uniform(0.02, 0.06), words)
+        keys, _, signature = stage.fingerprint([Document("a", original, "s"),
+                                                Document("b", copy, "s")])  # fmt: skip
+        if not (keys[0] == keys[1]).any():
+            continue  # LSH does not make them candidates
+        agreement = float((signature[0] == signature[1]).mean())
+        if 0.765 <= agreement < 0.79:
+            chosen.setdefault("below", (original, copy))
+        elif agreement >= 0.81:
+            chosen.setdefault("above", (original, copy))
+    records = [{"id": f"{name}-{i}", "text": text}
+               for name, pair in chosen.items() for i, text in enumerate(pair)]  # fmt: skip
+    write_jsonl(tmp_path / "raw" / "s" / "a.jsonl", records)
+    run(tmp_path / "raw", tmp_path / "out", [{"dedup_minhash": {"threshold": 0.8}}])
+    assert set(kept(tmp_path / "out")) == {"below-0", "below-1", "above-0"}
+    assert excluded(tmp_path / "out")["above-1"]["detail"]["duplicate_of"] == "above-0"
 
 
 def _without_seconds(path: Path) -> dict:

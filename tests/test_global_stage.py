@@ -128,7 +128,9 @@ def corpus(root: Path) -> Path:
 
 
 def config(raw: Path, out: Path, stages: list, **extra) -> dict:
-    return {"input": str(raw / "*" / "*.jsonl"), "output": str(out), "stages": stages} | extra
+    """A task per file: each (0.6 kB) is within 0.001 MB, and no two together."""
+    files = {"input": str(raw / "*" / "*.jsonl"), "output": str(out), "task_size_mb": 0.001}
+    return files | {"stages": stages} | extra
 
 
 def outputs(out: Path) -> dict[str, bytes]:
@@ -269,6 +271,7 @@ def test_progress_hooks_announce_every_phase(tmp_path: Path):
         write_jsonl(raw / f"f{i}.jsonl", make_records(20, f"f{i}") + make_records(5, "dup"))
     config = PipelineConfig.parse(
         {"input": str(raw), "output": str(tmp_path / "o"), "stages": ["dedup_exact"]}
+        | {"task_size_mb": 0.005}  # a task per file (3.3 kB)
     )
     phases, done = [], []
     Pipeline(config).run(

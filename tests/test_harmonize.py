@@ -17,8 +17,9 @@ from mixplane import run_pipeline
 from mixplane.manifest import file_digest, read_json
 
 
-def sparse_inputs(raw: Path) -> Path:
-    """Three files whose records carry different optional properties."""
+def sparse_inputs(raw: Path) -> list[str]:
+    """Three files whose records carry different optional properties, as three inputs (so
+    three tasks: small files of one input would share one)."""
     write_jsonl(
         raw / "a.jsonl", [{"id": f"a{i}", "text": "alpha beta", "tag": None} for i in range(4)]
     )
@@ -26,13 +27,13 @@ def sparse_inputs(raw: Path) -> Path:
     write_jsonl(
         raw / "c.jsonl", [{"id": f"c{i}", "text": "delta", "tag": "x", "n": i} for i in range(4)]
     )
-    return raw
+    return [str(raw / name) for name in ("a.jsonl", "b.jsonl", "c.jsonl")]
 
 
 def test_parts_share_one_schema_that_every_reader_opens(tmp_path: Path):
     raw = sparse_inputs(tmp_path / "raw")
     out = tmp_path / "out"
-    result = run_pipeline({"input": str(raw), "output": str(out)})
+    result = run_pipeline({"input": raw, "output": str(out)})
     schemas = [pq.read_schema(path) for path in sorted(out.glob("part-*.parquet"))]
     assert len(schemas) == 3 and all(s.equals(schemas[0]) for s in schemas)
     assert schemas[0].names == ["id", "text", "source", "tag", "score", "n"]
@@ -51,14 +52,14 @@ def test_parts_share_one_schema_that_every_reader_opens(tmp_path: Path):
     assert not (out / "_work").exists()
     # A rerun changes nothing.
     before = part_hashes(out)
-    again = run_pipeline({"input": str(raw), "output": str(out)})
+    again = run_pipeline({"input": raw, "output": str(out)})
     assert again.stats["skipped_tasks"] == 3 and part_hashes(out) == before
 
 
 def test_a_crash_between_marker_and_move_is_finished_by_the_rerun(tmp_path, monkeypatch):
     raw = sparse_inputs(tmp_path / "raw")
     clean = tmp_path / "clean"
-    run_pipeline({"input": str(raw), "output": str(clean)})
+    run_pipeline({"input": raw, "output": str(clean)})
     moves = []
     real_move = harmonize_module._finish_move
 
@@ -71,9 +72,9 @@ def test_a_crash_between_marker_and_move_is_finished_by_the_rerun(tmp_path, monk
     monkeypatch.setattr(harmonize_module, "_finish_move", crash_on_second_move)
     crashed = tmp_path / "crashed"
     with pytest.raises(KeyboardInterrupt):
-        run_pipeline({"input": str(raw), "output": str(crashed)})
+        run_pipeline({"input": raw, "output": str(crashed)})
     monkeypatch.setattr(harmonize_module, "_finish_move", real_move)
-    run_pipeline({"input": str(raw), "output": str(crashed)})
+    run_pipeline({"input": raw, "output": str(crashed)})
     assert part_hashes(crashed) == part_hashes(clean)
     manifest = read_json(str(crashed / "_manifest.json"))
     for entry in manifest["outputs"]:
@@ -85,7 +86,7 @@ def test_columns_with_conflicting_types_leave_the_parts_as_written(tmp_path: Pat
     write_jsonl(raw / "a.jsonl", [{"id": "a", "text": "one", "value": 1}])
     write_jsonl(raw / "b.jsonl", [{"id": "b", "text": "two", "value": "high"}])
     out = tmp_path / "out"
-    run_pipeline({"input": str(raw), "output": str(out)})
+    run_pipeline({"input": [str(raw / "a.jsonl"), str(raw / "b.jsonl")], "output": str(out)})
     types = [pq.read_schema(p).field("value").type for p in sorted(out.glob("part-*.parquet"))]
     assert types == [pa.int64(), pa.string()]
     count = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/part-*', union_by_name=true)")

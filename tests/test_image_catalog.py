@@ -90,27 +90,26 @@ def test_pipeline_writes_image_shards_and_the_catalog_queries_them(tmp_path, cli
         {"custom_stages:Shout": {"banned": BANNED, "suffix": ""}},
         {"custom_stages:Fragile": {"digit": "7"}},
     ]
-    result = run_pipeline(pipeline(tmp_path, "out", stages))
+    result = run_pipeline(pipeline(tmp_path, "out", stages, max_stage_errors=1))
     stats = result.stats
     out = tmp_path / "out"
     # Every record has one place: 16 images + 3 notes in; the banned caption excluded; img-07
-    # quarantined by the failing stage; the notes have no image: quarantined at the writer.
+    # errored in the failing stage; the notes have no image: quarantined at the writer.
     assert stats["documents_in"] == N + 3
     assert stats["excluded"] == 1 and stats["excluded_by"] == {"shout": {"banned_word": 1}}
-    assert stats["quarantined_by"] == {
-        "fragile": {"ValueError": 1},
-        "write": {"MissingImageError": 3},
-    }
+    assert stats["quarantined_by"] == {"write": {"MissingImageError": 3}}
+    assert stats["errored_by"] == {"fragile": {"ValueError": 1}}
     assert stats["kept"] == N - 2
-    assert stats["kept"] + stats["excluded"] + stats["quarantined"] == stats["documents_in"]
+    accounted = stats["kept"] + stats["excluded"] + stats["quarantined"] + stats["errored"]
+    assert accounted == stats["documents_in"]
 
     manifest = orjson.loads((out / "_manifest.json").read_bytes())
     paths = [o["path"] for o in manifest["outputs"]]
     for task in (0, 1):
         for suffix in ("tar", "idx", "meta.parquet"):
             assert f"part-{task:05d}.{suffix}" in paths
-    quarantine = pq.read_table(out / "_quarantine" / "part-00000.parquet").to_pylist()
-    fragile = next(row for row in quarantine if row["stage"] == "fragile")
+    errors = pq.read_table(out / "_errors" / "part-00000.parquet").to_pylist()
+    fragile = next(row for row in errors if row["stage"] == "fragile")
     raw = orjson.loads(fragile["raw"])
     assert raw["id"] == "img-07" and raw["media_bytes"] == {"png": len(rows["image"][7])}
     assert len(fragile["raw"]) < 1000  # sizes, not the image

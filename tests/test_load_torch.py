@@ -258,6 +258,16 @@ def test_a_plain_dataloader_with_workers_cannot_give_a_stale_state(spec):
     assert dataset.state_dict()["consumed"] == 3 * BATCH
 
 
+@pytest.mark.parametrize("max_epochs", [None, 1])
+def test_a_dataloader_over_the_dataset_itself_says_to_use_torch_loader(spec, max_epochs):
+    """A DataLoader takes the dataset for an indexed one: it asks its len (a stream that
+    repeats forever has none), then for items by index."""
+    finite = {"max_epochs": max_epochs} if max_epochs else {}
+    loader = torch.utils.data.DataLoader(MixtureDataset(spec | finite), batch_size=BATCH)
+    with pytest.raises(TypeError, match=r"build the loader with torch_loader\(dataset, "):
+        next(iter(loader))
+
+
 def test_per_worker_states_of_a_stateful_dataloader_are_refused(spec):
     from torchdata.stateful_dataloader import StatefulDataLoader
 

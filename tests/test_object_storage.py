@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import s3fs
 from conftest import make_records, write_jsonl
 from test_pipeline import part_hashes
 
 from mixplane import run_pipeline
+from mixplane.demo_images import serve_folder
+from mixplane.errors import InputError
 from mixplane.io.urls import expand_inputs
 from mixplane.lineage import trace, verify
 from mixplane.manifest import file_digest, read_json
@@ -61,27 +65,40 @@ def test_pipeline_reads_s3_and_writes_s3_like_local(s3_bucket, small_corpus: Pat
 
 def test_pipeline_reads_http_urls(tmp_path: Path, small_corpus: Path):
     """Inputs served over HTTP by a real server on loopback."""
-    import functools
-    import http.server
-    import threading
-
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(small_corpus))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
+    with serve_folder(small_corpus) as base:
         result = run_pipeline(
             {
-                "input": [f"{base}/wiki/b.jsonl.gz", f"{base}/code/c.jsonl.zst"],
+                "input": [f"{base}wiki/b.jsonl.gz", f"{base}code/c.jsonl.zst"],
                 "output": str(tmp_path / "o"),
             }
         )
-    finally:
-        server.shutdown()
     assert result.stats["kept"] == 170
     ids = pq.read_table(tmp_path / "o", columns=["id"]).column("id").to_pylist()
     assert ids[0] == "wb-0" and ids[-1] == "cc-89"
+
+
+def test_a_server_without_range_requests_is_read_and_fingerprinted_by_streamed_gets(
+    tmp_path: Path,
+):
+    """`python -m http.server` answers every GET with the whole file: a file larger than a
+    read block (and than the manifest's hashing chunk) is read, split into no byte ranges,
+    and fingerprinted all the same; Parquet, which needs ranges, is refused in one line."""
+    raw = tmp_path / "raw"
+    # Three records of 3 MiB: past fsspec's 5 MiB block and the 8 MiB hashing chunk.
+    records = [{"id": f"big-{i}", "text": f"line {i} of a long page. " * 120_000} for i in range(3)]
+    big = write_jsonl(raw / "big.jsonl", records)
+    # Parquet over 5 MiB (a small file comes whole with the first GET).
+    blob = pa.table({"text": ["a row"], "blob": [bytes(range(256)) * (24 << 10)]})
+    pq.write_table(blob, raw / "rows.parquet", compression="none")
+    with serve_folder(raw) as base:
+        config = {"input": f"{base}big.jsonl", "output": str(tmp_path / "o"), "task_size_mb": 1}
+        result = run_pipeline(config)
+        with pytest.raises(InputError, match=r"rows.parquet: the server does not answer range"):
+            run_pipeline({"input": f"{base}rows.parquet", "output": str(tmp_path / "p")})
+    assert (result.stats["kept"], result.stats["quarantined"], result.stats["tasks"]) == (3, 0, 1)
+    (entry,) = read_json(str(tmp_path / "o" / "_manifest.json"))["inputs"]
+    assert (entry["url"], entry["size"]) == (f"{base}big.jsonl", big.stat().st_size)
+    assert entry["fingerprint"] == file_digest(str(big))[1]
 
 
 def test_s3_lineage_uses_the_stores_checksums_and_catches_a_changed_input(

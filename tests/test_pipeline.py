@@ -6,15 +6,18 @@ import hashlib
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import make_records, write_jsonl
 
 from mixplane import Pipeline, PipelineConfig, run_pipeline
-from mixplane.errors import ConfigError
+from mixplane.errors import ConfigError, InputError
 from mixplane.io.urls import open_url
 from mixplane.manifest import read_json
+from mixplane.process.config import InputConfig
+from mixplane.tokenize.inputs import find_input_files
 
 
 def part_hashes(folder: Path) -> dict[str, str]:
@@ -34,6 +37,7 @@ def stages_config(raw: Path, out: Path, **extra) -> dict:
             {"custom_stages:Fragile": {"digit": "7"}},
             {"custom_stages.keep_short": {"max_chars": 100}},
         ],
+        "max_stage_errors": 100,
         **extra,
     }
 
@@ -41,24 +45,24 @@ def stages_config(raw: Path, out: Path, **extra) -> dict:
 def test_stats_balance_and_every_record_has_a_place(small_corpus: Path, tmp_path: Path):
     result = run_pipeline(stages_config(small_corpus, tmp_path / "out"))
     stats = result.stats
-    assert stats["documents_in"] == 290
-    assert stats["documents_in"] == stats["kept"] + stats["excluded"] + stats["quarantined"]
+    assert stats["documents_in"] == 290 and stats["quarantined"] == 0
+    assert stats["documents_in"] == stats["kept"] + stats["excluded"] + stats["errored"]
     out = tmp_path / "out"
     kept = sum(pq.read_metadata(p).num_rows for p in out.glob("part-*.parquet"))
     excluded = pq.read_table(out / "_excluded").to_pylist()
-    quarantined = pq.read_table(out / "_quarantine").to_pylist()
-    assert (kept, len(excluded), len(quarantined)) == (
+    errored = pq.read_table(out / "_errors").to_pylist()
+    assert (kept, len(excluded), len(errored)) == (
         stats["kept"],
         stats["excluded"],
-        stats["quarantined"],
+        stats["errored"],
     )
     assert {e["reason"] for e in excluded} == {"banned_word", "rejected"}
     assert stats["excluded_by"]["shout"]["banned_word"] == sum(
         e["reason"] == "banned_word" for e in excluded
     )
-    assert all(q["stage"] == "fragile" for q in quarantined)
-    assert all(q["error"].startswith("ValueError: cannot handle") for q in quarantined)
-    assert all(q["id"].endswith("7") for q in quarantined)
+    assert all(e["stage"] == "fragile" for e in errored)
+    assert all(e["error"].startswith("ValueError: cannot handle") for e in errored)
+    assert all(e["id"].endswith("7") for e in errored)
     saved = read_json(str(out / "_stats.json"))
     assert saved["kept"] == stats["kept"]
 
@@ -119,14 +123,21 @@ def test_custom_stage_from_yaml_by_import_path(small_corpus: Path, tmp_path: Pat
     assert all(row["shouted"] for row in rows)
 
 
-def test_rerun_skips_completed_tasks(small_corpus: Path, tmp_path: Path):
+def test_rerun_skips_completed_tasks_and_redoes_those_with_stage_errors(
+    small_corpus: Path, tmp_path: Path
+):
     config = stages_config(small_corpus, tmp_path / "out")
+    config["stages"][1] = {"custom_stages:Fragile": {"digit": "-17"}}  # wa-17, wb-17, cc-17
     first = run_pipeline(config)
     markers = {p: p.stat().st_mtime_ns for p in (tmp_path / "out" / "_tasks").iterdir()}
+    failed = {f"task-{t['task']:05d}.json" for t in first.tasks if t["stats"]["errored"]}
+    assert len(failed) == first.stats["errored"] == 3 and first.stats["tasks"] > 6
     second = run_pipeline(config)
-    assert second.skipped_tasks == first.stats["tasks"]
-    assert second.stats["kept"] == first.stats["kept"]
-    assert {p: p.stat().st_mtime_ns for p in markers} == markers
+    assert second.skipped_tasks == first.stats["tasks"] - len(failed)
+    counts = ("documents_in", "kept", "excluded", "errored", "errored_by", "error_examples")
+    assert {k: second.stats[k] for k in counts} == {k: first.stats[k] for k in counts}
+    redone = {p.name for p, mtime in markers.items() if p.stat().st_mtime_ns != mtime}
+    assert redone == failed
 
 
 def test_jsonl_output(small_corpus: Path, tmp_path: Path):
@@ -164,6 +175,46 @@ def test_faulty_inputs_are_quarantined_with_locations(tmp_path: Path):
     assert any(loc.startswith(f"{raw}/cut.jsonl.zst:") for loc in locations)
     assert stats["quarantined_by"]["read"]["invalid JSON"] == 1
     assert stats["quarantined_by"]["read"]["invalid UTF-8"] == 1
+
+
+def test_broken_parquet_inputs_are_quarantined_and_the_rest_processed(tmp_path: Path):
+    """An empty, truncated or non-Parquet `.parquet` file is one quarantined record (as a
+    truncated `.gz` is), a row group pyarrow cannot decode another; planning goes on."""
+    raw = tmp_path / "raw" / "forum"
+    raw.mkdir(parents=True)
+    table = pa.table({"id": [f"g{i}" for i in range(30)], "text": [f"post {i}" for i in range(30)]})
+    pq.write_table(table, raw / "good.parquet", row_group_size=10, compression="none")
+    whole = (raw / "good.parquet").read_bytes()
+    (raw / "empty.parquet").write_bytes(b"")
+    (raw / "truncated.parquet").write_bytes(whole[: len(whole) // 2])
+    (raw / "notes.parquet").write_bytes(b'{"text": "JSON Lines under the wrong name"}\n')
+    page = whole.index(b"post 10")  # the second row group's first value
+    damaged = bytearray(whole)
+    damaged[page - 60 : page + 60] = bytes(120)
+    (raw / "damaged.parquet").write_bytes(bytes(damaged))
+    result = run_pipeline({"input": str(raw), "output": str(tmp_path / "o")})
+    stats = result.stats
+    assert (stats["kept"], stats["quarantined"]) == (30 + 20, 4)
+    rows = {r["location"]: r for r in pq.read_table(tmp_path / "o" / "_quarantine").to_pylist()}
+    assert set(rows) == {
+        f"{raw}/empty.parquet",
+        f"{raw}/truncated.parquet",
+        f"{raw}/notes.parquet",
+        f"{raw}/damaged.parquet#row group 1 (rows 10-19)",
+    }
+    assert rows[f"{raw}/empty.parquet"]["error"].startswith("unreadable Parquet file: ")
+    assert rows[f"{raw}/notes.parquet"]["raw"] == b'{"text": "JSON Lines under the wrong name"}\n'
+    assert rows[f"{raw}/damaged.parquet#row group 1 (rows 10-19)"]["error"].startswith(
+        "unreadable Parquet row group of 10 rows: "
+    )
+    assert all("\n" not in row["error"] for row in rows.values())
+    assert stats["quarantined_by"]["read"] == {
+        "unreadable Parquet file": 3,
+        "unreadable Parquet row group": 1,
+    }
+    # Tokenizing reads such a folder whole: it refuses with one line naming the file.
+    with pytest.raises(InputError, match=f"^{raw}/empty.parquet: unreadable Parquet file: "):
+        find_input_files([InputConfig(path=str(raw))], {})
 
 
 @pytest.mark.parametrize(

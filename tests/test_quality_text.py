@@ -69,6 +69,17 @@ def test_chinese_and_japanese_are_split_into_characters():
     assert len(split_words(chinese)) == 2
 
 
+def test_marks_and_word_separators_of_unspaced_scripts():
+    """A vowel sign or tone mark stays with its letter (alone it is no letter, and Thai text
+    would seem to have no words); zero-width spaces and Tibetan tshegs separate, as spaces."""
+    assert split_units("ที่นี่") == ["ที่", "นี่"]
+    assert split_units("གི་དོན་ལུ་") == ["གི", "དོ", "ན", "ལུ"]
+    khmer = split_units("មិន\u200bអាច\u200bបង្កើត")
+    assert len(khmer) == 8 and all(any(c.isalpha() for c in unit) for unit in khmer)
+    stats = analyze("ในฤดูร้อนมีนักท่องเที่ยวมากมาย", "th").word_stats
+    assert stats.alphabetic_tokens == stats.tokens
+
+
 def test_language_metadata_decides_over_script():
     text = "我们今天学习。"
     assert analyze(text, "zh").unspaced

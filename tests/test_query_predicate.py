@@ -104,6 +104,25 @@ def test_unknown_column_lists_the_available_ones_and_suggests():
         assert column in message
 
 
+@pytest.mark.parametrize("predicate", ["language = ‘de’", "language = “de” AND score > 0.2"])
+def test_typographic_quotes_get_a_hint(predicate: str):
+    """Quotes a word processor or chat app typed are named, with what to write instead."""
+    with pytest.raises(PredicateError) as refused:
+        check_predicate(predicate, COLUMNS)
+    message = str(refused.value)
+    assert message.startswith("unknown column") and "\n" not in message
+    quotes = " ".join(char for char in predicate if char in "‘’“”")
+    assert f"typographic quotes ({quotes})" in message
+    assert "write strings in straight single quotes, e.g. language = 'de'" in message
+
+
+def test_a_typographic_quote_inside_a_string_is_text():
+    assert check_predicate("source = 'it’s'", COLUMNS).columns == ("source",)
+    with pytest.raises(PredicateError) as refused:
+        check_predicate("source = 'it’s' AND", COLUMNS)
+    assert "typographic" not in str(refused.value)
+
+
 def test_positions_point_into_the_predicate():
     with pytest.raises(PredicateError, match=r"position 19"):
         check_predicate("language = 'de' OR read_csv('x') IS NULL", COLUMNS)

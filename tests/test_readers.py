@@ -85,6 +85,15 @@ def test_quarantined_json_keeps_its_id(tmp_path: Path):
     ]
 
 
+def test_a_null_text_is_said_to_be_null_not_missing(tmp_path: Path):
+    path = write_jsonl(tmp_path / "a.jsonl", [{"id": "n", "text": None}])
+    pq.write_table(pa.table({"text": pa.array([None], pa.string())}), tmp_path / "p.parquet")
+    (line,) = read_all(str(path), "jsonl")
+    (row,) = read_all(str(tmp_path / "p.parquet"), "parquet", name="p.parquet")
+    assert line.error == row.error == "text field 'text' is null"
+    assert line.stat_reason() == "text field 'text' is null" and line.doc_id == "n"
+
+
 def test_blank_lines_are_counted(tmp_path: Path):
     path = tmp_path / "a.jsonl"
     path.write_bytes(b'\n{"text": "a"}\n  \n\r\n{"text": "b"}\n\n')
@@ -223,7 +232,8 @@ def test_hugging_face_dataset_saved_to_disk(tmp_path: Path):
     docs = [
         d
         for t in plan_tasks(files, 1 << 30)
-        for d in reader_for(t.shard.format)(t.shard, ReadOptions(), ReadStats())
+        for s in t.shards
+        for d in reader_for(s.format)(s, ReadOptions(), ReadStats())
     ]
     assert sorted(d.text for d in docs) == ["a", "b", "c", "d"]
     assert {d.source for d in docs} == {"imdb"}

@@ -36,7 +36,8 @@ def workspace(tmp_path_factory) -> Path:
             quality=[i / len(texts) for i in range(len(texts))],
             url=[f"https://example.org/{part}/{i}" for i in range(len(texts))],
         )
-    run_pipeline({"input": str(root / "raw"), "output": str(root / "clean")})
+    crawls = [str(root / "raw" / "web" / f"crawl-{part}.jsonl") for part in range(3)]
+    run_pipeline({"input": crawls, "output": str(root / "clean")})  # three inputs, three parts
     trained_tokenizer(root)
     return root
 

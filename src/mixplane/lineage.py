@@ -218,8 +218,9 @@ def document_origin(
     steps: list[Step], document_id: str, storage_options: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """Where the document `document_id` was on the way back: for each processing step that
-    kept it, the output part holding it and the input file (and byte range) of the task that
-    wrote that part. The last entry is nearest to the raw data.
+    kept it, the output part holding it and the input file (and byte range) it was read
+    from (of the files the task that wrote that part read). The last entry is nearest to the
+    raw data.
 
     Example:
         >>> document_origin(trace("out/tokens"), "urn:uuid:9f1c...")  # doctest: +SKIP
@@ -241,8 +242,22 @@ def document_origin(
             task = {}
         if part.endswith(IMAGE_META):  # the sample itself is in the shard's tar
             part = part[: -len(IMAGE_META)] + ".tar"
-        found.append({"folder": step.folder, "part": part, "input": task.get("shard")})
+        found.append(
+            {
+                "folder": step.folder,
+                "part": part,
+                "input": _task_input(step, task, document_id, storage_options),
+            }
+        )
     return found
+
+
+def _task_input(step: Step, task: dict[str, Any], document_id: str, storage_options) -> Any:
+    if not task:
+        return None
+    from mixplane.process.origin import task_input  # the processing engine only when asked
+
+    return task_input(task, document_id, step.manifest.get("config") or {}, storage_options)
 
 
 def _part_holding(

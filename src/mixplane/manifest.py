@@ -5,8 +5,9 @@ fingerprints, the outputs with sizes and hashes, and the manifests of parent fol
 any file can be traced back to the raw inputs that produced it.
 
 Output hashes are computed while the files are written. An input's fingerprint is its
-content hash, except on object storage, where the checksum the store keeps for the object
-(S3's ETag, GCS's MD5 or CRC32C) stands in for it, so the input is not downloaded again.
+content hash (over HTTP(S) read by one streamed GET), except on object storage, where the
+checksum the store keeps for the object (S3's ETag, GCS's MD5 or CRC32C) stands in for it,
+so the input is not downloaded again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import xxhash
 from mixplane._version import __version__
 from mixplane.io.atomic import is_local, write_bytes
 from mixplane.io.retry import read_whole
-from mixplane.io.urls import url_filesystem
+from mixplane.io.urls import open_forward, url_filesystem
 
 MANIFEST = "_manifest.json"
 HASH_CHUNK = 8 << 20
@@ -35,7 +36,7 @@ def file_digest(url: str, storage_options: dict[str, Any] | None = None) -> tupl
 def _digest(fs, path: str) -> tuple[int, str]:
     digest = xxhash.xxh3_128()
     size = 0
-    with fs.open(path, "rb") as handle:
+    with open_forward(fs, path) as handle:
         while chunk := handle.read(HASH_CHUNK):
             digest.update(chunk)
             size += len(chunk)

@@ -70,6 +70,8 @@ CAST_TYPES = frozenset([
     "VARCHAR", "TEXT", "STRING", "DATE", "TIMESTAMP", "TIMESTAMPTZ",
 ])
 # fmt: on
+# Quotes that editors and chat apps put in place of ' and ".
+TYPOGRAPHIC_QUOTES = "‘’‚‛“”„‟′″«»＇＂"
 _KIND_NAMES = {
     "SUBQUERY": "subqueries",
     "WINDOW": "window functions",
@@ -116,6 +118,22 @@ def check_predicate(
         )
     if len(text) > MAX_LENGTH:
         raise PredicateError(f"predicate is {len(text):,} characters; the limit is {MAX_LENGTH:,}")
+    try:
+        return _check(text, columns, connection)
+    except PredicateError as error:
+        quotes = _typographic_quotes(text)
+        if quotes:
+            raise PredicateError(
+                f"{error}; the predicate has typographic quotes ({' '.join(quotes)}), which "
+                "SQL does not read as quotes: write strings in straight single quotes, e.g. "
+                "language = 'de'"
+            ) from None
+        raise
+
+
+def _check(
+    text: str, columns: Iterable[str], connection: duckdb.DuckDBPyConnection | None
+) -> ValidPredicate:
     _check_tokens(text)
     tree, negated = _parse(text, connection)
     walk = _Walk(text, {name.lower(): name for name in columns})
@@ -123,6 +141,23 @@ def check_predicate(
     if not _is_negation_of(negated, tree):
         raise PredicateError("predicate refused: it is not one whole boolean expression")
     return ValidPredicate(text, tuple(walk.used.values()))
+
+
+def _typographic_quotes(text: str) -> list[str]:
+    """The typographic quotes (as word processors and chat apps type them) that stand
+    outside string literals, where they were surely meant as quotes."""
+    if not any(char in TYPOGRAPHIC_QUOTES for char in text):
+        return []
+    encoded = text.encode()
+    spans = duckdb.tokenize(text)
+    ends = [start for start, _ in spans[1:]] + [len(encoded)]
+    outside = [
+        encoded[start:end].decode(errors="ignore")
+        for (start, kind), end in zip(spans, ends, strict=True)
+        if kind != duckdb.token_type.string_const
+    ]
+    found = {char for piece in outside for char in piece if char in TYPOGRAPHIC_QUOTES}
+    return sorted(found, key=TYPOGRAPHIC_QUOTES.index)
 
 
 def _check_tokens(text: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mixplane.errors import ConfigError, MixplaneError
@@ -38,8 +39,18 @@ def _results_console() -> Console:
     return results
 
 
+def _status_console() -> Console:
+    """The stderr console. In a terminal long messages wrap at words; into a file or a pipe
+    a message stays on its line (Rich would cut it at 80 columns), so a one-line error is
+    one line for `grep` and logs."""
+    messages = Console(stderr=True)
+    if not messages.is_terminal:
+        messages.soft_wrap = True
+    return messages
+
+
 console = _results_console()
-status = Console(stderr=True)
+status = _status_console()
 
 
 @app.callback()
@@ -89,13 +100,15 @@ EXTRA_OF_MODULE = {
 
 
 def run_app(application: typer.Typer) -> int:
-    """Run the CLI; user mistakes become one red line and exit code 2, never a traceback."""
+    """Run the CLI; user mistakes become one red line and exit code 2 (stage errors, whose
+    tracebacks are in the output's `_errors/`: 1), never a traceback."""
     try:
         # Without standalone mode click returns the code of `typer.Exit` instead of exiting.
         code = application(standalone_mode=False)
     except MixplaneError as error:
-        status.print(f"[bold red]error:[/] {error}", highlight=False)
-        return 2
+        # The message is text, not markup: a path like `raw/[ab].jsonl` is printed as it is.
+        status.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
+        return error.exit_code
     except ModuleNotFoundError as error:
         extra = EXTRA_OF_MODULE.get((error.name or "").split(".")[0])
         if extra is None:

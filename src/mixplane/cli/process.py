@@ -44,6 +44,14 @@ def process(
         "--allow-mostly-quarantined",
         help="Exit 0 even when nearly every record of an input is quarantined for one reason.",
     ),
+    max_stage_errors: int | None = typer.Option(
+        None,
+        "--max-stage-errors",
+        min=0,
+        help="Records a stage's code may raise on (each kept in _errors/ with its traceback) "
+        "before the command fails with exit code 1; default 0 (the YAML's max_stage_errors).",
+        show_default=False,
+    ),
     metrics_port: int | None = typer.Option(
         None,
         "--metrics-port",
@@ -61,13 +69,17 @@ def process(
     Reruns skip tasks that already completed, so an interrupted run can simply be repeated.
     When nearly every record of an input is quarantined for one reason (say, the text is under
     another key than text_key), the outputs are written and the command fails with exit code 2.
+    When a stage's code raises on a record (a bug in the stage), the record goes to _errors/
+    with the traceback and the command fails with exit code 1, unless --max-stage-errors
+    allows it; a rerun redoes the tasks that had errors.
     """
-    from mixplane.errors import MostlyQuarantinedError
+    from mixplane.errors import MostlyQuarantinedError, StageErrorsError
     from mixplane.process.config import PipelineConfig
     from mixplane.process.pipeline import Pipeline
 
     overrides = {"output": output, "workers": workers, "executor": executor}
     overrides["allow_mostly_quarantined"] = allow_mostly_quarantined or None
+    overrides["max_stage_errors"] = max_stage_errors
     overrides["storage_options"] = storage_options(storage) or None
     if input:
         overrides["input"] = list(input)
@@ -85,7 +97,7 @@ def process(
         exporter = ProcessExporter(metrics_port)
     try:
         result = run_with_progress(pipeline, quiet=as_json, exporter=exporter)
-    except MostlyQuarantinedError as error:
+    except (MostlyQuarantinedError, StageErrorsError) as error:
         # The run finished and wrote everything: show what it did, then the one-line error.
         report(error.result, as_json)
         raise
@@ -127,7 +139,7 @@ def run_with_progress(
 
 
 def print_summary(result: PipelineResult) -> None:
-    """Documents in, kept, excluded per stage and reason, quarantined."""
+    """Documents in, kept, excluded per stage and reason, quarantined, errored."""
     stats = result.stats
     table = Table(title=f"processed in {result.seconds:.1f}s", title_justify="left")
     table.add_column("outcome")
@@ -136,10 +148,11 @@ def print_summary(result: PipelineResult) -> None:
     table.add_column("documents", justify="right")
     table.add_row("in", "", "", f"{stats['documents_in']:,}")
     table.add_row("kept", "", "", f"{stats['kept']:,}", style="green")
-    for kind, key in (("excluded", "excluded_by"), ("quarantined", "quarantined_by")):
-        for stage, reasons in stats[key].items():
+    for kind in ("excluded", "quarantined", "errored"):
+        style = "red" if kind == "errored" else "yellow"
+        for stage, reasons in stats.get(f"{kind}_by", {}).items():
             for reason, n in reasons.items():
-                table.add_row(kind, stage, reason, f"{n:,}", style="yellow")
+                table.add_row(kind, stage, reason, f"{n:,}", style=style)
     console.print(table)
     if stats.get("skipped_tasks"):
         reused = f"{stats['skipped_tasks']} of {stats['tasks']} tasks reused completed work"

@@ -157,15 +157,32 @@ def strip_compression(url: str) -> str:
     return url
 
 
+def is_http(url: str) -> bool:
+    """Whether `url` is read from a web server (which need not answer range requests)."""
+    return url.lower().startswith(("http://", "https://"))
+
+
+def open_forward(fs, path: str) -> IO[bytes]:
+    """Open a file to read once from its start to its end. Over HTTP(S) that is one
+    streamed GET: a server need not answer range requests (`python -m http.server` does
+    not), and fsspec's default file asks for a range per block."""
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    if {"http", "https"} & set(protocols):
+        return fs.open(path, "rb", block_size=0)
+    return fs.open(path, "rb")
+
+
 @contextmanager
 def open_url(
     url: str, mode: str = "rb", storage_options: dict[str, Any] | None = None
 ) -> Iterator[IO[bytes]]:
-    """Open a URL for binary reading or writing, decompressing or compressing by suffix."""
+    """Open a URL for binary reading (once through, see `open_forward`) or writing,
+    decompressing or compressing by suffix."""
     if mode not in ("rb", "wb"):
         raise ValueError("open_url supports 'rb' and 'wb'")
     fs, path = url_filesystem(url, storage_options)
-    with fs.open(path, mode) as raw, compressed(raw, url, mode) as stream:
+    raw_file = open_forward(fs, path) if mode == "rb" else fs.open(path, mode)
+    with raw_file as raw, compressed(raw, url, mode) as stream:
         yield stream
 
 

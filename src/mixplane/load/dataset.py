@@ -36,6 +36,15 @@ READ_AHEAD_TOKENS = 1 << 21
 WORKER_BLOCK_DIVISOR = 8
 
 
+# What a PyTorch DataLoader given the dataset itself (which it takes for an indexed one)
+# would need instead.
+_NO_INDEX = (
+    "To train with PyTorch, build the loader with torch_loader(dataset, batch_size, "
+    "num_workers=...) from mixplane.load.torch_adapter, not DataLoader(dataset); "
+    "read_positions(positions) reads given positions"
+)
+
+
 class MixtureDataset:
     """The mixture's stream as seen by `rank` of `world_size`, from where it was left.
 
@@ -155,8 +164,13 @@ class MixtureDataset:
         """Sequences this rank will read from now on (only for a stream that ends)."""
         limit = self.layout.local_limit(self.cursor.base, self.plan.length)
         if limit is None:
-            raise TypeError("the stream repeats forever (no component stops it); it has no len")
+            raise TypeError(
+                f"the stream repeats forever (no component stops it); it has no len. {_NO_INDEX}"
+            )
         return max(0, limit - self.cursor.read)
+
+    def __getitem__(self, index: Any) -> Any:
+        raise TypeError(f"a MixtureDataset is a stream, not indexed by position. {_NO_INDEX}")
 
     def read_positions(self, positions: np.ndarray) -> dict[str, np.ndarray]:
         """The samples at global `positions`, batched (random access, no state change)."""

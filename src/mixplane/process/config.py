@@ -102,6 +102,12 @@ class PipelineConfig(BaseModel):
         description="finish without an error even when nearly every record of an input is "
         "quarantined for one reason (by default that fails the run, outputs written all the same)",
     )
+    max_stage_errors: int = Field(
+        0,
+        ge=0,
+        description="records a stage's code may raise on (each goes to _errors/ with its "
+        "traceback) before the run fails, outputs written all the same",
+    )
 
     @field_validator("input", mode="before")
     @classmethod
@@ -136,6 +142,7 @@ class PipelineConfig(BaseModel):
                 "ray_address",
                 "storage_options",
                 "allow_mostly_quarantined",
+                "max_stage_errors",
             },
         )
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()

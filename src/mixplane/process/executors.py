@@ -7,13 +7,18 @@ its work into tasks (processing, tokenizing, dedup) runs through `execute`.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
 from mixplane.errors import ConfigError
@@ -62,20 +67,54 @@ def _run_pool(function, tasks, context, settings: ExecutorSettings, on_done: OnD
     mp_context = multiprocessing.get_context("forkserver")
     workers = min(settings.workers, len(tasks))
     results: list[Any] = [None] * len(tasks)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp_context) as pool:
-        futures = {pool.submit(function, task, context): i for i, task in enumerate(tasks)}
-        pending = set(futures)
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    results[futures[future]] = future.result()
-                    on_done(results[futures[future]])
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+    # Only this process holds `alive`: when it ends, however it ends, the workers read EOF.
+    watched, alive = mp_context.Pipe(duplex=False)
+    try:
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=mp_context,
+            initializer=exit_with_parent,
+            initargs=(watched,),
+        ) as pool:
+            futures = {pool.submit(function, task, context): i for i, task in enumerate(tasks)}
+            pending = set(futures)
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        results[futures[future]] = future.result()
+                        on_done(results[futures[future]])
+            except BaseException:
+                for future in pending:
+                    future.cancel()
+                raise
+    finally:
+        alive.close()
+        watched.close()
     return results
+
+
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def exit_with_parent(watched: Connection) -> None:
+    """In a pool worker: end at once when the process that started the pool ends, even by
+    SIGKILL, which gives it no chance to stop its workers. Without this they outlive it,
+    with the forkserver and the resource tracker that wait for them.
+
+    The pool's parent holds the only write end of the pipe `watched` reads: a thread here
+    sees EOF when it is gone. The worker's own parent is the forkserver; should that one
+    die, the kernel kills the worker (Linux's parent-death signal)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    def watch() -> None:
+        with contextlib.suppress(EOFError, OSError):
+            watched.recv_bytes()  # nothing is ever sent: this returns at EOF
+        os._exit(1)
+
+    threading.Thread(target=watch, name="mixplane-parent-watch", daemon=True).start()
 
 
 @contextmanager

@@ -1,5 +1,6 @@
 """Prometheus metrics of a `process` run, opt-in (`mixplane process --metrics-port N`):
-documents in, kept, excluded and quarantined by stage and reason, bytes read, tasks done.
+documents in, kept, excluded, quarantined and errored by stage and reason, bytes read,
+tasks done.
 Rates (documents/s, bytes/s) are Prometheus's `rate()` over these counters.
 
 A pipeline with global stages runs in phases; each phase counts under its own `phase` label
@@ -26,13 +27,13 @@ class ProcessExporter:
         self.current = "tasks"
         self.documents = client.Counter(
             "mixplane_process_documents",
-            "Documents by outcome (in, kept, excluded, quarantined)",
+            "Documents by outcome (in, kept, excluded, quarantined, errored)",
             ["phase", "outcome"],
             registry=self.registry,
         )
         self.reasons = client.Counter(
             "mixplane_process_removed",
-            "Documents excluded or quarantined, by stage and reason",
+            "Documents excluded, quarantined or errored, by stage and reason",
             ["phase", "outcome", "stage", "reason"],
             registry=self.registry,
         )
@@ -55,7 +56,7 @@ class ProcessExporter:
         stats = result.get("stats") or {}
         for outcome, key in (("in", "documents_in"), *((k, k) for k in OUTCOMES)):
             self.documents.labels(phase, outcome).inc(stats.get(key, 0))
-        for outcome in ("excluded", "quarantined"):
+        for outcome in ("excluded", "quarantined", "errored"):
             for stage, reasons in (stats.get(f"{outcome}_by") or {}).items():
                 for reason, n in reasons.items():
                     self.reasons.labels(phase, outcome, stage, reason).inc(n)
@@ -65,4 +66,4 @@ class ProcessExporter:
         self.server.shutdown()
 
 
-OUTCOMES = ("kept", "excluded", "quarantined")
+OUTCOMES = ("kept", "excluded", "quarantined", "errored")

@@ -32,8 +32,9 @@ from mixplane.io.columns import conform
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import LARGE_COLUMNS, parquet_options
 from mixplane.process.config import PipelineConfig
-from mixplane.process.runner import IMAGE_META_SUFFIX, marker_url, part_name
+from mixplane.process.runner import marker_url
 from mixplane.process.segments import work_root
+from mixplane.process.sinks import IMAGE_META_SUFFIX, part_name
 
 
 def harmonize(config: PipelineConfig, results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ A run whose records are nearly all quarantined for one reason is almost always a
 mistake (the text lives under another key, the files are not JSON Lines) rather than bad
 data, and a run that exits 0 hides it behind a summary table. So the run fails with one
 line naming the input, the reason, the count and what to do, unless the config allows it.
+Likewise a run in which a stage's code raised on more records than `max_stage_errors`.
 
 Example:
     >>> mostly_quarantined(config, tasks, results)  # doctest: +SKIP
@@ -27,11 +28,12 @@ AT_LEAST = 10
 
 _HINTS = (
     ("record has no text field", "set text_key on the input to the field holding the text"),
-    ("text field", "set text_key on the input to the field holding the text"),
+    ("text field", "set text_key on the input to a field whose records hold text"),
     ("invalid JSON", "check that the file is JSON Lines, or set format on the input"),
     ("JSON value is", "check that the file holds one JSON object per line"),
     ("invalid UTF-8", "convert the file to UTF-8"),
     ("record exceeds max_record_bytes", "raise max_record_bytes if such records are wanted"),
+    ("unreadable Parquet", "check that the files are whole Parquet files, or set format"),
 )
 
 
@@ -65,15 +67,16 @@ class _Tally:
 def mostly_quarantined(
     config: PipelineConfig, tasks: list[Task], results: list[dict[str, Any]]
 ) -> str | None:
-    """A one-line error for the first input file, or input taken as a whole (many small
-    files add up), whose records were nearly all quarantined for one reason; else None."""
+    """A one-line error for the first input file (counting the records that could not be
+    read), or input taken as a whole (many small files add up; every stage counts), whose
+    records were nearly all quarantined for one reason; else None."""
     by_task = {task.index: task for task in tasks}
     files: dict[str, _Tally] = {}
     inputs: dict[int, _Tally] = defaultdict(lambda: _Tally(""))
     for result in sorted(results, key=lambda r: r["task"]):
         task = by_task[result["task"]]
-        url = task.shard.url
-        files.setdefault(url, _Tally(url)).add(result["stats"])
+        for url, read in result["stats"]["files"].items():
+            files.setdefault(url, _Tally(url)).add(read)
         tally = inputs[task.input_index]
         tally.name = tally.name or _input_name(config, task.input_index)
         tally.add(result["stats"])
@@ -100,4 +103,28 @@ def _message(config: PipelineConfig, tally: _Tally, n: int, stage: str, reason: 
         f"{tally.name}: {n:,} of {tally.records:,} records quarantined by {stage} ({example}); "
         f"{hint}. The outputs in {config.output} are complete; to accept this, set "
         "allow_mostly_quarantined: true (CLI: --allow-mostly-quarantined)"
+    )
+
+
+def stage_errors_message(config: PipelineConfig, stats: dict[str, Any]) -> str | None:
+    """A one-line error when stages raised on more records than `max_stage_errors`; else
+    None. It names the stage and exception hit most, with its first message.
+
+    Example:
+        >>> stage_errors_message(config, stats)  # doctest: +SKIP
+        "3 records hit errors in stage code: fragile raised ValueError on 3 (ValueError: ..."
+    """
+    errored = stats.get("errored", 0)
+    if errored <= config.max_stage_errors:
+        return None
+    found = [(-n, stage, kind) for stage, kinds in stats["errored_by"].items()
+             for kind, n in kinds.items()]  # fmt: skip
+    n, stage, kind = min(found)
+    example = stats["error_examples"][stage][kind]
+    others = f" (and {errored + n:,} more in other stages or types)" if errored + n else ""
+    return (
+        f"{errored:,} records hit errors in stage code: {stage} raised {kind} on {-n:,} "
+        f"({example}){others}. Each is in {config.output}/_errors/ with its traceback, and "
+        "the other outputs are complete; fix the stage and run again (tasks with errors are "
+        f"redone), or allow up to N with max_stage_errors: N (CLI: --max-stage-errors N)"
     )

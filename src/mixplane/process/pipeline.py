@@ -11,19 +11,22 @@ from typing import Any
 
 import orjson
 
-from mixplane.errors import MostlyQuarantinedError
+from mixplane.errors import MostlyQuarantinedError, StageErrorsError
 from mixplane.io.atomic import join_url, remove_stale_temporaries, write_bytes
 from mixplane.manifest import file_fingerprint, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute
 from mixplane.process.global_stage import GlobalStage, plan_segments
 from mixplane.process.harmonize import harmonize
-from mixplane.process.outcome import mostly_quarantined
+from mixplane.process.outcome import mostly_quarantined, stage_errors_message
 from mixplane.process.runner import load_stages, run_task
 from mixplane.process.segments import remove_work, run_segments
 from mixplane.process.sources import check_declared_sources, check_stage_sources
 from mixplane.process.stats import merge_stats
 from mixplane.process.tasks import Task, plan_tasks, scan_inputs
+
+# Where every input record ended up, as the manifest records it.
+COUNTS = ("documents_in", "kept", "excluded", "quarantined", "errored")
 
 
 @dataclass
@@ -73,7 +76,8 @@ class Pipeline:
     ) -> PipelineResult:
         """Run every task not yet complete, then merge statistics and write the manifest.
 
-        Raises `MostlyQuarantinedError` (after writing every output) when nearly all records
+        Raises `StageErrorsError` (after writing every output) when stages raised on more
+        records than `max_stage_errors`, and `MostlyQuarantinedError` when nearly all records
         of an input were quarantined for one reason, unless `allow_mostly_quarantined` is set.
 
         Progress hooks: `on_planned(tasks)` once, `on_phase(description, tasks)` at the start
@@ -111,7 +115,7 @@ class Pipeline:
             orjson.dumps(stats, option=orjson.OPT_INDENT_2),
             options,
         )
-        urls = sorted({task.shard.url for task in tasks})
+        urls = sorted({shard.url for task in tasks for shard in task.shards})
         # Side by side: on object storage each fingerprint is a round trip.
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(urls)))) as pool:
             fingerprints = list(pool.map(lambda url: file_fingerprint(url, options), urls))
@@ -129,12 +133,15 @@ class Pipeline:
                 "inputs": inputs,
                 "outputs": outputs,
                 "parents": find_parent_manifests([i["url"] for i in inputs], options),
-                "stats": {k: stats[k] for k in ("documents_in", "kept", "excluded", "quarantined")},
+                "stats": {k: stats[k] for k in COUNTS},
             },
             options,
         )
         remove_work(config)
         result = PipelineResult(stats, results, manifest, time.perf_counter() - started)
+        problem = stage_errors_message(config, stats)
+        if problem:
+            raise StageErrorsError(problem, result)
         if not config.allow_mostly_quarantined:
             problem = mostly_quarantined(config, tasks, results)
             if problem:

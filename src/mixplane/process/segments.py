@@ -2,6 +2,8 @@
 
 Every segment runs per task through the executor and writes a completion marker last;
 every merge writes its marker last; so a rerun after a crash skips whatever was finished.
+A rerun after a run with stage errors starts over, since documents a fixed stage now keeps
+can change any global stage's decisions.
 Intermediate files live under `OUTPUT/_work/<config hash>/` and are removed once the run is
 complete. The final segment writes the usual parts, and one `_excluded/` and one
 `_quarantine/` file per task holding the rows of all segments; its marker carries the
@@ -25,25 +27,27 @@ from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, Shard, read
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import MEDIA_COLUMN
 from mixplane.manifest import read_json
+from mixplane.process.apply import apply_stage, sort_results
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute, ray_session
 from mixplane.process.global_stage import GlobalStage, MergeRun, Segment, WorkArea
 from mixplane.process.runner import (
     BATCH,
     BATCH_CHARS,
-    Sinks,
-    apply_stage,
-    completed,
-    input_read_options,
     load_stages,
     marker_url,
     read_batches,
-    sort_results,
+    read_marker,
+    read_task,
+    stage_errors,
     write_marker,
 )
+from mixplane.process.sinks import Sinks, remove_outputs
 from mixplane.process.stats import (
+    COUNTED_BY,
+    EXAMPLES,
+    add_counts,
     check_balance,
-    count,
     merge_examples,
     new_task_stats,
 )
@@ -79,7 +83,9 @@ def run_segment_task(task: Task, job: SegmentJob) -> dict[str, Any]:
     """Run one segment of one task unless its marker says it is already complete."""
     config, segment = job.config, job.segment
     marker = _segment_marker(config, segment, task.index)
-    done = completed(marker, config)
+    # Stage errors were looked at before the run began (see `run_segments`): a marker
+    # here, errors or not, is part of the run being resumed.
+    done = read_marker(marker, config, task)
     if done is not None:
         return done | {"skipped": True}
     stages = load_stages(config)
@@ -142,19 +148,18 @@ def _batches(
     """The documents a segment starts from: the task's input (the first segment also counts
     and quarantines unreadable records), or an earlier segment's saved documents."""
     config, segment = job.config, job.segment
-    if segment.source >= 0:
+    if segment.source < 0:
+        records = read_task(task, config, read_stats, stats["files"])
+        if segment.index == 0:
+            yield from read_batches(records, stats, sinks)
+            return
+    else:
         url = join_url(segment_folder(config, segment.source), f"part-{task.index:05d}.parquet")
         shard = Shard(url, os.path.basename(url), "parquet")
         # Documents an earlier segment kept were admitted already (a stage may have made one
         # longer): no size limit, since a record quarantined here would be lost.
         options = ReadOptions("text", "id", None, config.storage_options, 1 << 62)
-    else:
-        shard = task.shard
-        options = input_read_options(config, task.input_index)
-    records = reader_for(shard.format)(shard, options, read_stats)
-    if segment.index == 0:
-        yield from read_batches(records, stats, sinks)
-        return
+        records = reader_for(shard.format)(shard, options, read_stats)
     batch: list[Document] = []
     chars = 0
     for record in records:
@@ -182,7 +187,7 @@ def _restore_media(doc: Document) -> None:
 
 def chain_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One task's statistics over consecutive segments: documents in from the first, kept
-    from the last, exclusions and quarantines summed.
+    from the last, exclusions, quarantines and stage errors summed.
 
     Example:
         >>> a = new_task_stats() | {"documents_in": 5, "kept": 3, "excluded": 2}
@@ -191,18 +196,17 @@ def chain_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
         (1, 4)
     """
     merged = new_task_stats()
-    for key in ("documents_in", "bytes_in", "skipped_blank"):
-        merged[key] = parts[0].get(key, 0)
+    for key in ("documents_in", "bytes_in", "skipped_blank", "files"):
+        merged[key] = parts[0].get(key, merged[key])
     for key in ("kept", "text_bytes_out"):
         merged[key] = parts[-1][key]
     for part in parts:
-        merged["excluded"] += part["excluded"]
-        merged["quarantined"] += part["quarantined"]
-        for key in ("excluded_by", "quarantined_by"):
-            for stage, reasons in part[key].items():
-                for reason, n in reasons.items():
-                    count(merged[key], stage, reason, n)
-        merge_examples(merged["quarantine_examples"], part)
+        for key in ("excluded", "quarantined", "errored"):
+            merged[key] += part.get(key, 0)
+        for key in COUNTED_BY:
+            add_counts(merged[key], part.get(key, {}))
+        for key in EXAMPLES:
+            merge_examples(merged[key], part, key)
         for name, value in part["seconds"].items():
             merged["seconds"][name] = merged["seconds"].get(name, 0.0) + value
     check_balance(merged)
@@ -237,7 +241,11 @@ def run_segments(
     `on_done` is called as each task of each segment completes.
     """
     final = segments[-1]
-    finished = [completed(marker_url(config.output, t.index), config) for t in tasks]
+    finished = [read_marker(marker_url(config.output, t.index), config, t) for t in tasks]
+    if any(done is not None and stage_errors(done) for done in finished):
+        # A fixed stage may keep documents it errored on: every global stage must see them.
+        _start_over(config, tasks)
+        finished = [None] * len(tasks)
     if all(done is not None for done in finished):
         for done in finished:
             if on_done:
@@ -272,7 +280,7 @@ def _merge(
 ) -> dict[str, Any]:
     work = stage_work(config, index)
     marker = work.url("_merged.json")
-    done = completed(marker, config)
+    done = read_marker(marker, config)
     if done is not None:
         return done["summary"]
     started = time.perf_counter()
@@ -283,6 +291,19 @@ def _merge(
     content = {"config_hash": config.outputs_hash(), "summary": summary}
     write_bytes(marker, orjson.dumps(content, option=orjson.OPT_INDENT_2), config.storage_options)
     return summary
+
+
+def _start_over(config: PipelineConfig, tasks: list[Task]) -> None:
+    """Forget every completed segment, merge and task of this config: a rerun after stage
+    errors redoes them all, since any global stage's decisions may change."""
+    remove_work(config)
+    for task in tasks:
+        url = marker_url(config.output, task.index)
+        earlier = read_marker(url, config, task)
+        if earlier is not None:
+            remove_outputs(config, earlier["outputs"])
+            fs, path = url_filesystem(url, config.storage_options)
+            fs.rm(path)
 
 
 def remove_work(config: PipelineConfig) -> None:

@@ -11,11 +11,17 @@ import posixpath
 from dataclasses import dataclass, field
 
 from mixplane.errors import InputError
-from mixplane.io.readers import Shard, detect_format
+from mixplane.io.readers import Shard, detect_format, parquet
 from mixplane.io.readers.imagefolder import folder_images
 from mixplane.io.readers.parquet import row_group_sizes
 from mixplane.io.readers.pipes import is_pipe
-from mixplane.io.urls import compression_of, expand_braces, expand_inputs, url_filesystem
+from mixplane.io.urls import (
+    compression_of,
+    expand_braces,
+    expand_inputs,
+    is_http,
+    url_filesystem,
+)
 from mixplane.process.config import InputConfig
 
 
@@ -24,7 +30,9 @@ class InputFile:
     """One file found by expanding an input pattern (for `image_folder`, one folder).
 
     `row_groups` holds the byte sizes of the pieces a task may take a range of: Parquet row
-    groups, or the images of an image folder.
+    groups, or the images of an image folder. `unreadable` says why a file cannot be read
+    at all (a `.parquet` file that is empty, truncated or not Parquet); processing
+    quarantines such a file as one record.
     """
 
     url: str
@@ -33,16 +41,35 @@ class InputFile:
     size: int
     input_index: int
     row_groups: tuple[int, ...] = field(default=())
+    unreadable: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """A unit of work: one shard of one input file. Its index names its outputs."""
+    """A unit of work: a shard of one input file, or several small files of one input read
+    in turn. Its index names its outputs."""
 
     index: int
     input_index: int
-    shard: Shard
+    shards: tuple[Shard, ...]
     size: int
+
+    @property
+    def shard(self) -> Shard:
+        """The task's one shard (a task of several files has no single one)."""
+        if len(self.shards) != 1:
+            raise ValueError(f"task {self.index} reads {len(self.shards)} files; see shards")
+        return self.shards[0]
+
+
+# Small files are grouped into tasks of at most this many files and bytes (or task_size_mb,
+# when smaller): enough work per task that its fixed costs (a part file and a marker each,
+# a request per file on object storage) stay small, and still many tasks for the workers.
+GROUP_FILES = 256
+GROUP_BYTES = 64 << 20
+# Formats whose small files are grouped. A WebDataset tar is a shard already (its output
+# image shard keeps its place), and an image folder is split by its own images.
+GROUPED_FORMATS = frozenset({"jsonl", "parquet", "text", "html", "warc", "hf_disk"})
 
 
 def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputFile]:
@@ -70,9 +97,25 @@ def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputF
         else:
             fs, path = url_filesystem(url, storage_options)
             size = fs.size(path)
-            groups = tuple(row_group_sizes(url, storage_options)) if fmt == "parquet" else ()
-            files.append(InputFile(url, name, fmt, size, index, groups))
+            groups, problem = _row_groups(url, storage_options) if fmt == "parquet" else ((), "")
+            files.append(InputFile(url, name, fmt, size, index, groups, problem))
     return files
+
+
+def _row_groups(url: str, storage_options: dict) -> tuple[tuple[int, ...], str]:
+    """A Parquet file's row group sizes, or why it cannot be opened (then it is one task)."""
+    try:
+        return tuple(row_group_sizes(url, storage_options)), ""
+    except Exception as error:
+        if parquet.unreadable(error):
+            return (), f"{parquet.UNREADABLE_FILE}: {parquet.one_line(error)}"
+        if is_http(url) and "range requests" in str(error):  # fsspec's words for it
+            raise InputError(
+                f"{url}: the server does not answer range requests, which reading Parquet "
+                "needs (its footer is at the end); download the file first, or serve it "
+                "from a server that does"
+            ) from None
+        raise
 
 
 def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
@@ -161,25 +204,67 @@ def _relative(url: str, root: str) -> str:
 
 
 def plan_tasks(files: list[InputFile], task_bytes: int) -> list[Task]:
-    """Cut files into tasks of about `task_bytes`: uncompressed JSON Lines by byte range,
-    Parquet by row groups, image folders by runs of images, everything else whole (a tar
-    shard is one task: its samples can only be found by reading it from the start).
+    """Cut files into tasks of about `task_bytes`: uncompressed JSON Lines by byte range
+    (except over HTTP(S), read by one streamed GET), Parquet by row groups, image folders
+    by runs of images, everything else whole (a tar shard is one task: its samples can only
+    be found by reading it from the start). Small document files of one input (JSON Lines,
+    Parquet, text, HTML, WARC, saved datasets) follow each other, in order, in tasks of up
+    to `GROUP_FILES` files and `GROUP_BYTES` (or `task_bytes`, if smaller); a command's
+    output (`pipe:`), of unknown size, is alone.
 
     Example:
         >>> f = InputFile("a.jsonl", "a.jsonl", "jsonl", 250, 0)
         >>> [(t.shard.start, t.shard.end) for t in plan_tasks([f], 100)]
         [(0, 100), (100, 200), (200, 250)]
+        >>> small = [InputFile(f"{n}.jsonl", f"{n}.jsonl", "jsonl", 40, 0) for n in "abc"]
+        >>> [[s.url for s in t.shards] for t in plan_tasks(small, 100)]
+        [['a.jsonl', 'b.jsonl'], ['c.jsonl']]
     """
-    tasks: list[Task] = []
+    group_bytes = min(task_bytes, GROUP_BYTES)
+    planned: list[_Planned] = []
     for file in sorted(files, key=lambda f: (f.input_index, f.url)):
-        for start, end, size in _pieces(file, task_bytes):
-            shard = Shard(file.url, file.name, file.format, start, end)
-            tasks.append(Task(len(tasks), file.input_index, shard, size))
-    return tasks
+        cuts = _pieces(file, task_bytes)
+        small = (
+            file.format in GROUPED_FORMATS
+            and len(cuts) == 1
+            and file.size <= group_bytes
+            and not is_pipe(file.url)
+        )
+        shards = [Shard(file.url, file.name, file.format, start, end) for start, end, _ in cuts]
+        if small and planned and planned[-1].takes(file, group_bytes):
+            planned[-1].shards.append(shards[0])
+            planned[-1].size += file.size
+            continue
+        for shard, (_, _, size) in zip(shards, cuts, strict=True):
+            planned.append(_Planned(file.input_index, [shard], size, groups=small))
+    return [Task(index, p.input_index, tuple(p.shards), p.size) for index, p in enumerate(planned)]
+
+
+@dataclass
+class _Planned:
+    """A task being planned; `groups`: it holds small files, and more may join."""
+
+    input_index: int
+    shards: list[Shard]
+    size: int
+    groups: bool
+
+    def takes(self, file: InputFile, group_bytes: int) -> bool:
+        return (
+            self.groups
+            and self.input_index == file.input_index
+            and len(self.shards) < GROUP_FILES
+            and self.size + file.size <= group_bytes
+        )
 
 
 def _pieces(file: InputFile, task_bytes: int) -> list[tuple[int, int | None, int]]:
-    if file.format == "jsonl" and compression_of(file.url) is None and file.size > task_bytes:
+    if (
+        file.format == "jsonl"
+        and compression_of(file.url) is None
+        and file.size > task_bytes
+        and not is_http(file.url)  # one streamed GET: a server need not answer ranges
+    ):
         return [
             (start, min(start + task_bytes, file.size), min(task_bytes, file.size - start))
             for start in range(0, file.size, task_bytes)

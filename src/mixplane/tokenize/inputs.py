@@ -40,7 +40,11 @@ class Batch:
 def find_input_files(inputs: list[InputConfig], storage_options: dict) -> list[InputFile]:
     """Every input file, in a stable order; processed folders contribute their parts only."""
     resolved = [_resolve(spec, storage_options) for spec in inputs]
-    return sorted(scan_inputs(resolved, storage_options), key=lambda f: (f.input_index, f.url))
+    files = scan_inputs(resolved, storage_options)
+    for file in files:
+        if file.unreadable:
+            raise InputError(f"{file.url}: {file.unreadable}; remove it from the inputs")
+    return sorted(files, key=lambda f: (f.input_index, f.url))
 
 
 def _resolve(spec: InputConfig, storage_options: dict) -> InputConfig:
@@ -132,7 +136,7 @@ def _split_columns(
         keep = pc.is_valid(text)
         for index in pc.indices_nonzero(pc.invert(keep)).to_pylist():
             location = f"{shard.url}#row {first_row + index}"
-            error = f"record has no text field {options.text_key!r}"
+            error = f"text field {options.text_key!r} is null"
             quarantined.append(Quarantined(location, error, b""))
         table, rows = table.filter(keep), rows.filter(keep)
         text = table.column(options.text_key)

@@ -22,7 +22,7 @@ from mixplane.io.atomic import join_url, write_bytes
 from mixplane.io.urls import url_filesystem
 from mixplane.io.writers import ParquetTableWriter
 from mixplane.manifest import file_digest, file_fingerprint, read_json
-from mixplane.process.runner import QUARANTINE_SCHEMA
+from mixplane.process.sinks import QUARANTINE_SCHEMA
 from mixplane.process.tasks import InputFile
 from mixplane.store.format import parse_stem, strip_suffix, token_dtype
 from mixplane.store.writer import TaskShardWriter

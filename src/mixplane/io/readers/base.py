@@ -140,6 +140,8 @@ def to_document(
         if options.url_key and record.get(options.url_key) is not None:
             record["url"] = str(record.pop(options.url_key))
     text = record.get(options.text_key)
+    if text is None and options.text_key in record:
+        return f"text field {options.text_key!r} is null"
     if text is None:
         return f"record has no text field {options.text_key!r}: its fields are {_fields(record)}"
     if not isinstance(text, str):

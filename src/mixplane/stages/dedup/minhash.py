@@ -107,6 +107,17 @@ def curve_midpoint(bands: int, rows: int) -> float:
     return (1.0 / bands) ** (1.0 / rows)
 
 
+def area(y: np.ndarray, x: np.ndarray) -> float:
+    """The area under the curve through points `(x, y)` by the trapezoidal rule (NumPy 2's
+    `np.trapezoid`, called `np.trapz` before; written out so either NumPy will do).
+
+    Example:
+        >>> area(np.array([0.0, 1.0, 1.0]), np.array([0.0, 1.0, 2.0]))
+        1.5
+    """
+    return float(np.sum((y[1:] + y[:-1]) * np.diff(x)) / 2)
+
+
 def choose_bands_rows(
     threshold: float, hashes: int, false_positive_weight: float = 0.1
 ) -> tuple[int, int]:
@@ -127,8 +138,8 @@ def choose_bands_rows(
     best, best_cost = (1, 1), float("inf")
     for bands in range(1, hashes + 1):
         for rows in range(1, hashes // bands + 1):
-            false_positive = np.trapezoid(collision_probability(below, bands, rows), below)
-            false_negative = np.trapezoid(1 - collision_probability(above, bands, rows), above)
+            false_positive = area(collision_probability(below, bands, rows), below)
+            false_negative = area(1 - collision_probability(above, bands, rows), above)
             cost = (
                 false_positive_weight * false_positive
                 + (1 - false_positive_weight) * false_negative

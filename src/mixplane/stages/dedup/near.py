@@ -31,14 +31,18 @@ class MinHashDedup(DedupStage):
     word n-grams; texts mostly in a script without spaces (Chinese, Japanese, Thai...) into
     character n-grams. Each gets a MinHash signature of `bands * rows` values; documents
     agreeing on all rows of any band are candidates, kept as a pair only if their whole
-    signatures agree on at least `verify_threshold` of the values. Clusters of pairs keep
+    signatures agree on at least `verify_threshold` of the values: by default `threshold`
+    when it is given (so `threshold: 0.8` joins pairs whose estimated Jaccard similarity is
+    at least 0.8), else the similarity where the bands x rows curve rises fastest, about
+    (1/bands)^(1/rows) (0.72 for the default 14 x 8). Clusters of pairs keep
     one survivor (by `prefer_sources`, then id), which gets `dup_cluster_id` (its own id)
     and `dup_cluster_size`; the others are excluded with reason `duplicate` and the
     survivor's id in `duplicate_of`.
 
     Example:
-        >>> MinHashDedup(threshold=0.8).bands, MinHashDedup(threshold=0.8).rows
-        (12, 9)
+        >>> stage = MinHashDedup(threshold=0.8)
+        >>> stage.bands, stage.rows, stage.verify_cutoff()
+        (12, 9, 0.8)
     """
 
     name: ClassVar[str] = "dedup_minhash"
@@ -52,14 +56,19 @@ class MinHashDedup(DedupStage):
     bands: int = Field(14, ge=1, le=256, description="LSH bands")
     rows: int = Field(8, ge=1, le=64, description="signature values per band")
     threshold: float | None = Field(
-        None, gt=0, lt=1, description="Jaccard similarity to target: picks bands and rows"
+        None,
+        gt=0,
+        lt=1,
+        description="Jaccard similarity from which documents are duplicates: picks bands "
+        "and rows, and is the verify_threshold",
     )
     hashes: int = Field(112, ge=1, le=2048, description="signature budget when picking bands")
     verify_threshold: float | None = Field(
         None,
         ge=0,
         le=1,
-        description="agreement a candidate pair needs (default: the LSH curve's midpoint)",
+        description="agreement a candidate pair needs (default: threshold if given, else the "
+        "LSH curve's midpoint; 0: none)",
     )
     seed: int = Field(1, ge=0, description="seed of the hash functions")
 
@@ -76,7 +85,7 @@ class MinHashDedup(DedupStage):
 
     def verify_cutoff(self) -> float | None:
         if self.verify_threshold is None:
-            return curve_midpoint(self.bands, self.rows)
+            return self.threshold or curve_midpoint(self.bands, self.rows)
         return self.verify_threshold or None
 
     def index_params(self) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class Check:
     """
 
     signal: str
-    value: float | int | bool
+    value: float | int | bool | str | None
     limit: float | int | bool | None
     failed: bool
     reason: str

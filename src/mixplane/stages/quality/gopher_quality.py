@@ -2,8 +2,17 @@
 
 Defaults are the published thresholds as the usual reference implementation applies them.
 Words are tokens with at least one character that is not punctuation; ratios "per token"
-count punctuation tokens too. For text written without spaces (Chinese, Japanese, Thai) the
-words are single characters, so the mean word length bounds are not applied to it.
+count punctuation tokens too (so the alphabetic-words rule counts a '.', '(' or '=' token
+against a text, as datatrove does: technical prose full of code and numbers fails it). For
+text written without spaces (Chinese, Japanese, Thai) the words are single characters, so
+the mean word length bounds are not applied to it.
+
+Stop words follow the document's `language` (run `langid` first): each language has its own
+list (`stop_words.STOP_WORDS`), as FineWeb-2 has; a document without `language` gets the
+paper's English words, and one whose language has no list is not checked for stop words
+(`gopher_stop_words_skipped` says why) rather than dropped. `stop_words` sets one list for
+every document, `stop_words_by_language` lists per language, and `language_aware: false`
+uses the English words for all, as the paper and datatrove do.
 
 Example (YAML):
     - gopher_quality: {min_words: 100, min_stop_words: 3}
@@ -18,9 +27,10 @@ from pydantic import Field
 
 from mixplane.document import Document
 from mixplane.stages.quality.base import Check, QualityFilter, at_least, at_most, ratio
+from mixplane.stages.quality.stop_words import STOP_WORDS
 from mixplane.stages.text import TextAnalysis
+from mixplane.stages.text.scripts import language_code
 
-ENGLISH_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
 _BULLETS = ("\u2022", "-")
 _ELLIPSES = ("...", "\u2026")
 
@@ -40,6 +50,7 @@ class GopherQuality(QualityFilter):
         "gopher_ellipsis_lines_ratio",
         "gopher_alpha_words_ratio",
         "gopher_stop_words",
+        "gopher_stop_words_skipped",
     )
 
     min_words: int | None = Field(
@@ -70,14 +81,15 @@ class GopherQuality(QualityFilter):
     min_stop_words: int | None = Field(
         2, description="drop documents containing fewer distinct stop words than this"
     )
-    stop_words: list[str] = Field(
-        default_factory=lambda: list(ENGLISH_STOP_WORDS),
-        description="the stop words (matched case-sensitively, as whole tokens)",
+    stop_words: list[str] | None = Field(
+        None,
+        description="one list of stop words for every document (matched case-sensitively, "
+        "as whole tokens); default: the document's language's list (English without one)",
     )
     stop_words_by_language: dict[str, list[str]] = Field(
         default_factory=dict,
         description="stop words for documents whose `language` metadata is the key "
-        "(e.g. {de: [der, die, und]}); other documents use stop_words",
+        "(e.g. {de: [der, die, und]}), over the built-in list of that language",
     )
 
     def checks(self, doc: Document, analysis: TextAnalysis) -> Iterator[Check]:
@@ -129,6 +141,28 @@ class GopherQuality(QualityFilter):
             self.min_alpha_words_ratio,
             "too_few_alphabetic_words",
         )
-        stop_words = self.stop_words_by_language.get(analysis.language or "", self.stop_words)
+        stop_words = self.stop_words_for(analysis.language)
+        if isinstance(stop_words, str):  # no list: the check is skipped, and why is kept
+            yield Check("stop_words", None, None, False, "")
+            yield Check("stop_words_skipped", stop_words, None, False, "")
+            return
         present = len(analysis.word_set.intersection(stop_words))
         yield at_least("stop_words", present, self.min_stop_words, "too_few_stop_words")
+        yield Check("stop_words_skipped", "", None, False, "")
+
+    def stop_words_for(self, language: str | None) -> frozenset[str] | str:
+        """The stop words for text in `language` (None: not known), or why there are none.
+
+        Example:
+            >>> GopherQuality().stop_words_for("xx")
+            "no stop-word list for language 'xx'"
+        """
+        code = language_code(language)
+        for key in (language, code):
+            if key in self.stop_words_by_language:
+                return frozenset(self.stop_words_by_language[key])
+        if self.stop_words is not None:
+            return frozenset(self.stop_words)
+        if code is None:
+            return STOP_WORDS["en"]
+        return STOP_WORDS.get(code, f"no stop-word list for language {language!r}")
