@@ -20,6 +20,7 @@ import traceback
 from typing import Any
 
 from mixplane.document import Document, Drop
+from mixplane.error_text import without_addresses
 from mixplane.process.sinks import Sinks
 from mixplane.process.stage import Stage
 from mixplane.process.stats import count, count_errored
@@ -34,8 +35,9 @@ class StageFailure:
 
     def __init__(self, kind: str, message: str, trace: str = ""):
         self.kind = kind
-        self.error = " ".join(f"{kind}: {message}".split())
-        self.trace = trace
+        # Without memory addresses, so two identical runs write identical `_errors/`.
+        self.error = without_addresses(" ".join(f"{kind}: {message}".split()))
+        self.trace = without_addresses(trace)
 
     @classmethod
     def raised(cls, error: Exception) -> StageFailure:
