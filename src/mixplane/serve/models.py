@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 JOB_NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
 ComponentName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-/]{1,200}$")]
 Weight = Annotated[float, Field(ge=0, le=1)]
+MAX_PREVIEW_STEPS = 1_000_000  # optimizer steps a preview covers (its time limit holds too)
 
 
 class Problem(BaseModel):
@@ -154,7 +155,7 @@ class MixtureRequest(BaseModel):
 
 
 class PreviewRequest(MixtureRequest):
-    steps: int = Field(1000, ge=1, le=10_000_000)
+    steps: int = Field(1000, ge=1, le=MAX_PREVIEW_STEPS)
     show: int = Field(0, ge=0, le=5, description="first sequences to decode")
 
 
