@@ -3,7 +3,9 @@ limit on queries, bounded answers; and its OpenAPI spec holds under fuzzing (sch
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +15,10 @@ import httpx
 import pytest
 from conftest import Service
 
+from mixplane.serve import scans
+from mixplane.serve.pool import ScanPool
 from mixplane.serve.queries import QueryRunner, QueryTimeout
+from mixplane.serve.scans import ScopeSpec
 
 TOKEN = "s3cret-token-for-tests-only"
 
@@ -111,21 +116,33 @@ def test_limits_on_answers_and_bodies(demo_service):
     assert demo_service.post("/api/plans", huge).status_code == 413
 
 
-def test_a_query_past_the_time_limit_is_stopped(demo_work):
-    runner = QueryRunner(str(demo_work / "catalog.duckdb"), timeout=0.2)
+def test_a_scan_past_its_deadline_is_killed_and_its_process_replaced(demo_work):
+    """The pool itself: a scan still running at its deadline ends with its process; the
+    next scan gets a fresh process, and an answer is cached per catalog state."""
+    catalog = str(demo_work / "catalog.duckdb")
+    slow = f"regexp_matches({' || '.join(['url'] * 150)}, '\\w{{0,1000}}\\W{{0,1000}}x')"
 
-    def slow(session):
-        engine = session.engine(session.resolve())
-        return engine.execute("SELECT count(*) FROM range(100000000000) WHERE random() < 0").one()
+    async def scenario() -> None:
+        pool = ScanPool(ScopeSpec(catalog, cache_dir=None), size=1)
+        runner = QueryRunner(catalog, timeout=0.2, pool=pool)
+        pool.start()
+        try:
+            first = pool._workers.copy()
+            with pytest.raises(QueryTimeout, match="time limit of 0.2 s"):
+                await runner.answer(time.monotonic() + 0.2, scans.count, slow, ())
+            assert pool.timeouts == {"waiting": 0, "scanning": 1} and pool.replaced == 1
+            for worker in first:
+                worker.process.join()
+                assert worker.process.exitcode == -signal.SIGKILL
+            later = time.monotonic() + 60
+            quick = await runner.answer(later, scans.count, "source = 'wiki'", ())
+            assert quick["documents"] > 0
+            assert await runner.answer(later, scans.count, "source = 'wiki'", ()) == quick
+            assert (runner.hits, runner.misses) == (1, 2)
+        finally:
+            pool.close()
 
-    started = time.perf_counter()
-    with pytest.raises(QueryTimeout, match="longer than 0.2 s"):
-        runner.run(("slow",), slow)
-    assert time.perf_counter() - started < 5
-    # A quick query on the same runner is answered, then comes from the cache.
-    quick = runner.run(("count",), lambda s: s.select("TRUE").documents)
-    assert quick > 0 and runner.run(("count",), lambda s: 0) == quick
-    assert (runner.hits, runner.misses) == (1, 2)
+    asyncio.run(scenario())
 
 
 def test_openapi_spec_holds_under_fuzzing(demo_service):
