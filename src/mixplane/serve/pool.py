@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import logging
 import multiprocessing
 import signal
 import threading
@@ -38,6 +39,7 @@ import orjson
 from mixplane.errors import MixplaneError
 from mixplane.serve.scans import SCANS, NotFound, Scope, ScopeSpec
 
+logger = logging.getLogger(__name__)
 # Scans at once: each DuckDB scan uses every core already, so more at once only makes each
 # slower (and the cached answers, which share the cores, wait longer).
 SCANS_AT_ONCE = 2
@@ -102,14 +104,15 @@ class ScanPool:
         self.replaced = 0  # processes killed at a deadline or found dead, and started again
 
     def start(self) -> None:
-        """Start the processes (on the event loop; the first start also starts the fork
-        server, which takes a second or two)."""
+        """Start the processes, in the background (on the event loop): the first start also
+        starts the fork server, a second or two, and requests meanwhile wait for them as
+        for busy ones, by their deadlines."""
         if self._idle is not None:
             return
         self._context.set_forkserver_preload(["mixplane.serve.scans"])
         self._idle = asyncio.Queue()
         for _ in range(self.size):
-            self._add(self._spawn())
+            self._start_one()
 
     async def run(self, job: bytes, deadline: float) -> tuple[Any, int]:
         """Run a `job` (from `job`) in a scan process: its answer and the answer's size in
@@ -204,9 +207,11 @@ class ScanPool:
 
     def _replace(self, worker: _Worker) -> None:
         self._retire(worker)
-        if self.closed:
-            return
-        self.replaced += 1
+        if not self.closed:
+            self.replaced += 1
+            self._start_one()
+
+    def _start_one(self) -> None:
         task = asyncio.ensure_future(self._respawn())
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
@@ -214,11 +219,16 @@ class ScanPool:
     def _retire(self, worker: _Worker) -> None:
         worker.retired = True
         self._workers.discard(worker)
-        with contextlib.suppress(OSError, ValueError):
-            worker.process.kill()  # its pipe closes with it: the reading thread returns
+        if worker.process.exitcode is None:  # asked first: a dead process's id may be reused
+            with contextlib.suppress(OSError, ValueError):
+                worker.process.kill()  # its pipe closes with it: the reading thread returns
 
     async def _respawn(self) -> None:
-        worker = await asyncio.get_running_loop().run_in_executor(None, self._spawn)
+        try:
+            worker = await asyncio.get_running_loop().run_in_executor(None, self._spawn)
+        except Exception:  # requests wait for the processes left, by their deadlines
+            logger.exception("a scan process could not be started")
+            return
         if self.closed:
             worker.process.kill()
             worker.connection.close()
