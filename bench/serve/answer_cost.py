@@ -1,0 +1,99 @@
+"""What one answer of `mixplane serve` costs: its latency, and the CPU the service spends on
+it (the server process and every process it started: scan processes, their fork server),
+for answers computed from the catalog and answers from the cache.
+
+One client asks each distinct query of `load.py` (20 predicates as a count and two
+compositions, over the same synthetic catalog) once, computed, then every query again
+`--repeats` times, from the cache, one request at a time. CPU seconds come from /proc
+(children that ended are counted by the process that waited for them), so the CPU figures
+hold on a busy machine; latencies do not.
+
+    python bench/serve/answer_cost.py --documents 1e7 --repeats 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from bench.serve.load import HTTP_TIMEOUT, Server, cpu_seconds, prepare, query_list  # noqa: E402
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def ask(server: Server, queries: list[dict], rounds: int) -> dict:
+    """Every query `rounds` times, one at a time: latencies and CPU per answer."""
+    latencies = []
+    with httpx.Client(base_url=server.url, timeout=HTTP_TIMEOUT) as client:
+        cpu_before, started = cpu_seconds(server.pid), time.perf_counter()
+        for _ in range(rounds):
+            for query in queries:
+                clock = time.perf_counter()
+                answer = client.get(query["path"], params=query["params"])
+                latencies.append(time.perf_counter() - clock)
+                if answer.status_code != 200:
+                    raise SystemExit(f"{query}: {answer.status_code} {answer.text[:300]}")
+        seconds = time.perf_counter() - started
+        cpu = (cpu_seconds(server.pid) or 0.0) - (cpu_before or 0.0)
+    return {
+        "answers": len(latencies),
+        "p50_ms": round(1000 * percentile(latencies, 0.5), 2),
+        "p99_ms": round(1000 * percentile(latencies, 0.99), 2),
+        "max_ms": round(1000 * max(latencies), 2),
+        "service_cpu_ms_per_answer": round(1000 * cpu / len(latencies), 2),
+        "answers_per_second": round(len(latencies) / seconds, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=float, default=1e7)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "serve")
+    parser.add_argument(
+        "--result", type=Path, default=ROOT / "bench" / "results" / "serve-answer-cost.json"
+    )
+    args = parser.parse_args()
+    documents = int(args.documents)
+    folder = args.data / f"catalog-{documents}"
+    catalog, stamp = prepare(folder, documents)
+    work = folder / "answer-cost"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    queries = query_list()
+    load = [os.getloadavg()[0]]
+    with Server(catalog, work / "plan-cache", work / "server.log") as server:
+        result = {
+            "documents": documents,
+            "catalog": stamp,
+            "distinct_queries": len(queries),
+            "server_start_seconds": server.start_seconds,
+            "computed": ask(server, queries, 1),
+            "cached": ask(server, queries, args.repeats),
+            "memory_mb_at_end": round(server.memory(), 1),
+        }
+    load.append(os.getloadavg()[0])
+    result["load_average"] = [round(value, 2) for value in load]
+    args.result.parent.mkdir(parents=True, exist_ok=True)
+    args.result.write_text(json.dumps(result, indent=1) + "\n")
+    for kind in ("computed", "cached"):
+        print(f"{kind:9} {result[kind]}")
+    print(f"results: {args.result}")
+
+
+if __name__ == "__main__":
+    main()
