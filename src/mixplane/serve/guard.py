@@ -38,8 +38,9 @@ TOO_BIG, GONE = object(), object()
 
 
 def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
-    """The host names a service bound to `bound` answers to, plus `extra`."""
-    names = {_normal(bound), *(_normal(name) for name in extra)}
+    """The host names a service bound to `bound` answers to, plus `extra` (names, with or
+    without a port: the port is not checked)."""
+    names = {_normal(bound), *(host_name(name) for name in extra)}
     if bound in ("0.0.0.0", "::", ""):
         names |= {ANY_ADDRESS, "localhost", *_own_names()}
     elif is_loopback(bound):
@@ -49,16 +50,26 @@ def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(names)
 
 
+def host_name(text: str) -> str:
+    """The host of `name`, `name:port`, `[v6]` or `[v6]:port`, lower case, no final dot.
+
+    Example:
+        >>> host_name("Data.Example.org.:8000"), host_name("[::1]:8000"), host_name("::1")
+        ('data.example.org', '::1', '::1')
+    """
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1 : text.find("]")] if "]" in text else ""
+    elif text.count(":") == 1:
+        text = text.rsplit(":", 1)[0]
+    return _normal(text)
+
+
 def host_allowed(header: bytes | None, hosts: frozenset[str]) -> bool:
-    """Whether a Host header (`name`, `name:port`, `[v6]:port`) names one of `hosts`."""
+    """Whether a Host header names one of `hosts` (from `allowed_hosts`)."""
     if not header:
         return False
-    text = header.decode("latin-1").strip()
-    if text.startswith("["):
-        name = text[1 : text.find("]")] if "]" in text else ""
-    else:
-        name = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
-    name = _normal(name)
+    name = host_name(header.decode("latin-1"))
     if name in hosts:
         return True
     if ANY_ADDRESS in hosts:

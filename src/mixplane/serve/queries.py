@@ -8,7 +8,8 @@ Everything here runs on the event loop: a cached answer costs no thread and no p
 
 Example:
     >>> runner = QueryRunner("catalog.duckdb", timeout=10, pool=pool)  # doctest: +SKIP
-    >>> await runner.answer(time.monotonic() + 10, scans.count, "language = 'de'", ())
+    >>> deadline = time.monotonic() + 10  # doctest: +SKIP
+    >>> await runner.answer(deadline, scans.count, "language = 'de'", ())  # doctest: +SKIP
 """
 
 from __future__ import annotations
