@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,13 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench.serve.load import HTTP_TIMEOUT, Server, cpu_seconds, prepare, query_list  # noqa: E402
+from bench.serve.load import (  # noqa: E402
+    HTTP_TIMEOUT,
+    Server,
+    catalog_and_work,
+    cpu_seconds,
+    query_list,
+)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -69,11 +74,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     documents = int(args.documents)
-    folder = args.data / f"catalog-{documents}"
-    catalog, stamp = prepare(folder, documents)
-    work = folder / "answer-cost"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    catalog, stamp, work = catalog_and_work(args.data, documents, "answer-cost")
     queries = query_list()
     load = [os.getloadavg()[0]]
     with Server(catalog, work / "plan-cache", work / "server.log") as server:

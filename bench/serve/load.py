@@ -152,6 +152,17 @@ def prepare(folder: Path, documents: int) -> tuple[str, dict]:
     return str(catalog), stamp | {"reused": False}
 
 
+def catalog_and_work(data: Path, documents: int, name: str) -> tuple[str, dict, Path]:
+    """The catalog of `documents` under `data` (built once), its stamp, and an empty work
+    folder `name` beside it."""
+    folder = data / f"catalog-{documents}"
+    catalog, stamp = prepare(folder, documents)
+    work = folder / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    return catalog, stamp, work
+
+
 # ----------------------------------------------------------------------------- the server
 
 
@@ -788,11 +799,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     documents = int(args.documents)
-    folder = args.data / f"catalog-{documents}"
-    catalog, stamp = prepare(folder, documents)
-    work = folder / "run"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    catalog, stamp, work = catalog_and_work(args.data, documents, "run")
     queries = query_list()
     body = {"mixture": mixture()}
     result: dict = {
