@@ -125,7 +125,7 @@ def test_a_scan_past_its_deadline_is_killed_and_its_process_replaced(demo_work):
     async def scenario() -> None:
         pool = ScanPool(ScopeSpec(catalog, cache_dir=None), size=1)
         runner = QueryRunner(catalog, timeout=0.2, pool=pool)
-        pool.start()
+        await pool.start()
         try:
             later = time.monotonic() + 60
             quick = await runner.answer(later, scans.count, "source = 'wiki'", ())

@@ -91,9 +91,9 @@ def create_app(settings: ServeSettings) -> FastAPI:
 
 @contextlib.asynccontextmanager
 async def _scan_processes(app: FastAPI):
-    """The scan processes live as long as the app serves."""
+    """The scan processes live as long as the app serves (it serves once they are up)."""
     pool = app.state.service.pool
-    pool.start()
+    await pool.start()
     try:
         yield
     finally:

@@ -13,7 +13,7 @@ user of the pipe while the job runs, and the event loop only waits on a future.
 
 Example:
     >>> pool = ScanPool(ScopeSpec("catalog.duckdb", cache_dir=None))  # doctest: +SKIP
-    >>> pool.start()  # doctest: +SKIP
+    >>> await pool.start()  # doctest: +SKIP
     >>> answer, size = await pool.run(job(scans.count, ("TRUE", ())), deadline)  # doctest: +SKIP
 """
 
@@ -103,16 +103,17 @@ class ScanPool:
         self.timeouts = {"waiting": 0, "scanning": 0}  # requests whose time ran out, by where
         self.replaced = 0  # processes killed at a deadline or found dead, and started again
 
-    def start(self) -> None:
-        """Start the processes, in the background (on the event loop): the first start also
-        starts the fork server, a second or two, and requests meanwhile wait for them as
-        for busy ones, by their deadlines."""
+    async def start(self) -> None:
+        """Start the processes (the first start also starts the fork server, which imports
+        the scans' modules: a second or two), so that the service is ready when it serves."""
         if self._idle is not None:
             return
         self._context.set_forkserver_preload(["mixplane.serve.scans"])
         self._idle = asyncio.Queue()
-        for _ in range(self.size):
-            self._start_one()
+        loop = asyncio.get_running_loop()
+        started = [loop.run_in_executor(None, self._spawn) for _ in range(self.size)]
+        for worker in await asyncio.gather(*started):  # a failure here stops the service
+            self._add(worker)
 
     async def run(self, job: bytes, deadline: float) -> tuple[Any, int]:
         """Run a `job` (from `job`) in a scan process: its answer and the answer's size in
@@ -154,7 +155,7 @@ class ScanPool:
         if self.closed:
             raise ServiceStopping("the service is stopping")
         if self._idle is None:
-            self.start()
+            await self.start()
         assert self._idle is not None
         try:
             worker = await asyncio.wait_for(self._idle.get(), deadline - time.monotonic())
@@ -207,12 +208,10 @@ class ScanPool:
 
     def _replace(self, worker: _Worker) -> None:
         self._retire(worker)
-        if not self.closed:
-            self.replaced += 1
-            self._start_one()
-
-    def _start_one(self) -> None:
-        task = asyncio.ensure_future(self._respawn())
+        if self.closed:
+            return
+        self.replaced += 1
+        task = asyncio.ensure_future(self._respawn())  # requests wait for it by their deadlines
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
 
