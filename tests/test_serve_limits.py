@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import threading
+import tracemalloc
 from pathlib import Path
 
 import httpx
@@ -25,6 +26,7 @@ from conftest import Service
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.synthetic import random_properties, write_metadata_shards
+from mixplane.serve.jobs import JobStore
 
 TOKEN = "limits-token-for-tests-only"
 TIMEOUT = 2  # the service's --query-timeout, seconds
@@ -316,6 +318,25 @@ def test_pushed_metrics_are_bounded_in_bytes(limited):
     for samples in kept.values():
         steps = [sample["step"] for sample in samples]
         assert steps == list(range(steps[0], 40))
+
+
+def test_the_metrics_store_holds_what_it_counts():
+    """What the store counts is what it holds: Python's own allocations (tracemalloc) stay
+    within its limit in bytes, with samples of 256 weights pushed to twice the limit."""
+    weights = {f"component-{i:03d}": 1 / 256 for i in range(256)}
+    limit = 4 << 20
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        store = JobStore(max_jobs=10, max_samples=10_000, max_bytes=limit)
+        for step in range(300):
+            for job in range(4):
+                store.push(f"job-{job}", {"step": step, "weights": weights})
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert store.bytes <= limit and held <= 1.05 * limit, (store.bytes, held)
+    assert [job["samples"] for job in store.list()] == [300] * 4
 
 
 # 6. Prometheus labels come from fixed sets; the token is checked before routing.
