@@ -37,7 +37,7 @@ ERRORS = {
         400: "a refused predicate, mixture or parameter",
         401: "missing or wrong token",
         404: "no such dataset, shard, run, plan or job",
-        408: "a query ran past the time limit",
+        408: "not answered within the time limit (--query-timeout)",
         413: "a request body over the size limit",
         503: "the service is stopping",
     }.items()
