@@ -175,11 +175,15 @@ def free_port() -> int:
 class Server:
     """`mixplane serve` in a subprocess on a free loopback port, stopped on exit."""
 
-    def __init__(self, catalog: str, cache_dir: Path, log: Path):
+    def __init__(
+        self, catalog: str, cache_dir: Path, log: Path, query_timeout: float | None = None
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "mixplane", "serve", "--catalog", catalog]
         command += ["--port", str(self.port), "--cache-dir", str(cache_dir)]
+        if query_timeout is not None:
+            command += ["--query-timeout", str(query_timeout)]
         self.log = log
         with open(log, "ab") as handle:
             self.process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
@@ -793,6 +797,12 @@ def main() -> None:
         action="store_true",
         help="ask every query once before the load: every answer under load is a repeated one",
     )
+    parser.add_argument(
+        "--query-timeout",
+        type=float,
+        help="the service's --query-timeout (default: the service's); the first resolution "
+        "of the plan has to fit in it",
+    )
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "serve")
     parser.add_argument(
         "--result", type=Path, default=ROOT / "bench" / "results" / "serve-load.json"
@@ -812,17 +822,18 @@ def main() -> None:
         "plan_clients": args.plan_clients,
         "query_clients": args.query_clients,
         "warm_cache": args.warm_cache,
+        "query_timeout": args.query_timeout,
         "predicates": list(PREDICATES),
     }
     print(f"unloaded queries ({len(queries)} distinct) ...", flush=True)
     rss: dict = {}
-    with Server(catalog, work / "plan-cache", work / "server.log") as server:
+    with Server(catalog, work / "plan-cache", work / "server.log", args.query_timeout) as server:
         result["server_start_seconds"] = server.start_seconds
         rss["started"] = server.memory()
         result["unloaded"] = unloaded(server, queries)
         rss["after_the_unloaded_queries"] = server.memory()
     print("plan resolution, then the load ...", flush=True)
-    with Server(catalog, work / "plan-cache", work / "server.log") as server:
+    with Server(catalog, work / "plan-cache", work / "server.log", args.query_timeout) as server:
         rss["second_server_started"] = server.memory()
         result["plan"] = alone(server, body)
         if args.warm_cache:
