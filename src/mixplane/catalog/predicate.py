@@ -4,8 +4,9 @@ DuckDB's own parser turns the predicate into an abstract syntax tree (`json_seri
 a walk over that tree lets through only column references, literals, comparisons, boolean
 logic, IN, LIKE/ILIKE, BETWEEN, IS [NOT] NULL, arithmetic, CAST and a short list of pure
 functions (a regular expression's pattern must be a literal: one computed per row is compiled
-per row, at a cost nothing bounds). Everything else (subqueries, table functions such as `read_csv`, several
-statements, pragmas, window functions, parameters) is refused with a one-line message.
+per row, at a cost nothing bounds). Everything else (subqueries, table functions such as
+`read_csv`, several statements, pragmas, window functions, parameters) is refused with a
+one-line message.
 
 A predicate is one whole expression: no comments, and parentheses that balance inside it, so
 it can never close the frame it is run in; positions in messages count characters.
