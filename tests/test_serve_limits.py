@@ -21,11 +21,15 @@ import tracemalloc
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from conftest import Service
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.synthetic import random_properties, write_metadata_shards
+from mixplane.load.plan_cache import entry_folder, load_resolved
+from mixplane.load.resolve import resolve_mixture
+from mixplane.mix.spec import MixtureSpec
 from mixplane.serve.jobs import JobStore
 
 TOKEN = "limits-token-for-tests-only"
@@ -271,6 +275,23 @@ def test_previews_and_plans_keep_the_time_limit(limited, catalog):
     assert (
         limited.post("/api/mixtures/preview", {"mixture": MIXTURE, "steps": 10}).status_code == 200
     )
+
+
+def test_a_killed_resolution_leaves_nothing_read_as_a_plan(demo_work, tmp_path):
+    """What a resolution killed while writing leaves (arrays without `plan.json`, a
+    temporary) is not taken for a plan; the next resolution removes the temporary and
+    writes the entry whole."""
+    spec = MixtureSpec.parse(
+        MIXTURE | {"catalog": str(demo_work / "catalog.duckdb"), "cache_dir": str(tmp_path)}
+    )
+    folder = Path(entry_folder(spec, spec.catalog, spec.cache_dir))
+    folder.mkdir(parents=True)
+    np.save(folder / "appended.npy", np.zeros(3, dtype=np.int64))
+    (folder / ".shard0.npy.1a2b3c4d.tmp").write_bytes(b"\x93NUMPY half written")
+    assert load_resolved(spec, str(folder)) is None
+    resolved = resolve_mixture(spec)
+    assert resolved.folder == str(folder) and not list(folder.glob(".*.tmp"))
+    assert load_resolved(spec, str(folder)) is not None
 
 
 @pytest.mark.timeout(120)
