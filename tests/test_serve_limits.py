@@ -30,6 +30,7 @@ from mixplane.catalog.synthetic import random_properties, write_metadata_shards
 from mixplane.load.plan_cache import entry_folder, load_resolved
 from mixplane.load.resolve import resolve_mixture
 from mixplane.mix.spec import MixtureSpec
+from mixplane.serve.guard import allowed_hosts, host_allowed
 from mixplane.serve.jobs import JobStore
 
 TOKEN = "limits-token-for-tests-only"
@@ -395,3 +396,49 @@ def test_a_forged_host_header_is_refused_even_without_a_token(demo_service, limi
     allowed = {"Host": f"data.example.org:{limited.port}", "Authorization": f"Bearer {TOKEN}"}
     assert httpx.get(f"{limited.url}/api/datasets", headers=allowed).status_code == 200
     assert httpx.get(f"{limited.url}/", headers={"Host": "evil.example"}).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("bound", "extra", "accepted", "refused"),
+    [
+        (
+            "127.0.0.1",
+            [],
+            ["127.0.0.1:8000", "LOCALHOST", "localhost.", "[::1]:8000"],
+            [
+                "rebind.example",
+                "10.0.0.5",
+                "127.0.0.1.nip.io",
+                "",
+                "[::1",
+                "localhost.example",
+            ],
+        ),
+        (
+            "0.0.0.0",
+            [],
+            ["10.0.0.5:8000", "[fe80::1]:8000", "localhost"],
+            [
+                "rebind.example",
+                "10.0.0.5.nip.io",
+            ],
+        ),
+        (
+            "10.0.0.5",
+            ["data.example.org:8443"],
+            ["10.0.0.5:8000", "Data.Example.Org"],
+            [
+                "10.0.0.6",
+                "rebind.example",
+                "example.org",
+            ],
+        ),
+    ],
+)
+def test_host_names_the_service_answers_to(bound, extra, accepted, refused):
+    hosts = allowed_hosts(bound, extra)
+    for host in accepted:
+        assert host_allowed(host.encode(), hosts), host
+    for host in refused:
+        assert not host_allowed(host.encode(), hosts), host
+    assert not host_allowed(None, hosts)

@@ -46,7 +46,7 @@ def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
     elif is_loopback(bound):
         names |= {"localhost", "127.0.0.1", "::1"}
     else:
-        names |= set(_own_names())
+        names |= {*_own_names(), *_addresses(bound)}
     return frozenset(names)
 
 
@@ -166,6 +166,14 @@ def _public(path: str) -> bool:
 
 def _normal(name: str) -> str:
     return name.strip().lower().rstrip(".").strip("[]")
+
+
+def _addresses(name: str) -> set[str]:
+    """The addresses a bound host name stands for (none if it does not resolve)."""
+    try:
+        return {_normal(str(info[4][0])) for info in socket.getaddrinfo(name, None)}
+    except (OSError, UnicodeError):
+        return set()
 
 
 def _own_names() -> list[str]:
