@@ -195,3 +195,16 @@ def test_a_shuffle_window_is_seeded_and_differs_by_epoch():
     assert len(first) == 2  # the first window: two shards' documents, all of them
     with pytest.raises(ValueError, match="runs of shards"):
         PackedComponent(np.full(20, 7), 4, seed=3, key="web", window=2)
+
+
+def test_an_epoch_cap_beyond_any_stream_is_no_cap():
+    """A cap of 4.75e307 epochs overflowed to a 500 in the service's preview."""
+    from mixplane.load.plan import SamplePlan
+    from mixplane.mix import MixtureSpec, MixtureTree
+    from mixplane.mix.blend import NO_CAP
+
+    spec = MixtureSpec.parse(
+        {"seq_len": 4, "components": {"a": {"weight": 1.0, "max_epochs": 4.75e307}}}
+    )
+    plan = SamplePlan(spec, MixtureTree(spec), [np.full(10, 3)])
+    assert plan.caps.tolist() == [NO_CAP]

@@ -473,3 +473,28 @@ def test_a_policy_of_ones_own_by_import_path():
     assert policy.updates == 10
     with pytest.raises(ConfigError, match="cannot import policy"):
         policy_class("custom_policies:Missing")
+
+
+def test_a_mixture_from_elsewhere_imports_no_policy_it_names(tmp_path, monkeypatch):
+    """With `policies=` (a posted mixture), a name outside the built-ins and that list is
+    refused before any import, in the same words whether its module exists or not."""
+    import sys
+
+    (tmp_path / "probe_on_path.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_suffix('.imported').touch()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    base = {"seq_len": 8, "global_batch_size": 4, "components": {"a": {"weight": 1.0}}}
+    details = []
+    for name in ("probe_on_path:Policy", "no_such_module_anywhere:Policy"):
+        with pytest.raises(ConfigError, match="is not allowed here") as refused:
+            MixtureSpec.parse(base | {"policy": {"name": name}}, policies=["other:Allowed"])
+        details.append(str(refused.value).replace(name, "NAME"))
+    assert details[0] == details[1]
+    assert "probe_on_path" not in sys.modules
+    assert not (tmp_path / "probe_on_path.imported").exists()
+    allowed = MixtureSpec.parse(
+        base | {"policy": {"name": "custom_policies:Greedy"}}, policies=["custom_policies:Greedy"]
+    )
+    assert allowed.policy.name == "custom_policies:Greedy"
+    assert MixtureSpec.parse(base | {"policy": {"name": "ado"}}, policies=()).policy.name == "ado"

@@ -56,6 +56,8 @@ MALICIOUS = {
     "getvariable('secret') IS NULL": "function 'getvariable'",
     "current_setting('allowed_directories') IS NULL": "function 'current_setting'",
     "sum(quality) > 1": "function 'sum'",
+    "regexp_matches(id, id || source)": "pattern and options must be literals (position 0)",
+    "regexp_full_match(id, '^a', license) OR is_code": "pattern and options must be literals",
     "row_number() OVER () = 1": "window functions",
     "quality = ?": "parameters",
     "quality = $1": "parameters",
@@ -154,6 +156,19 @@ def test_deeply_nested_predicates_are_refused():
     nested = "NOT (" * 300 + "is_code" + ")" * 300
     with pytest.raises(PredicateError, match="nested deeper"):
         check_predicate(nested, COLUMNS)
+
+
+@pytest.mark.parametrize("links", [150, 200, 210, 600])
+def test_long_chains_are_checked_or_refused_never_crash(links: int):
+    """A chain of `||` nests one level per link: up to the depth limit it is checked as any
+    predicate (the comparison of its two parses once overflowed Python's stack), past it
+    refused, even where the parse is too deep for the JSON reader."""
+    chain = f"regexp_matches({' || '.join(['id'] * links)}, 'a')"
+    if links <= 200:
+        assert check_predicate(chain, COLUMNS).columns == ("id",)
+        return
+    with pytest.raises(PredicateError, match="nested deeper than 200"):
+        check_predicate(chain, COLUMNS)
 
 
 @pytest.fixture

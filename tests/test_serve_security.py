@@ -1,19 +1,22 @@
 """The service is safe to expose: a token off loopback, no paths or SQL from requests, a time
-limit on queries, bounded answers; and its OpenAPI spec holds under fuzzing (schemathesis)."""
+limit on queries, bounded answers (the spec itself: test_serve_contract.py)."""
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 
 import httpx
 import pytest
 from conftest import Service
 
+from mixplane.serve import scans
+from mixplane.serve.pool import ScanPool
 from mixplane.serve.queries import QueryRunner, QueryTimeout
+from mixplane.serve.scans import ScopeSpec
 
 TOKEN = "s3cret-token-for-tests-only"
 
@@ -111,71 +114,31 @@ def test_limits_on_answers_and_bodies(demo_service):
     assert demo_service.post("/api/plans", huge).status_code == 413
 
 
-def test_a_query_past_the_time_limit_is_stopped(demo_work):
-    runner = QueryRunner(str(demo_work / "catalog.duckdb"), timeout=0.2)
+def test_a_scan_past_its_deadline_is_killed_and_its_process_replaced(demo_work):
+    """The pool itself: a scan still running at its deadline ends with its process; the
+    next scan gets a fresh process, and an answer is cached per catalog state."""
+    catalog = str(demo_work / "catalog.duckdb")
+    slow = f"regexp_matches({' || '.join(['url'] * 150)}, '\\w{{0,1000}}\\W{{0,1000}}x')"
 
-    def slow(session):
-        engine = session.engine(session.resolve())
-        return engine.execute("SELECT count(*) FROM range(100000000000) WHERE random() < 0").one()
-
-    started = time.perf_counter()
-    with pytest.raises(QueryTimeout, match="longer than 0.2 s"):
-        runner.run(("slow",), slow)
-    assert time.perf_counter() - started < 5
-    # A quick query on the same runner is answered, then comes from the cache.
-    quick = runner.run(("count",), lambda s: s.select("TRUE").documents)
-    assert quick > 0 and runner.run(("count",), lambda s: 0) == quick
-    assert (runner.hits, runner.misses) == (1, 2)
-
-
-def test_openapi_spec_holds_under_fuzzing(demo_service):
-    """Every operation, fed generated inputs: no server error, no answer outside its spec
-    (status, content type, headers, body). A well-typed predicate that names no column is
-    refused with a documented 400, which is why "positive data acceptance" is not asked."""
-    import schemathesis
-    from schemathesis.checks import (
-        content_type_conformance,
-        not_a_server_error,
-        response_headers_conformance,
-        response_schema_conformance,
-        status_code_conformance,
-    )
-
-    checks = [
-        not_a_server_error,
-        status_code_conformance,
-        content_type_conformance,
-        response_headers_conformance,
-        response_schema_conformance,
-    ]
-
-    schema = schemathesis.openapi.from_url(demo_service.url + "/openapi.json")
-    operations = [result.ok() for result in schema.get_all_operations()]
-    failures, calls = [], Counter()
-    for operation in operations:
-        failures += fuzz(operation, demo_service.url, checks, calls)
-    assert not failures, "\n\n".join(failures[:5])
-    assert len(calls) == len(operations) and calls.total() >= 200, calls
-
-
-def fuzz(operation, url: str, checks: list, calls: Counter) -> list[str]:
-    """Up to 25 generated requests to one operation; the failures found, described."""
-    from hypothesis import HealthCheck, given, settings
-
-    failures = []
-
-    quiet = list(HealthCheck)
-
-    @settings(max_examples=25, deadline=None, suppress_health_check=quiet, database=None)
-    @given(case=operation.as_strategy())
-    def check(case):
-        calls[operation.label] += 1
+    async def scenario() -> None:
+        pool = ScanPool(ScopeSpec(catalog, cache_dir=None), size=1)
+        runner = QueryRunner(catalog, timeout=0.2, pool=pool)
+        await pool.start()
         try:
-            case.call_and_validate(base_url=url, checks=checks, timeout=30)
-        except Exception as error:
-            failures.append(f"{operation.label}: {str(error)[:500]}")
-            raise
+            later = time.monotonic() + 60
+            quick = await runner.answer(later, scans.count, "source = 'wiki'", ())
+            assert quick["documents"] > 0
+            (first,) = pool._workers
+            with pytest.raises(QueryTimeout, match="time limit of 0.2 s"):
+                await runner.answer(time.monotonic() + 0.2, scans.count, slow, ())
+            assert pool.timeouts == {"waiting": 0, "scanning": 1} and pool.replaced == 1
+            first.process.join()
+            assert first.process.exitcode == -signal.SIGKILL
+            code = await runner.answer(later, scans.count, "source = 'code'", ())
+            assert code["documents"] > 0 and pool._workers and first not in pool._workers
+            assert await runner.answer(later, scans.count, "source = 'wiki'", ()) == quick
+            assert (runner.hits, runner.misses) == (1, 3)
+        finally:
+            pool.close()
 
-    with contextlib.suppress(Exception):  # the failures are collected just above
-        check()
-    return failures
+    asyncio.run(scenario())

@@ -152,6 +152,17 @@ def prepare(folder: Path, documents: int) -> tuple[str, dict]:
     return str(catalog), stamp | {"reused": False}
 
 
+def catalog_and_work(data: Path, documents: int, name: str) -> tuple[str, dict, Path]:
+    """The catalog of `documents` under `data` (built once), its stamp, and an empty work
+    folder `name` beside it."""
+    folder = data / f"catalog-{documents}"
+    catalog, stamp = prepare(folder, documents)
+    work = folder / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    return catalog, stamp, work
+
+
 # ----------------------------------------------------------------------------- the server
 
 
@@ -164,11 +175,15 @@ def free_port() -> int:
 class Server:
     """`mixplane serve` in a subprocess on a free loopback port, stopped on exit."""
 
-    def __init__(self, catalog: str, cache_dir: Path, log: Path):
+    def __init__(
+        self, catalog: str, cache_dir: Path, log: Path, query_timeout: float | None = None
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "mixplane", "serve", "--catalog", catalog]
         command += ["--port", str(self.port), "--cache-dir", str(cache_dir)]
+        if query_timeout is not None:
+            command += ["--query-timeout", str(query_timeout)]
         self.log = log
         with open(log, "ab") as handle:
             self.process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
@@ -190,12 +205,27 @@ class Server:
         print(f"  server pid {self.pid} at {self.url}", flush=True)
 
     def status(self, field: str) -> float:
-        """A /proc/PID/status figure of the server in MB."""
+        """A /proc/PID/status figure of the server process in MB."""
         with open(f"/proc/{self.pid}/status") as handle:
             for line in handle:
                 if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
         raise KeyError(field)
+
+    def memory(self) -> float:
+        """MB of memory of the server and every process it started (its scan processes and
+        their fork server): the sum of their proportional set sizes, so pages a forked
+        process shares with its parent count once."""
+        total = 0
+        for pid in process_tree(self.pid):
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as handle:
+                    total += next(
+                        int(line.split()[1]) for line in handle if line.startswith("Pss:")
+                    )
+            except (OSError, IndexError):
+                continue  # ended meanwhile
+        return total / 1024
 
     def metrics(self) -> str:
         return httpx.get(f"{self.url}/metrics", timeout=60).text
@@ -220,14 +250,34 @@ class Server:
         self.stop()
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process below it (children, their children, ...)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                pending += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                continue
+    return found
+
+
 def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process, all its threads (None: gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds of a process and every process below it, with those of
+    the ones that ended (counted by whoever waited for them), all threads (None: gone)."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            with open(f"/proc/{member}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            if member == pid:
+                return None
+            continue
+        total += sum(int(field) for field in fields[11:15])  # utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def machine_busy_seconds() -> float:
@@ -554,7 +604,7 @@ def loaded(
     rss, marks, load = [], {}, []
     while plans_process.poll() is None or queries_process.poll() is None:
         now = time.time()
-        rss.append((round(now - window[0], 2), round(server.status("VmRSS"), 1)))
+        rss.append((round(now - window[0], 2), round(server.memory(), 1)))
         for mark, at in (("start", window[0]), ("end", window[1])):
             if mark not in marks and now >= at:
                 marks[mark] = snapshot()
@@ -584,7 +634,8 @@ def loaded(
             "rss_mb_before": rss[0][1],
             "rss_mb_peak_in_window": max(during),
             "rss_mb_at_end": rss[-1][1],
-            "peak_rss_mb_lifetime": round(server.status("VmHWM"), 1),
+            "peak_rss_mb_lifetime_server_process": round(server.status("VmHWM"), 1),
+            "note": "rss_mb_*: PSS of the server and its scan processes (and fork server)",
             "metrics": metrics,
         },
         "cpu_cores_busy_in_window": cores,
@@ -721,8 +772,8 @@ def table(result: dict) -> str:
         f"unfinished at the end {q['unfinished_at_the_end']}"
     )
     lines.append(
-        f"server: RSS {s['rss_mb_before']} MB before the load, {s['rss_mb_peak_in_window']} MB "
-        f"peak; RSS along the way: {result['server_rss_mb']}"
+        f"server and its processes: PSS {s['rss_mb_before']} MB before the load, "
+        f"{s['rss_mb_peak_in_window']} MB peak; along the way: {result['server_rss_mb']}"
     )
     lines.append(f"cores busy in the window: {cores}")
     return "\n".join(lines)
@@ -746,17 +797,19 @@ def main() -> None:
         action="store_true",
         help="ask every query once before the load: every answer under load is a repeated one",
     )
+    parser.add_argument(
+        "--query-timeout",
+        type=float,
+        help="the service's --query-timeout (default: the service's); the first resolution "
+        "of the plan has to fit in it",
+    )
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "serve")
     parser.add_argument(
         "--result", type=Path, default=ROOT / "bench" / "results" / "serve-load.json"
     )
     args = parser.parse_args()
     documents = int(args.documents)
-    folder = args.data / f"catalog-{documents}"
-    catalog, stamp = prepare(folder, documents)
-    work = folder / "run"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    catalog, stamp, work = catalog_and_work(args.data, documents, "run")
     queries = query_list()
     body = {"mixture": mixture()}
     result: dict = {
@@ -769,24 +822,25 @@ def main() -> None:
         "plan_clients": args.plan_clients,
         "query_clients": args.query_clients,
         "warm_cache": args.warm_cache,
+        "query_timeout": args.query_timeout,
         "predicates": list(PREDICATES),
     }
     print(f"unloaded queries ({len(queries)} distinct) ...", flush=True)
     rss: dict = {}
-    with Server(catalog, work / "plan-cache", work / "server.log") as server:
+    with Server(catalog, work / "plan-cache", work / "server.log", args.query_timeout) as server:
         result["server_start_seconds"] = server.start_seconds
-        rss["started"] = server.status("VmRSS")
+        rss["started"] = server.memory()
         result["unloaded"] = unloaded(server, queries)
-        rss["after_the_unloaded_queries"] = server.status("VmRSS")
+        rss["after_the_unloaded_queries"] = server.memory()
     print("plan resolution, then the load ...", flush=True)
-    with Server(catalog, work / "plan-cache", work / "server.log") as server:
-        rss["second_server_started"] = server.status("VmRSS")
+    with Server(catalog, work / "plan-cache", work / "server.log", args.query_timeout) as server:
+        rss["second_server_started"] = server.memory()
         result["plan"] = alone(server, body)
         if args.warm_cache:
             result["warmed"] = unloaded(server, queries)["summary"]
-        rss["after_the_plan_resolution_and_one_download"] = server.status("VmRSS")
+        rss["after_the_plan_resolution_and_one_download"] = server.memory()
         result["loaded"] = loaded(server, args, queries, body, result["plan"]["plan_mb"], work)
-        rss["after_the_load"] = server.status("VmRSS")
+        rss["after_the_load"] = server.memory()
     result["server_rss_mb"] = {key: round(value, 1) for key, value in rss.items()}
     result["load_average_at_end"] = round(os.getloadavg()[0], 2)
     args.result.parent.mkdir(parents=True, exist_ok=True)

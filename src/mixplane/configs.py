@@ -34,15 +34,18 @@ def read_yaml_mapping(path: str | Path, expected: str) -> dict[str, Any]:
     return data
 
 
-def validate_config(model: type[ModelT], data: Any, where: str) -> ModelT:
+def validate_config(
+    model: type[ModelT], data: Any, where: str, context: dict[str, Any] | None = None
+) -> ModelT:
     """Validate `data` against `model`, turning pydantic's report into one readable line.
+    `context` reaches the models' validators (pydantic's validation context).
 
     Example:
         >>> validate_config(PipelineConfig, {"input": "a.jsonl"}, "p.yaml")  # doctest: +SKIP
         ConfigError: p.yaml: missing key 'output'
     """
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as error:
         raise ConfigError(f"{where}: {describe_errors(error, model)}") from None
 

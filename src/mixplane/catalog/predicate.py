@@ -3,8 +3,10 @@
 DuckDB's own parser turns the predicate into an abstract syntax tree (`json_serialize_sql`), and
 a walk over that tree lets through only column references, literals, comparisons, boolean
 logic, IN, LIKE/ILIKE, BETWEEN, IS [NOT] NULL, arithmetic, CAST and a short list of pure
-functions. Everything else (subqueries, table functions such as `read_csv`, several
-statements, pragmas, window functions, parameters) is refused with a one-line message.
+functions (a regular expression's pattern must be a literal: one computed per row is compiled
+per row, at a cost nothing bounds). Everything else (subqueries, table functions such as
+`read_csv`, several statements, pragmas, window functions, parameters) is refused with a
+one-line message.
 
 A predicate is one whole expression: no comments, and parentheses that balance inside it, so
 it can never close the frame it is run in; positions in messages count characters.
@@ -52,6 +54,8 @@ SHOWN_FUNCTIONS = (
     "list_contains, list_has_any, list_has_all, starts_with, ends_with, contains, "
     "regexp_matches, isnan"
 )
+# Functions whose second argument is a pattern compiled before matching.
+PATTERN_FUNCTIONS = frozenset(["regexp_matches", "regexp_full_match"])
 # Arithmetic, concatenation and pattern matching: LIKE (~~), ILIKE (~~*), GLOB (~~~).
 OPERATORS = frozenset(["+", "-", "*", "/", "//", "%", "||", "~~", "!~~", "~~*", "!~~*", "~~~"])
 COMPARISONS = frozenset([
@@ -229,7 +233,7 @@ def _parse(
         with _parser_lock:
             parser = _parser(os.getpid())
             serialized, serialized_negated = parser.execute(query, [sql, negated]).fetchone()
-    result = orjson.loads(serialized)
+    result = _loads(serialized)
     if result.get("error"):
         message = " ".join(str(result.get("error_message", "syntax error")).split())
         position = result.get("position")
@@ -242,7 +246,14 @@ def _parse(
     node = statements[0].get("node", {}) if len(statements) == 1 else {}
     if not _is_plain_filter(node):
         raise PredicateError("predicate refused: it must be one boolean expression, not a query")
-    return node["where_clause"], orjson.loads(serialized_negated)
+    return node["where_clause"], _loads(serialized_negated)
+
+
+def _loads(serialized: str) -> dict[str, Any]:
+    try:
+        return orjson.loads(serialized)
+    except orjson.JSONDecodeError:  # nested past what orjson reads, far past MAX_DEPTH
+        raise PredicateError(f"predicate refused: nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _is_negation_of(result: dict[str, Any], tree: dict[str, Any]) -> bool:
@@ -258,10 +269,16 @@ def _is_negation_of(result: dict[str, Any], tree: dict[str, Any]) -> bool:
 
 
 def _without_locations(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _without_locations(v) for k, v in node.items() if k != "query_location"}
-    if isinstance(node, list):
-        return [_without_locations(item) for item in node]
+    """`node` with its positions removed, in place: a loop, not recursion, because a tree
+    MAX_DEPTH expressions deep nests several times deeper as JSON."""
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            item.pop("query_location", None)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return node
 
 
@@ -349,7 +366,15 @@ class _Walk:
                 f"allowed: {SHOWN_FUNCTIONS} (and their aliases)"
             )
         arguments = node.get("arguments") or node.get("children") or []
-        return [arg.get("expression", arg) for arg in arguments]
+        arguments = [arg.get("expression", arg) for arg in arguments]
+        if name.lower() in PATTERN_FUNCTIONS and any(
+            pattern.get("class") != "CONSTANT" for pattern in arguments[1:]
+        ):
+            raise PredicateError(
+                f"predicate refused: {name}'s pattern and options must be literals"
+                f"{self.at(node)}, e.g. {name}(url, '^https://')"
+            )
+        return arguments
 
     def at(self, node: dict[str, Any]) -> str:
         """Where the node starts in the predicate, in characters."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import typer
 
 from mixplane.cli.common import status
+from mixplane.configs import validate_config
 from mixplane.errors import ConfigError
+from mixplane.io.sizes import parse_size
 
 DEFAULT_CATALOG = "catalog.duckdb"
 
@@ -27,10 +29,32 @@ def serve(
         show_default=False,
     ),
     query_timeout: float = typer.Option(
-        10.0, "--query-timeout", min=0.001, help="Seconds a catalog query may run."
+        10.0,
+        "--query-timeout",
+        min=0.001,
+        help="Seconds from a request's arrival to its answer for anything that scans "
+        "(queries, documents, lineage, runs, previews, plans), waiting included; then 408.",
     ),
     cache_dir: str | None = typer.Option(
         None, "--cache-dir", help="Where resolved plans are kept (default $MIXPLANE_CACHE)."
+    ),
+    allowed_host: list[str] = typer.Option(
+        [],
+        "--allowed-host",
+        help="A host name clients use for this service besides the address it is bound to "
+        "(repeatable); requests naming any other Host are refused.",
+    ),
+    allow_policy: list[str] = typer.Option(
+        [],
+        "--allow-policy",
+        help="A policy import path (module:Class) posted mixtures may name besides the "
+        "built-in ones (repeatable); no other is imported.",
+    ),
+    max_metrics_bytes: str = typer.Option(
+        "256MiB",
+        "--max-metrics-bytes",
+        help="Memory for the metrics training jobs push (the least recently pushed job's "
+        "oldest samples go first).",
     ),
 ) -> None:
     """Serve the catalog's HTTP API, the web dashboard and Prometheus metrics.
@@ -41,24 +65,34 @@ def serve(
     Example: mixplane serve --catalog catalog.duckdb   (then open http://127.0.0.1:8000/)
     """
     try:
-        import uvicorn
-
         from mixplane.serve import ServeSettings, create_app
+        from mixplane.serve.server import run
     except ImportError as error:
         raise ConfigError(
             f"serving needs the serve extra ({error.name} is missing): "
             "pip install 'mixplane[serve]'"
         ) from None
-    settings = ServeSettings(
-        catalog=catalog,
-        host=host,
-        port=port,
-        token=token,
-        query_timeout=query_timeout,
-        cache_dir=cache_dir,
+    try:
+        metrics_bytes = parse_size(max_metrics_bytes)
+    except ValueError as error:
+        raise ConfigError(f"--max-metrics-bytes: {error}") from None
+    settings = validate_config(
+        ServeSettings,
+        {
+            "catalog": catalog,
+            "host": host,
+            "port": port,
+            "token": token,
+            "query_timeout": query_timeout,
+            "cache_dir": cache_dir,
+            "allowed_hosts": allowed_host,
+            "allow_policies": allow_policy,
+            "max_metrics_bytes": metrics_bytes,
+        },
+        "mixplane serve",
     )
     app = create_app(settings)  # checks the settings, taking the token from the environment
     shown = f"[{host}]" if ":" in host else host
     fragment = "/#token=…" if app.state.service.settings.token else "/"
     status.print(f"serving {catalog} on http://{shown}:{port}{fragment}  (Ctrl-C stops)")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    run(app, host, port)

@@ -187,7 +187,12 @@ class SamplePlan:
 
 
 def _cap(max_epochs: float | None, per_epoch: int) -> int:
-    return NO_CAP if max_epochs is None else math.floor(max_epochs * per_epoch)
+    """Sequences a component may give: `max_epochs` passes, none past int64 (a cap of 1e300
+    epochs is no cap, not an overflow)."""
+    if max_epochs is None:
+        return NO_CAP
+    cap = max_epochs * per_epoch
+    return NO_CAP if cap >= NO_CAP else math.floor(cap)
 
 
 def _no_spans() -> Spans:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mixplane.io.atomic import atomic_open, write_bytes
+from mixplane.io.atomic import TEMPORARY_SUFFIX, atomic_open, write_bytes
 from mixplane.io.locks import locked
 from mixplane.load.cache import cache_root
 from mixplane.load.catalog_copy import LocalCatalog
@@ -48,7 +48,12 @@ def entry_folder(spec: MixtureSpec, catalog: LocalCatalog, cache_dir: str | None
 
 
 def save_resolved(resolved: ResolvedMixture, folder: str) -> None:
-    """Write a resolved mixture's arrays and description under `folder`."""
+    """Write a resolved mixture's arrays and description under `folder` (the caller holds
+    the entry's lock). A writer killed before `plan.json` leaves only files no reader takes
+    (no description, or temporaries); the temporaries are removed here."""
+    for stale in glob.glob(os.path.join(folder, f".*{TEMPORARY_SUFFIX}")):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(stale)  # a killed writer's
     arrays: dict[str, np.ndarray] = {"appended": resolved.appended}
     for i, (ranges, lengths) in enumerate(zip(resolved.ranges, resolved.lengths, strict=True)):
         arrays[f"shard{i}"] = ranges.shard

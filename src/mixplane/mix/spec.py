@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -288,11 +289,18 @@ class MixtureSpec(BaseModel):
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
     @classmethod
-    def parse(cls, data: dict[str, Any], where: str = "mixture") -> MixtureSpec:
-        """Validate a dict, turning pydantic's report into one readable line."""
+    def parse(
+        cls, data: dict[str, Any], where: str = "mixture", policies: Collection[str] | None = None
+    ) -> MixtureSpec:
+        """Validate a dict, turning pydantic's report into one readable line.
+
+        `policies`: for a mixture from someone else (posted to a service), the only import
+        paths its `policy` may name besides the built-in policies; none is imported otherwise.
+        """
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a mapping with seq_len and components")
-        return validate_config(cls, data, where)
+        context = None if policies is None else {"policies": frozenset(policies)}
+        return validate_config(cls, data, where, context)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> MixtureSpec:

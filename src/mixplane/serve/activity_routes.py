@@ -8,13 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import FileResponse
 
-from mixplane.catalog.sample import json_value
 from mixplane.load.plan_service import FILE_NAME, PLAN_ID
-from mixplane.load.preview import preview_mixture
-from mixplane.serve import models
+from mixplane.serve import models, scans
 from mixplane.serve.plans import UnknownPlan
-from mixplane.serve.runs import find_runs, run_details
-from mixplane.serve.service import Service, service
+from mixplane.serve.service import Service, deadline, service
 
 router = APIRouter(prefix="/api")
 
@@ -30,35 +27,36 @@ PlanFile = Path(pattern=FILE_NAME.pattern, description="one of the plan's files"
 
 
 @router.get("/runs", response_model=list[models.Run], tags=["runs"])
-async def runs(svc: Service = Depends(service)) -> list[dict[str, Any]]:
+async def runs(
+    svc: Service = Depends(service), until: float = Depends(deadline)
+) -> list[dict[str, Any]]:
     """Processing steps behind the catalog's datasets, newest first."""
-    return await _runs(svc)
+    return await svc.queries.answer(until, scans.runs)
 
 
 @router.get("/runs/{run}", response_model=models.RunDetails, tags=["runs"])
-async def run(run: str = RunId, svc: Service = Depends(service)) -> dict[str, Any]:
+async def run(
+    run: str = RunId, svc: Service = Depends(service), until: float = Depends(deadline)
+) -> dict[str, Any]:
     """One run, with what it excluded and quarantined by stage and reason."""
-    known = await _runs(svc)
-    options = svc.queries.catalog.storage_options
-    found = await svc.queries.answer(("run", run), lambda _: run_details(known, run, options))
-    if found is None:
-        raise HTTPException(404, f"no run {run!r}; see /api/runs")
-    return found
+    return await svc.queries.answer(until, scans.run, run)
 
 
 @router.post("/mixtures/preview", tags=["mixtures"])
-def preview(body: models.PreviewRequest, svc: Service = Depends(service)) -> dict[str, Any]:
+async def preview(
+    body: models.PreviewRequest, svc: Service = Depends(service), until: float = Depends(deadline)
+) -> dict[str, Any]:
     """Requested vs realized shares per component over the first `steps` of a mixture,
     resolved on the service's catalog."""
-    spec = svc.plans.spec(body.mixture)
-    report = preview_mixture(spec, body.steps, show=body.show, catalog=svc.queries.catalog)
-    return json_value(report)
+    return await svc.queries.answer(until, scans.preview, body.mixture, body.steps, body.show)
 
 
 @router.post("/plans", response_model=models.Plan, tags=["mixtures"])
-def plan(body: models.MixtureRequest, svc: Service = Depends(service)) -> dict[str, Any]:
+async def plan(
+    body: models.MixtureRequest, svc: Service = Depends(service), until: float = Depends(deadline)
+) -> dict[str, Any]:
     """Resolve a mixture on the service's catalog (once) and list the plan's files."""
-    return svc.plans.resolve(body.mixture)
+    return svc.plans.register(await svc.queries.answer(until, scans.plan, body.mixture))
 
 
 @router.get(
@@ -118,9 +116,3 @@ def job_metrics(
     if found is None:
         raise HTTPException(404, f"no job {job!r} has pushed metrics")
     return {"job": job, "samples": found}
-
-
-async def _runs(svc: Service) -> list[dict[str, Any]]:
-    """Every run behind the catalog (`find_runs`), cached as long as the catalog is the same."""
-    catalog = svc.queries.catalog
-    return await svc.queries.answer(("runs",), lambda _: find_runs(catalog))

@@ -7,10 +7,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from importlib.resources import files
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
@@ -19,22 +21,27 @@ from starlette.routing import compile_path
 from mixplane._version import __version__
 from mixplane.errors import MixplaneError
 from mixplane.serve import activity_routes, catalog_routes
+from mixplane.serve.guard import Guard, allowed_hosts
 from mixplane.serve.metrics import ServiceMetrics
 from mixplane.serve.models import Problem
 from mixplane.serve.plans import UnknownPlan
+from mixplane.serve.pool import ServiceStopping
 from mixplane.serve.queries import QueryTimeout
-from mixplane.serve.service import Service, require_token
+from mixplane.serve.scans import NotFound
+from mixplane.serve.service import Service
 from mixplane.serve.settings import ServeSettings
 
-MAX_BODY = 1 << 20  # bytes of a request body (a mixture, a metric sample)
+MAX_DETAIL = 2000  # characters of an error's text: never a whole body sent back
+MAX_PROBLEMS = 20  # of a request that does not have the expected shape
 ERRORS = {
     status: {"model": Problem, "description": text}
     for status, text in {
         400: "a refused predicate, mixture or parameter",
         401: "missing or wrong token",
         404: "no such dataset, shard, run, plan or job",
-        408: "a query ran past the time limit",
+        408: "not answered within the time limit (--query-timeout)",
         413: "a request body over the size limit",
+        503: "the service is stopping",
     }.items()
 }
 # The dashboard loads only its own files and talks only to this origin (blob: images are
@@ -58,14 +65,14 @@ def create_app(settings: ServeSettings) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        lifespan=_scan_processes,
     )
     app.state.service = Service(settings)
     metrics = ServiceMetrics(app.state.service)
-    guarded = [Depends(require_token)]
     for router in (catalog_routes.router, activity_routes.router):
-        app.include_router(router, dependencies=guarded, responses=ERRORS)
+        app.include_router(router, responses=ERRORS)
 
-    @app.get("/metrics", dependencies=guarded, include_in_schema=False)
+    @app.get("/metrics", include_in_schema=False)
     def prometheus() -> Response:
         return Response(metrics.exposition(), media_type="text/plain; version=0.0.4")
 
@@ -80,16 +87,34 @@ def create_app(settings: ServeSettings) -> FastAPI:
     def docs() -> FileResponse:
         return FileResponse(str(static / "docs.html"))
 
+    # Observe wraps Guard: refused requests are counted and carry the security headers too.
+    hosts = allowed_hosts(settings.host, settings.allowed_hosts)
+    app.add_middleware(Guard, hosts=hosts, token=settings.token)
     app.add_middleware(Observe, metrics=metrics)
     app.add_exception_handler(405, _method_not_allowed)
     app.add_exception_handler(QueryTimeout, _answer(408))
     app.add_exception_handler(UnknownPlan, _answer(404))
+    app.add_exception_handler(NotFound, _answer(404))
+    app.add_exception_handler(ServiceStopping, _answer(503))
     app.add_exception_handler(MixplaneError, _answer(400))
+    app.add_exception_handler(RequestValidationError, _invalid)
     return app
 
 
+@contextlib.asynccontextmanager
+async def _scan_processes(app: FastAPI):
+    """The scan processes live as long as the app serves (it serves once they are up)."""
+    pool = app.state.service.pool
+    await pool.start()
+    try:
+        yield
+    finally:
+        pool.close()
+
+
 class Observe:
-    """Counts and times every request, adds the security headers, refuses big bodies.
+    """Counts and times every request, stamps its arrival (`state.arrived`, where its
+    deadline starts) and adds the security headers.
 
     A plain ASGI middleware: the answer's body passes through untouched, piece by piece,
     so streaming a plan's files costs nothing here.
@@ -104,8 +129,8 @@ class Observe:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        scope.setdefault("state", {})["arrived"] = time.monotonic()
         status = 500
-        length = dict(scope["headers"]).get(b"content-length", b"0")
 
         async def send_with_headers(message) -> None:
             nonlocal status
@@ -115,11 +140,7 @@ class Observe:
             await send(message)
 
         try:
-            if not length.isdigit() or int(length) > MAX_BODY:
-                too_big = {"detail": f"request bodies are limited to {MAX_BODY:,} bytes"}
-                await JSONResponse(too_big, 413)(scope, receive, send_with_headers)
-            else:
-                await self.app(scope, receive, send_with_headers)
+            await self.app(scope, receive, send_with_headers)
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.observe(scope["method"], route, status, time.perf_counter() - started)
@@ -138,6 +159,24 @@ async def _method_not_allowed(request: Request, error: HTTPException) -> JSONRes
 
 def _answer(status: int):
     async def handler(_: Request, error: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=status)
+        return JSONResponse({"detail": _short(str(error), MAX_DETAIL)}, status_code=status)
 
     return handler
+
+
+async def _invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+    """422 naming each problem's place and kind, never the input (FastAPI's own answer
+    repeats it: a megabyte body would come back whole)."""
+    problems = [
+        {
+            "loc": [_short(part, 64) if isinstance(part, str) else part for part in item["loc"]],
+            "msg": _short(str(item["msg"]), 200),
+            "type": _short(str(item["type"]), 64),
+        }
+        for item in error.errors()[:MAX_PROBLEMS]
+    ]
+    return JSONResponse({"detail": problems}, status_code=422)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,33 +1,26 @@
 """Routes that read the catalog: datasets, counts, samples, composition, histograms,
-documents and lineage. Every query runs through the service's `QueryRunner` (time limit,
-cached answers)."""
+documents, thumbnails and lineage. Everything that scans runs in a scan process through the
+service's `QueryRunner`, by the request's deadline, its answer cached; the routes stay on
+the event loop, so a health check or a cached answer never waits behind a scan."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
-from urllib.parse import quote
 
-import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import Response
 from pydantic import StringConstraints
 
 from mixplane._version import __version__
-from mixplane.catalog.catalog import CatalogSession
-from mixplane.catalog.composition import MAX_BINS, composition, histogram
+from mixplane.catalog.composition import MAX_BINS
 from mixplane.catalog.dataset import IMAGE_TEXT
-from mixplane.catalog.sample import documents_at, json_value, read_document
 from mixplane.errors import MixplaneError
-from mixplane.lineage import document_origin, trace
 from mixplane.refs import NAME, split_refs
-from mixplane.serve import exports, models, thumbnails
-from mixplane.serve.service import Service, service
+from mixplane.serve import exports, models, scans, thumbnails
+from mixplane.serve.service import Service, deadline, service
 
 router = APIRouter(prefix="/api", tags=["catalog"])
 MAX_SAMPLES = 50
-MAX_OFFSET = 1 << 53  # past any selection; a page there is empty
-MAX_TEXT = 2000  # characters of a sample's text
-MAX_DOCUMENT_TEXT = 1 << 20  # of one document's
 EVERYTHING = "TRUE"
 
 DatasetRefs = list[Annotated[str, StringConstraints(pattern=models.DATASETS)]] | None
@@ -50,11 +43,11 @@ FormatQuery = Query("json", description="csv: the same answer as a CSV file")
 ScaleQuery = Query("linear", description="log: buckets of equal width in log10 (values > 0)")
 DatasetPath = Path(pattern=models.DATASET, description="NAME@N, or NAME for the latest")
 ShardPath = Path(pattern=models.SHARD, description="a shard of the dataset, as it lists them")
-IndexPath = Path(ge=0, le=MAX_OFFSET, description="the document's index in its shard")
+IndexPath = Path(ge=0, le=scans.MAX_OFFSET, description="the document's index in its shard")
 
 
 @router.get("/health", response_model=models.Health)
-def health(svc: Service = Depends(service)) -> dict[str, Any]:
+async def health(svc: Service = Depends(service)) -> dict[str, Any]:
     return {"status": "ok", "version": __version__, "catalog": svc.settings.catalog}
 
 
@@ -83,12 +76,10 @@ async def count(
     where: str = WhereQuery,
     datasets: DatasetRefs = DatasetsQuery,
     svc: Service = Depends(service),
+    until: float = Depends(deadline),
 ) -> dict[str, Any]:
     """Documents and tokens matching `where`, per dataset and in all."""
-    chosen = split_refs(datasets)
-    return await svc.queries.answer(
-        ("count", where, chosen), lambda s: s.select(where, chosen or None).summary()
-    )
+    return await svc.queries.answer(until, scans.count, where, split_refs(datasets))
 
 
 @router.get("/samples", response_model=models.Samples, responses=exports.CSV_CONTENT)
@@ -96,36 +87,15 @@ async def samples(
     where: str = WhereQuery,
     datasets: DatasetRefs = DatasetsQuery,
     k: int = Query(5, ge=1, le=MAX_SAMPLES, description="documents on the page"),
-    offset: int = Query(0, ge=0, le=MAX_OFFSET, description="matching documents before it"),
+    offset: int = Query(0, ge=0, le=scans.MAX_OFFSET, description="matching documents before it"),
     format: Literal["json", "csv"] = FormatQuery,
     svc: Service = Depends(service),
+    until: float = Depends(deadline),
 ) -> Any:
     """A page of matching documents with their text: `k` of them from the `offset`-th, in the
     catalog's order (datasets, shards, documents); `total` says how many match."""
     chosen = split_refs(datasets)
-
-    def query(session: CatalogSession) -> dict[str, Any]:
-        images = {v.ref for v in session.resolve(chosen or None) if v.kind == IMAGE_TEXT}
-        selection = session.select(where, chosen or None)
-        found, skip = [], offset
-        for part in selection:
-            if skip >= part.documents:
-                skip -= part.documents
-                continue
-            positions = np.arange(skip, min(part.documents, skip + k - len(found)))
-            found += [(row, part.dataset in images) for row in documents_at(part, positions)]
-            skip = 0
-            if len(found) >= k:
-                break
-        total = sum(part.documents for part in selection)
-        return {
-            "where": where,
-            "offset": offset,
-            "total": total,
-            "samples": [_sample(row, image) for row, image in found],
-        }
-
-    answer = await svc.queries.answer(("samples", where, chosen, k, offset), query)
+    answer = await svc.queries.answer(until, scans.samples, where, chosen, k, offset)
     if format == "csv":
         return exports.csv_response(exports.samples_csv(answer), f"samples-{offset}")
     return answer
@@ -145,14 +115,12 @@ async def composition_of(
     scale: Literal["linear", "log"] = ScaleQuery,
     format: Literal["json", "csv"] = FormatQuery,
     svc: Service = Depends(service),
+    until: float = Depends(deadline),
 ) -> Any:
     """Documents and tokens grouped by a property (numbers in buckets: "[low, high)", the
     last "[low, high]")."""
     chosen = split_refs(datasets)
-    answer = await svc.queries.answer(
-        ("composition", by, where, chosen, bins, scale),
-        lambda s: composition(s, by, where, chosen or None, bins, scale=scale),
-    )
+    answer = await svc.queries.answer(until, scans.composition_of, by, where, chosen, bins, scale)
     if format == "csv":
         return exports.csv_response(exports.composition_csv(answer), f"composition-{by}")
     return answer
@@ -166,37 +134,24 @@ async def histogram_of(
     bins: int = Query(20, ge=1, le=MAX_BINS),
     scale: Literal["linear", "log"] = ScaleQuery,
     svc: Service = Depends(service),
+    until: float = Depends(deadline),
 ) -> dict[str, Any]:
     """Documents and tokens of a numeric property in buckets of equal width (in log10 with
     `scale=log`): each holds low <= value < high, the last low <= value <= high."""
     chosen = split_refs(datasets)
-    return await svc.queries.answer(
-        ("histogram", column, where, chosen, bins, scale),
-        lambda s: histogram(s, column, where, chosen or None, bins, scale),
-    )
+    return await svc.queries.answer(until, scans.histogram_of, column, where, chosen, bins, scale)
 
 
 @router.get("/documents/{dataset}/{shard}/{index}", response_model=models.DocumentWithLineage)
-def document(
+async def document(
     dataset: str = DatasetPath,
     shard: str = ShardPath,
     index: int = IndexPath,
     svc: Service = Depends(service),
+    until: float = Depends(deadline),
 ) -> dict[str, Any]:
     """One document: properties, text, and its way back to the raw input it came from."""
-    version = _version(svc, dataset)
-    _check_document(version, shard, index)
-    options = svc.queries.catalog.storage_options
-    found = read_document(version.uri, shard, index, options)
-    steps = trace(version.uri, options)
-    document_id = found["properties"].get("id")
-    origin = document_origin(steps, str(document_id), options) if document_id else []
-    text, properties = found["text"], found["properties"]
-    image = version.kind == IMAGE_TEXT
-    return _document(version.ref, shard, index, text, properties, MAX_DOCUMENT_TEXT, image) | {
-        "lineage": [json_value(step.summary()) for step in steps],
-        "origin": origin,
-    }
+    return await svc.queries.answer(until, scans.document, dataset, shard, index)
 
 
 @router.get(
@@ -215,11 +170,18 @@ def thumbnail(
     svc: Service = Depends(service),
 ) -> Response:
     """A preview of an image-text document's image, at most `size` pixels a side (JPEG, or
-    PNG for images with transparency)."""
-    version = _version(svc, dataset)
+    PNG for images with transparency). One sample's bytes, bounded in size and pixels: it
+    runs on a worker thread, not a scan process."""
+    try:
+        version = svc.queries.catalog.get(dataset)
+    except MixplaneError as error:
+        raise HTTPException(404, str(error)) from None
     if version.kind != IMAGE_TEXT:
         raise HTTPException(404, f"{version.ref} holds no images")
-    _check_document(version, shard, index)
+    try:
+        scans.check_document(version, shard, index)
+    except scans.NotFound as error:
+        raise HTTPException(404, str(error)) from None
     options = svc.queries.catalog.storage_options
     try:
         image = thumbnails.sample_image(version.uri, shard, index, options)
@@ -233,60 +195,8 @@ def thumbnail(
 
 
 @router.get("/lineage/{dataset}", response_model=models.Lineage)
-def lineage(dataset: str = DatasetPath, svc: Service = Depends(service)) -> dict[str, Any]:
-    """The steps that made a dataset version, back to its raw inputs."""
-    version = _version(svc, dataset)
-    steps = trace(version.uri, svc.queries.catalog.storage_options)
-    folders = {step.folder for step in steps}
-    raw = [item for step in steps for item in step.raw_inputs(folders)]
-    return {
-        "dataset": version.ref,
-        "steps": [json_value(step.summary()) for step in steps],
-        "raw_inputs": raw,
-    }
-
-
-def _version(svc: Service, ref: str):
-    try:
-        return svc.queries.catalog.get(ref)
-    except MixplaneError as error:
-        raise HTTPException(404, str(error)) from None
-
-
-def _check_document(version, shard: str, index: int) -> None:
-    """404 unless the version lists `shard` and it holds document `index`: only the catalog's
-    own shard names reach a file path."""
-    stems = {entry.stem: entry for entry in version.shards}
-    if shard not in stems:
-        raise HTTPException(404, f"{version.ref} has no shard {shard!r}")
-    if not 0 <= index < stems[shard].documents:
-        raise HTTPException(404, f"{version.ref} {shard} has {stems[shard].documents} documents")
-
-
-def _sample(row: dict[str, Any], image: bool) -> dict[str, Any]:
-    """A row of `documents_at` as the API shows a document."""
-    place = (row.pop("dataset"), row.pop("shard"), row.pop("index"))
-    return _document(*place, row.pop("text"), row, image=image)
-
-
-def _document(
-    dataset: str,
-    shard: str,
-    index: int,
-    text: str | None,
-    properties: dict[str, Any],
-    limit: int = MAX_TEXT,
-    image: bool = False,
+async def lineage(
+    dataset: str = DatasetPath, svc: Service = Depends(service), until: float = Depends(deadline)
 ) -> dict[str, Any]:
-    truncated = text is not None and len(text) > limit
-    return {
-        "dataset": dataset,
-        "shard": shard,
-        "index": index,
-        "properties": json_value(properties),
-        "text": text[:limit] if truncated else text,
-        "truncated": truncated,
-        "thumbnail": f"/api/thumbnails/{dataset}/{quote(shard, safe='')}/{index}"
-        if image
-        else None,
-    }
+    """The steps that made a dataset version, back to its raw inputs."""
+    return await svc.queries.answer(until, scans.lineage, dataset)

@@ -18,6 +18,9 @@ from prometheus_client.registry import Collector
 from mixplane.serve.service import Service
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# Label values come from fixed sets, never from what a request sent: any other method is
+# "other", and a path no route matched is "unmatched".
+METHODS = frozenset(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
 JOB_FIGURES = {
     "step": "Last step a job reported",
     "sequences_per_second": "Sequences per second the job's loader delivered",
@@ -47,6 +50,8 @@ class ServiceMetrics:
         self.registry.register(_ServiceCollector(service))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count a request; `route` is a route's path template or "unmatched"."""
+        method = method if method in METHODS else "other"
         self.requests.labels(method, route, str(status)).inc()
         self.latency.labels(route).observe(seconds)
 
@@ -67,6 +72,16 @@ class _ServiceCollector(Collector):
         answers.add_metric(["catalog"], queries.misses)
         yield answers
         yield CounterMetricFamily("mixplane_plans_served", "Plans handed out", value=plans.served)
+        pool = self.service.pool
+        yield GaugeMetricFamily("mixplane_scans_running", "Scans running now", value=pool.running)
+        timeouts = CounterMetricFamily(
+            "mixplane_scan_timeouts",
+            "Requests not answered in time, by where their time ran out",
+            labels=["during"],
+        )
+        for during, value in pool.timeouts.items():
+            timeouts.add_metric([during], value)
+        yield timeouts
         last = self.service.jobs.last()
         for figure, text in JOB_FIGURES.items():
             family = GaugeMetricFamily(f"mixplane_job_{figure}", text, labels=["job"])

@@ -46,6 +46,7 @@ Weights = Annotated[
         }
     ),
 ]
+MAX_PREVIEW_STEPS = 1_000_000  # optimizer steps a preview covers (its time limit holds too)
 
 
 class Problem(BaseModel):
@@ -217,14 +218,24 @@ class Mixture(MixtureSpec):
     model_config = ConfigDict(title="Mixture", json_schema_extra=_mixture_rules)
 
 
+def _mapping(value: Any) -> Any:
+    """A mixture must be a mapping (a 422 like any other wrong shape); what is in it is
+    checked by the mixture parser, whose errors say what to do (a 400)."""
+    if not isinstance(value, dict):
+        raise ValueError("expected a mapping with seq_len and components")
+    return value
+
+
 class MixtureRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mixture: SkipValidation[Mixture] = Field(description="a mixture spec, as in a mixture YAML")
+    mixture: Annotated[SkipValidation[Mixture], BeforeValidator(_mapping)] = Field(
+        description="a mixture spec, as in a mixture YAML"
+    )
 
 
 class PreviewRequest(MixtureRequest):
-    steps: int = Field(1000, ge=1, le=10_000_000)
+    steps: int = Field(1000, ge=1, le=MAX_PREVIEW_STEPS)
     show: int = Field(0, ge=0, le=5, description="first sequences to decode")
 
 

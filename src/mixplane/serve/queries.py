@@ -1,67 +1,83 @@
-"""Catalog queries under the service's limits: a time limit per query, and answers cached.
+"""The service's scans under its limits: a deadline per request, and answers cached.
 
-Dataset versions are immutable, so an answer stays right as long as the catalog file is the
-same; the cache key includes the file's size and modification time, which registering a
-version changes.
+A request's deadline is its arrival plus `--query-timeout`: waiting for a free scan process
+counts, and a scan still running then is killed (`mixplane.serve.pool`). Dataset versions
+are immutable, so an answer stays right as long as the catalog file is the same; the cache
+key includes the file's size and modification time, which registering a version changes.
+Everything here runs on the event loop: a cached answer costs no thread and no process.
 
 Example:
-    >>> runner = QueryRunner("catalog.duckdb", timeout=10)  # doctest: +SKIP
-    >>> runner.run(("count", "language = 'de'"), lambda s: s.select("language = 'de'").summary())
+    >>> runner = QueryRunner("catalog.duckdb", timeout=10, pool=pool)  # doctest: +SKIP
+    >>> deadline = time.monotonic() + 10  # doctest: +SKIP
+    >>> await runner.answer(deadline, scans.count, "language = 'de'", ())  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import os
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from concurrent.futures import Future
-from typing import Any, TypeVar
-
-import anyio.to_thread
+from typing import Any
 
 from mixplane.catalog import Catalog
-from mixplane.catalog.catalog import CatalogSession
 from mixplane.errors import MixplaneError
+from mixplane.serve.pool import ScanPool, ScanTimeout, job
 
-T = TypeVar("T")
 CACHED_ANSWERS = 512
-# Catalog scans computed at once: each DuckDB scan uses every core already, so more at once
-# only makes each slower (and the cached answers, which share the cores, wait longer).
-SCANS_AT_ONCE = 2
-_MISSING = object()
+CACHED_BYTES = 64 << 20  # of answers, as JSON
 
 
 class QueryTimeout(MixplaneError):
-    """A query ran past the service's time limit."""
+    """A request was not answered within the service's time limit (408)."""
 
 
 class QueryRunner:
-    """Runs functions of a catalog session with a deadline, remembering their answers.
+    """Runs scans for requests, each by its request's deadline, remembering their answers.
 
-    At most `SCANS_AT_ONCE` queries run on the catalog at a time, and a query asked again
-    while it runs waits for that run's answer instead of scanning a second time.
+    A scan asked again while it runs waits for that run's answer instead of running twice;
+    the first asker's deadline is the earliest, so the others are answered within theirs.
     """
 
-    def __init__(self, catalog: str, timeout: float, cached: int = CACHED_ANSWERS):
+    def __init__(
+        self,
+        catalog: str,
+        timeout: float,
+        pool: ScanPool,
+        cached: int = CACHED_ANSWERS,
+        cached_bytes: int = CACHED_BYTES,
+    ):
         self.catalog = Catalog(catalog)
         self.timeout = timeout
+        self.pool = pool
         self.cached = cached
-        self._answers: OrderedDict[Hashable, Any] = OrderedDict()
-        self._running: dict[Hashable, Future] = {}
-        self._lock = threading.Lock()
-        self._scans = threading.Semaphore(SCANS_AT_ONCE)
+        self.cached_bytes = cached_bytes
+        self._answers: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._running: dict[Hashable, asyncio.Task] = {}
         self.hits = 0
         self.misses = 0
 
-    async def answer(self, key: Hashable, query: Callable[[CatalogSession], T]) -> T:
-        """`run` for an async route: a cached answer comes back on the event loop, anything
-        else runs on a worker thread."""
-        with self._lock:
-            found = self._cached((self.stamp(), key))
-        if found is not _MISSING:
-            return found
-        return await anyio.to_thread.run_sync(self.run, key, query)
+    async def answer(self, deadline: float, scan: Callable[..., Any], *args: Any) -> Any:
+        """`scan(scope, *args)` in a scan process, or its answer from the cache;
+        `QueryTimeout` once `deadline` (`time.monotonic()`) passes."""
+        work = job(scan, args)
+        key = (self.stamp(), hashlib.sha256(work).digest())  # a mixture may be a megabyte
+        if key in self._answers:
+            self._answers.move_to_end(key)
+            self.hits += 1
+            return self._answers[key][0]
+        running = self._running.get(key)
+        if running is None:
+            self.misses += 1
+            running = asyncio.ensure_future(self._run(key, work, deadline))
+            running.add_done_callback(_retrieved)  # seen even if every asker went away
+            self._running[key] = running
+        else:
+            self.hits += 1
+        # Shielded: a request that goes away does not stop the scan others wait for.
+        return await asyncio.shield(running)
 
     def stamp(self) -> tuple[int, int]:
         """The catalog file's size and modification time: what a cached answer depends on."""
@@ -71,65 +87,26 @@ class QueryRunner:
             raise MixplaneError(f"no catalog at {self.catalog.path}") from None
         return info.st_size, info.st_mtime_ns
 
-    def run(self, key: Hashable, query: Callable[[CatalogSession], T]) -> T:
-        """`query(session)`, or its answer from the cache; `QueryTimeout` past the limit."""
-        full_key = (self.stamp(), key)
-        with self._lock:
-            found = self._cached(full_key)
-            if found is not _MISSING:
-                return found
-            running = self._running.get(full_key)
-            if running is None:
-                self.misses += 1
-                mine = self._running[full_key] = Future()
-        if running is not None:
-            self.hits += 1
-            return running.result()  # the same answer, or the same error
+    async def _run(self, key: Hashable, work: bytes, deadline: float) -> Any:
         try:
-            with self._scans:
-                answer = self.run_uncached(query)
-        except BaseException as error:
-            with self._lock:
-                del self._running[full_key]
-            mine.set_exception(error)
-            raise
-        with self._lock:  # cached before it stops running: no moment when it is neither
-            self._answers[full_key] = answer
-            while len(self._answers) > self.cached:
-                self._answers.popitem(last=False)
-            del self._running[full_key]
-        mine.set_result(answer)
+            answer, size = await self.pool.run(work, deadline)
+        except ScanTimeout as timeout:
+            raise QueryTimeout(self._late(timeout.waited)) from None
+        finally:
+            del self._running[key]
+        self._answers[key] = (answer, size)
+        self._bytes += size
+        while len(self._answers) > self.cached or self._bytes > self.cached_bytes:
+            self._bytes -= self._answers.popitem(last=False)[1][1]
         return answer
 
-    def _cached(self, full_key: Hashable) -> Any:
-        """The cached answer (counted as a hit), or `_MISSING`; the caller holds the lock."""
-        if full_key not in self._answers:
-            return _MISSING
-        self._answers.move_to_end(full_key)
-        self.hits += 1
-        return self._answers[full_key]
+    def _late(self, waited: bool) -> str:
+        limit = f"no answer within the service's time limit of {self.timeout:g} s"
+        if waited:
+            return f"{limit}: every scan process was busy with other requests; try again"
+        return f"{limit} (--query-timeout): narrow the predicate, the datasets or the mixture"
 
-    def run_uncached(self, query: Callable[[CatalogSession], T]) -> T:
-        """`query(session)` on a fresh session, interrupted after the time limit."""
-        expired, done = threading.Event(), threading.Event()
-        with self.catalog.session() as session:
 
-            def watch() -> None:
-                if done.wait(self.timeout):
-                    return
-                expired.set()
-                while not done.wait(0.05):  # again, for engines opened after the first stop
-                    session.interrupt()
-
-            threading.Thread(target=watch, daemon=True).start()
-            try:
-                return query(session)
-            except Exception:  # interrupted: DuckDB's error, or a MixplaneError wrapping it
-                if expired.is_set():
-                    raise QueryTimeout(
-                        f"the query ran longer than {self.timeout:g} s; narrow the predicate "
-                        "or the datasets"
-                    ) from None
-                raise
-            finally:
-                done.set()
+def _retrieved(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -1,33 +1,36 @@
-"""What the service holds while it runs: its settings, the catalog queries, resolved plans
-and the metrics jobs push. One instance per app, reached by routes as `request.app.state`."""
+"""What the service holds while it runs: its settings, its scan processes and the answers
+they gave, resolved plans and the metrics jobs push. One instance per app, reached by routes
+as `request.app.state.service`."""
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass, field
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 
 from mixplane.serve.jobs import JobStore
 from mixplane.serve.plans import PlanStore
+from mixplane.serve.pool import ScanPool
 from mixplane.serve.queries import QueryRunner
+from mixplane.serve.scans import ScopeSpec
 from mixplane.serve.settings import ServeSettings
-
-TOKEN_HEADER = "X-Mixplane-Token"
 
 
 @dataclass
 class Service:
     settings: ServeSettings
+    pool: ScanPool = field(init=False)
     queries: QueryRunner = field(init=False)
     plans: PlanStore = field(init=False)
     jobs: JobStore = field(init=False)
 
     def __post_init__(self) -> None:
         settings = self.settings
-        self.queries = QueryRunner(settings.catalog, settings.query_timeout)
-        self.plans = PlanStore(settings.catalog, settings.cache_dir)
-        self.jobs = JobStore(settings.max_jobs, settings.max_samples)
+        scope = ScopeSpec(settings.catalog, settings.cache_dir, tuple(settings.allow_policies))
+        self.pool = ScanPool(scope)
+        self.queries = QueryRunner(settings.catalog, settings.query_timeout, self.pool)
+        self.plans = PlanStore()
+        self.jobs = JobStore(settings.max_jobs, settings.max_samples, settings.max_metrics_bytes)
 
 
 async def service(request: Request) -> Service:
@@ -35,19 +38,7 @@ async def service(request: Request) -> Service:
     return request.app.state.service
 
 
-async def require_token(request: Request) -> None:
-    """Refuse a request without the service's token, when it has one (a route dependency)."""
-    expected = request.app.state.service.settings.token
-    if expected is None:
-        return
-    given = request.headers.get(TOKEN_HEADER, "")
-    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() == "bearer":
-        given = credentials.strip()
-    if not hmac.compare_digest(given.encode(), expected.encode()):
-        raise HTTPException(
-            401,
-            "missing or wrong token: send `Authorization: Bearer TOKEN` "
-            "(in the dashboard: open it as /#token=TOKEN)",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+async def deadline(request: Request) -> float:
+    """When the request must be answered (`time.monotonic()`): its arrival, stamped before
+    its body was read, plus the service's time limit (a route dependency)."""
+    return request.state.arrived + request.app.state.service.settings.query_timeout

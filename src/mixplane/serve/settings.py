@@ -28,10 +28,31 @@ class ServeSettings(BaseModel):
     token: str | None = Field(
         None, description=f"required on every API request (default ${TOKEN_ENV})"
     )
-    query_timeout: float = Field(10.0, gt=0, description="seconds a catalog query may run")
+    query_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="seconds from a request's arrival to its answer for anything that scans "
+        "(queries, documents, lineage, runs, previews, plans), waiting included",
+    )
     cache_dir: str | None = Field(None, description="where resolved plans are kept")
     max_jobs: int = Field(100, ge=1, description="training jobs whose metrics are kept")
     max_samples: int = Field(10_000, ge=1, description="metric samples kept per job")
+    max_metrics_bytes: int = Field(
+        256 << 20,
+        ge=2 << 20,  # more than any one sample (a body is at most 1 MB)
+        description="bytes of pushed metric samples kept in all; the least recently "
+        "pushed job loses its oldest samples first",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="host names the service answers to besides those it is bound to "
+        "(the Host header of every request is checked, against DNS rebinding)",
+    )
+    allow_policies: list[str] = Field(
+        default_factory=list,
+        description="policy import paths (module:Class) posted mixtures may name besides "
+        "the built-in ones; no other is ever imported for a request",
+    )
 
     @property
     def needs_token(self) -> bool:

@@ -1,7 +1,9 @@
 """Adaptive mixing policies: per-component losses in, weights out (pure, JSON state).
 
 Built-in policies by name (`static`, `ado`, `doremi`, `odm`); any other name is an import
-path to a `Policy` subclass (`my_pkg.module:MyPolicy`).
+path to a `Policy` subclass (`my_pkg.module:MyPolicy`). Where the names come from someone
+else (a posted mixture), `allowed` names the only import paths that may be taken: any other
+name is refused before anything is imported, with the same message whether it exists or not.
 
 Example:
     >>> policy_class("static").__name__, policy_class("ado").__name__
@@ -11,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+from collections.abc import Collection
 
 from mixplane.errors import ConfigError
 from mixplane.mix.policy.ado import Ado
@@ -27,10 +30,20 @@ BUILTIN_POLICIES: dict[str, type[Policy]] = {
 }
 
 
-def policy_class(name: str) -> type[Policy]:
-    """The policy class for a built-in name or an import path (`package.module:Class`)."""
+def policy_class(name: str, allowed: Collection[str] | None = None) -> type[Policy]:
+    """The policy class for a built-in name or an import path (`package.module:Class`).
+
+    With `allowed`, only built-in names and those in `allowed` are taken (`ConfigError` for
+    any other, nothing imported). Example:
+        >>> policy_class("os:system", allowed=())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        mixplane.errors.ConfigError: policy 'os:system' is not allowed here: ...
+    """
     if name in BUILTIN_POLICIES:
         return BUILTIN_POLICIES[name]
+    if allowed is not None and name not in allowed:
+        raise ConfigError(not_allowed(name, allowed))
     if ":" not in name and "." not in name:
         known = ", ".join(sorted(BUILTIN_POLICIES))
         raise ConfigError(
@@ -49,6 +62,16 @@ def policy_class(name: str) -> type[Policy]:
             "docstring for how to write one)"
         )
     return found
+
+
+def not_allowed(name: str, allowed: Collection[str]) -> str:
+    """Why `name` is refused: the same words whether or not such a module exists."""
+    shown = name if len(name) <= 100 else name[:100] + "..."
+    names = ", ".join([*sorted(BUILTIN_POLICIES), *sorted(allowed)])
+    return (
+        f"policy {shown!r} is not allowed here: name one of {names} (no other policy is "
+        "imported for a mixture from elsewhere)"
+    )
 
 
 __all__ = [

@@ -3,6 +3,9 @@
 The keys every policy takes are fields here; any other key is an option of the named
 policy, checked against that policy's `Options` when the mixture is read.
 
+Validated with a context `{"policies": names}` (a posted mixture), only built-in policies and
+those `names` are accepted: nothing else is imported.
+
 Example:
     >>> spec = PolicySpec.model_validate({"name": "static", "update_every": 50})
     >>> spec.update_every, spec.delay, spec.policy_options()
@@ -13,11 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from mixplane.configs import describe_errors
 from mixplane.errors import MixplaneError
-from mixplane.mix.policy import policy_class
+from mixplane.mix.policy import BUILTIN_POLICIES, not_allowed, policy_class
 from mixplane.mix.policy.base import PolicyOptions
 
 
@@ -46,7 +56,10 @@ class PolicySpec(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _options(self) -> PolicySpec:
+    def _options(self, info: ValidationInfo) -> PolicySpec:
+        allowed = (info.context or {}).get("policies")
+        if allowed is not None and self.name not in BUILTIN_POLICIES and self.name not in allowed:
+            raise ValueError(not_allowed(self.name, allowed))  # before any import
         try:
             self.policy_options()
         except MixplaneError as error:
