@@ -21,7 +21,7 @@ from mixplane.errors import MixplaneError
 from mixplane.io.atomic import HashingWriter, atomic_open, join_url
 from mixplane.io.columns import column_array, string_array
 from mixplane.io.writers import ParquetTableWriter
-from mixplane.stages.image.media import IMAGE_EXTENSIONS, image_of
+from mixplane.media import IMAGE_EXTENSIONS, image_of
 from mixplane.store.images.format import (
     END_BLOCKS,
     IDX,
@@ -180,7 +180,7 @@ def _image_fields(metadata: dict[str, Any], ext: str, image: bytes) -> dict[str,
 
 def _probe(image: bytes) -> dict[str, Any] | None:
     """The format, width and height in the image's header, None if Pillow cannot tell."""
-    from mixplane.stages.image.imaging import open_header  # Pillow only for image outputs
+    from mixplane.io.image_header import open_header  # Pillow only for image outputs
 
     header = open_header(image, max_pixels=sys.maxsize)
     if isinstance(header, Drop):
