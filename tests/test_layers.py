@@ -22,31 +22,18 @@ SOURCE = Path(__file__).parent.parent / "src"
 # What a lower layer must never reach, even lazily or through other modules: the design
 # map's `cli`/`serve` -> `load` -> `mix`, `catalog` -> `store` -> `io` and
 # `process` -> `stages` -> `io` (`tokenize` turns processed documents into `store` shards).
-HIGHER = {
-    "mixplane.io": (
-        "mixplane.stages",
-        "mixplane.process",
-        "mixplane.tokenize",
-        "mixplane.store",
-        "mixplane.catalog",
-        "mixplane.mix",
-        "mixplane.load",
-        "mixplane.serve",
-        "mixplane.cli",
-        "mixplane.synth",
-    ),
-    "mixplane.store": (
-        "mixplane.stages",
-        "mixplane.process",
-        "mixplane.tokenize",
-        "mixplane.catalog",
-        "mixplane.mix",
-        "mixplane.load",
-        "mixplane.serve",
-        "mixplane.cli",
-        "mixplane.synth",
-    ),
-}
+ABOVE_STORE = (
+    "mixplane.stages",
+    "mixplane.process",
+    "mixplane.tokenize",
+    "mixplane.catalog",
+    "mixplane.mix",
+    "mixplane.load",
+    "mixplane.serve",
+    "mixplane.cli",
+    "mixplane.synth",
+)
+HIGHER = {"mixplane.io": ("mixplane.store", *ABOVE_STORE), "mixplane.store": ABOVE_STORE}
 PROCESSING = ("mixplane.process", "mixplane.stages", "mixplane.synth", "mixplane.io.readers")
 
 
