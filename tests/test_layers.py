@@ -1,44 +1,88 @@
-"""The package's modules import each other in one direction: no import circles.
+"""The package's modules import each other in one direction: no import circles, and no
+lower layer reaching up into a higher one.
 
 Every `import mixplane...` counts, inside functions too (a lazy import still ties the two
-modules together); imports only for type checking do not.
+modules together); imports only for type checking do not. Importing `a.b.c` first runs the
+package `__init__`s of `a` and `a.b`, so those count as imported too: a circle may close
+through what a package `__init__` re-exports.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 SOURCE = Path(__file__).parent.parent / "src"
 
+# What a lower layer must never reach, even lazily or through other modules: the design
+# map's `cli`/`serve` -> `load` -> `mix`, `catalog` -> `store` -> `io` and
+# `process` -> `stages` -> `io` (`tokenize` turns processed documents into `store` shards).
+ABOVE_STORE = (
+    "mixplane.stages",
+    "mixplane.process",
+    "mixplane.tokenize",
+    "mixplane.catalog",
+    "mixplane.mix",
+    "mixplane.load",
+    "mixplane.serve",
+    "mixplane.cli",
+    "mixplane.synth",
+)
+HIGHER = {"mixplane.io": ("mixplane.store", *ABOVE_STORE), "mixplane.store": ABOVE_STORE}
+PROCESSING = ("mixplane.process", "mixplane.stages", "mixplane.synth", "mixplane.io.readers")
 
-def module_names() -> dict[str, Path]:
+
+def module_names(root: Path = SOURCE, package: str = "mixplane") -> dict[str, Path]:
     names = {}
-    for path in (SOURCE / "mixplane").rglob("*.py"):
-        parts = path.relative_to(SOURCE).with_suffix("").parts
+    for path in (root / package).rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
         names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return names
 
 
-def imported(path: Path, known: dict[str, Path]) -> set[str]:
-    """The mixplane modules `path` imports (a name imported from a package that is itself a
-    module counts as that module)."""
+def imported(path: Path, known: dict[str, Path], package: str = "mixplane") -> set[str]:
+    """The modules of `package` that `path` imports (a name imported from a package that
+    is itself a module counts as that module)."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 continue
-            if isinstance(child, ast.ImportFrom) and (child.module or "").startswith("mixplane"):
+            if isinstance(child, ast.ImportFrom) and (child.module or "").startswith(package):
                 for alias in child.names:
                     full = f"{child.module}.{alias.name}"
                     found.add(full if full in known else child.module)
             elif isinstance(child, ast.Import):
-                found.update(a.name for a in child.names if a.name.startswith("mixplane"))
+                found.update(a.name for a in child.names if a.name.startswith(package))
             visit(child)
 
     visit(ast.parse(path.read_text()))
     return {name for name in found if name in known}
+
+
+def enclosing(name: str) -> set[str]:
+    """The packages whose `__init__` runs before module `name` (`a`, `a.b` for `a.b.c`)."""
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+@functools.cache  # parsed once for the tests that share it; they do not change it
+def import_graph(root: Path = SOURCE, package: str = "mixplane") -> dict[str, set[str]]:
+    """Each module and the modules importing it runs: those it names, and their packages'
+    `__init__`s (its own packages have run before it)."""
+    known = module_names(root, package)
+    graph = {}
+    for name, path in known.items():
+        named = imported(path, known, package)
+        packages = set().union(*map(enclosing, named)) - enclosing(name)
+        graph[name] = (named | (packages & known.keys())) - {name}
+    return graph
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -73,24 +117,65 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return groups
 
 
+def chains(graph: dict[str, set[str]], starts: list[str]) -> dict[str, list[str]]:
+    """Every module reached from `starts`, with one chain of imports that reaches it."""
+    found = {start: [start] for start in starts}
+    todo = list(starts)
+    while todo:
+        name = todo.pop(0)
+        for other in sorted(graph[name]):
+            if other not in found:
+                found[other] = [*found[name], other]
+                todo.append(other)
+    return found
+
+
+def within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
 def test_circles_are_found():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def test_a_circle_through_a_package_init_is_found(tmp_path):
+    # `other` imports `pkg.c`, which first runs `pkg/__init__`, which re-exports `pkg.a`,
+    # which imports `other`: a circle no single import statement shows.
+    files = {
+        "top/__init__.py": "",
+        "top/other.py": "from top.pkg.c import C\nB = 2\n",
+        "top/pkg/__init__.py": "from top.pkg.a import A\n",
+        "top/pkg/a.py": "from top.other import B\nA = 1\n",
+        "top/pkg/c.py": "C = 3\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert circles(import_graph(tmp_path, "top")) == [["top.other", "top.pkg", "top.pkg.a"]]
+    # ...and Python agrees: importing `top.other` first fails.
+    done = subprocess.run(
+        [sys.executable, "-c", "import top.other"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert "partially initialized module 'top.other'" in done.stderr
+
+
 def test_no_import_circles():
-    known = module_names()
-    graph = {name: imported(path, known) - {name} for name, path in known.items()}
-    assert circles(graph) == []
+    assert circles(import_graph()) == []
+
+
+@pytest.mark.parametrize("layer", sorted(HIGHER))
+def test_a_lower_layer_imports_no_higher_one(layer):
+    graph = import_graph()
+    starts = sorted(name for name in graph if within(name, (layer,)))
+    reached = chains(graph, starts)
+    wrong = [" -> ".join(chain) for name, chain in reached.items() if within(name, HIGHER[layer])]
+    assert sorted(wrong) == []
 
 
 def test_the_loader_does_not_import_processing():
-    known = module_names()
-    graph = {name: imported(path, known) - {name} for name, path in known.items()}
-    reached, todo = set(), ["mixplane.load.torch_adapter", "mixplane.load"]
-    while todo:
-        name = todo.pop()
-        if name not in reached:
-            reached.add(name)
-            todo.extend(graph[name])
-    processing = ("mixplane.process", "mixplane.stages", "mixplane.synth", "mixplane.io.readers")
-    assert sorted(name for name in reached if name.startswith(processing)) == []
+    graph = import_graph()
+    reached = chains(
+        graph, ["mixplane.load", "mixplane.load.torch_adapter", "mixplane.load.images"]
+    )
+    wrong = [" -> ".join(chain) for name, chain in reached.items() if within(name, PROCESSING)]
+    assert sorted(wrong) == []

@@ -13,9 +13,11 @@ import yaml
 from conftest import make_records, write_jsonl
 
 from mixplane import Pipeline, PipelineConfig, run_pipeline
+from mixplane.document import Document
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.urls import open_url
-from mixplane.manifest import read_json
+from mixplane.io.writers import DocumentWriter
+from mixplane.manifest import file_digest, read_json
 from mixplane.process.config import InputConfig
 from mixplane.tokenize.inputs import find_input_files
 
@@ -157,6 +159,17 @@ def test_jsonl_output(small_corpus: Path, tmp_path: Path):
         "source": "wiki",
         "lang": "en",
     }
+
+
+@pytest.mark.parametrize("name", ["part-00003.parquet", "part-00003.jsonl.zst"])
+def test_a_document_writer_closes_with_the_manifest_entry_of_its_file(tmp_path: Path, name):
+    # The pipeline lists what `close` returns as the task's outputs, for every output format.
+    writer = DocumentWriter(str(tmp_path / name))
+    for record in make_records(5):
+        writer.write(Document(record["id"], record["text"], "web", {"lang": record["lang"]}))
+    entries = writer.close()
+    size, digest = file_digest(str(tmp_path / name))
+    assert entries == [{"path": name, "size": size, "hash": digest, "records": 5}]
 
 
 def test_faulty_inputs_are_quarantined_with_locations(tmp_path: Path):

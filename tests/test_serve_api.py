@@ -137,6 +137,9 @@ def test_mixture_preview(demo_service):
     report = demo_service.post("/api/mixtures/preview", body).json()
     shares = {c["name"]: (c["requested"], c["realized"]) for c in report["components"]}
     assert shares == {"wiki": (0.6, 0.6), "code": (0.4, 0.4)}
+    # The first sequences, decoded with the tokenizer saved beside the demo's token shards.
+    shown = demo_service.post("/api/mixtures/preview", body | {"show": 2}).json()["samples"]
+    assert len(shown) == 2 and all(sample["text"].strip() for sample in shown)
     refused = demo_service.post("/api/mixtures/preview", {"mixture": {"seq_len": 8}, "steps": 5})
     assert refused.status_code == 400 and "components" in refused.json()["detail"]
 

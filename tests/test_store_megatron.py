@@ -13,7 +13,7 @@ import pytest
 from test_tokenize_backends import corpus, trained_tokenizer, write_corpus
 
 from mixplane.store import TokenizedDataset, export_megatron
-from mixplane.tokenize import tokenize_dataset
+from mixplane.tokenize import dataset_tokenizer, tokenize_dataset
 
 DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 8: np.uint16}
 
@@ -75,8 +75,8 @@ def test_export_holds_every_document_in_order(sources, tmp_path: Path, tokenizer
     code = Path(tmp_path / "mega" / "corpus.idx").read_bytes()[17]
     assert code == (8 if dataset.dtype == np.uint16 else 4)
     assert summary["dtype"] == ("uint16" if code == 8 else "int32")
-    decoded = dataset.tokenizer().decode(exported[42])
-    assert decoded == dataset.tokenizer().decode(dataset.document(42))
+    decoded = dataset_tokenizer(dataset).decode(exported[42])
+    assert decoded == dataset_tokenizer(dataset).decode(dataset.document(42))
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from test_tokenize_backends import corpus, trained_tokenizer, write_corpus
 
 from mixplane.errors import MixplaneError
 from mixplane.store import ShardReader, TokenizedDataset
-from mixplane.tokenize import tokenize_dataset
+from mixplane.tokenize import dataset_tokenizer, tokenize_dataset
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_datasets_on_s3_are_cached_locally_and_identical(tokenized, s3_bucket, t
     remote.verify()
     for index in (0, 17, 119):
         assert np.array_equal(remote.document(index), local.document(index))
-    assert remote.tokenizer().decode(remote.document(5)) == local.tokenizer().decode(
+    assert dataset_tokenizer(remote).decode(remote.document(5)) == dataset_tokenizer(local).decode(
         local.document(5)
     )
     cached = sorted(p.name for p in (tmp_path / "cache").rglob("shard-*"))

@@ -18,7 +18,7 @@ from mixplane.errors import ConfigError, InputError
 from mixplane.manifest import read_json
 from mixplane.store import ShardReader, TokenizedDataset
 from mixplane.store.checksums import UnitSums, shard_sums
-from mixplane.tokenize import load_tokenizer, tokenize_dataset
+from mixplane.tokenize import dataset_tokenizer, load_tokenizer, tokenize_dataset
 
 LANGUAGES = ["en", "de", "zh", "ja", "ar"]
 
@@ -89,7 +89,7 @@ def test_round_trip_from_a_processed_folder(workspace: Path, tmp_path: Path):
             seen += 1
     assert seen == 480
     assert "text" not in pq.read_schema(dataset.meta_urls()[0]).names
-    assert dataset.tokenizer().decode(dataset.document(479)) == texts[meta[-1]["id"]]
+    assert dataset_tokenizer(dataset).decode(dataset.document(479)) == texts[meta[-1]["id"]]
 
 
 def test_manifest_describes_shards_tokenizer_and_parents(workspace: Path, tmp_path: Path):
@@ -207,7 +207,7 @@ def test_raw_json_lines_and_bare_parquet_inputs(workspace: Path, tmp_path: Path)
     ]
     assert [row["source"] for row in second] == ["bare"] * 3
     assert [row["stars"] for row in second] == [1, 3, 4]
-    tokenizer = dataset.tokenizer()
+    tokenizer = dataset_tokenizer(dataset)
     assert tokenizer.decode(dataset.document(120 + 1)) == "третий"
 
 
@@ -227,7 +227,7 @@ def test_large_vocabularies_use_uint32(workspace: Path, tmp_path: Path):
     assert int(shard.tokens.max()) > 65_535
     texts = texts_by_id(workspace / "clean")
     row = shard.metadata().to_pylist()[5]
-    assert dataset.tokenizer().decode(shard.document(5)) == texts[row["id"]]
+    assert dataset_tokenizer(dataset).decode(shard.document(5)) == texts[row["id"]]
     assert result.stats["tokens"] == dataset.n_tokens
 
 
@@ -248,7 +248,7 @@ def test_sentencepiece_models_are_saved_beside_the_shards(workspace: Path, tmp_p
     assert (tmp_path / "tokens" / "_tokenizer.model").read_bytes() == model.read_bytes()
     texts = texts_by_id(workspace / "clean")
     row = dataset.shard(1).metadata().to_pylist()[3]
-    assert dataset.tokenizer().decode(dataset.shard(1).document(3)) == texts[row["id"]]
+    assert dataset_tokenizer(dataset).decode(dataset.shard(1).document(3)) == texts[row["id"]]
 
 
 def test_bad_options_fail_before_any_work(workspace: Path, tmp_path: Path):

@@ -148,11 +148,12 @@ class _Decoder:
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None):
         from mixplane.store import TokenizedDataset
+        from mixplane.tokenize.load import dataset_tokenizer  # only when decoding
 
         self.captions = False
         try:
             self.dataset = TokenizedDataset(uri, storage_options)
-            self.tokenizer = self.dataset.tokenizer()
+            self.tokenizer = dataset_tokenizer(self.dataset)
         except (MixplaneError, KeyError, OSError, ImportError):
             # ImportError: a load-only install has no tokenizer libraries to decode with.
             self.dataset = None

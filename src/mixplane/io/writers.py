@@ -1,4 +1,5 @@
-"""Writers for documents: Parquet (zstd) and JSON Lines, streaming and atomic.
+"""Writers for documents: Parquet (zstd) and JSON Lines, streaming and atomic; and
+`DocumentOutput`, what every writer of a task's kept documents offers the pipeline.
 
 Memory stays flat: rows are buffered up to a size limit and then written as one row group.
 """
@@ -8,14 +9,16 @@ from __future__ import annotations
 import base64
 import io
 import os
+import posixpath
 import tempfile
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mixplane.document import Document
+from mixplane.errors import MixplaneError
 from mixplane.io.atomic import atomic_open
 from mixplane.io.columns import conform, rows_to_table
 from mixplane.io.urls import compressed
@@ -125,16 +128,52 @@ class ParquetTableWriter:
                     writer.write_table(conform(table, schema) or table.cast(schema))
 
 
+class UnwritableDocument(MixplaneError):
+    """A document an output cannot hold, such as one without an image given to an image
+    output; nothing of it was written."""
+
+
+class DocumentOutput(Protocol):
+    """Where a task's kept documents go: one file or a few, streamed as documents arrive.
+
+    Example:
+        >>> output = DocumentWriter("out/part-00000.parquet")  # doctest: +SKIP
+        >>> output.write(Document("a", "hello", "web"))  # doctest: +SKIP
+        >>> output.close()  # doctest: +SKIP
+        [{'path': 'part-00000.parquet', 'size': 1020, 'hash': 'xxh3_128:...', 'records': 1}]
+    """
+
+    def write(self, doc: Document) -> None:
+        """Append one document; raises `UnwritableDocument` (writing nothing) for a document
+        this output cannot hold."""
+
+    def close(self) -> list[dict[str, Any]]:
+        """Finish the files; one manifest entry per file written (`file_entry`), paths
+        relative to the output's folder."""
+
+
+def file_entry(path: str, size: int, digest: str, records: int) -> dict[str, Any]:
+    """A written file as a manifest lists it.
+
+    Example:
+        >>> file_entry("part-00000.parquet", 1020, "xxh3_128:00", 1)
+        {'path': 'part-00000.parquet', 'size': 1020, 'hash': 'xxh3_128:00', 'records': 1}
+    """
+    return {"path": path, "size": size, "hash": digest, "records": records}
+
+
 DOCUMENT_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string())])
 
 
 class DocumentWriter:
-    """Streams Documents into a Parquet or JSON Lines file (compressed by suffix).
+    """Streams Documents into a Parquet or JSON Lines file (compressed by suffix); a
+    `DocumentOutput` that takes every document.
 
     Example:
         >>> writer = DocumentWriter("out/part-00000.parquet")  # doctest: +SKIP
         >>> writer.write(Document("a", "hello", "web"))  # doctest: +SKIP
-        >>> writer.close()  # doctest: +SKIP
+        >>> [entry["path"] for entry in writer.close()]  # doctest: +SKIP
+        ['part-00000.parquet']
     """
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None):
@@ -192,12 +231,18 @@ class DocumentWriter:
         self._ids, self._texts, self._sources, self._metadata, self._media = [], [], [], [], []
         self._bytes = 0
 
-    def close(self) -> None:
+    def close(self) -> list[dict[str, Any]]:
+        """Finish the file; its manifest entry, the path relative to its folder."""
         self._flush()
         if self.format == "parquet":
             self._parquet.close(DOCUMENT_SCHEMA)
             self.written = self._parquet.written
-            return
+        else:
+            self._close_jsonl()
+        size, digest = self.written
+        return [file_entry(posixpath.basename(self.url), size, digest, self.documents)]
+
+    def _close_jsonl(self) -> None:
         self._jsonl_temp.close()
         try:
             with (

@@ -124,13 +124,14 @@ def samples(dataset: MixtureDataset, count: int) -> list[dict[str, Any]]:
 def _decoder(dataset: MixtureDataset):
     """The tokenizer's decode, or None and the reason it cannot be loaded."""
     from mixplane.store.dataset import TokenizedDataset
+    from mixplane.tokenize.load import dataset_tokenizer  # only when decoding
 
     info = dataset.resolved.datasets[0]
     try:
         tokenized = TokenizedDataset(
             info["uri"], dataset.spec.storage_options, dataset.spec.cache_dir
         )
-        return tokenized.tokenizer().decode, None
+        return dataset_tokenizer(tokenized).decode, None
     except (MixplaneError, OSError, ValueError, KeyError, ImportError) as error:
         return None, f"tokenizer not available: {error}"
 

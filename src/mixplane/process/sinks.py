@@ -25,10 +25,17 @@ from mixplane.document import Document, Drop
 from mixplane.io.atomic import join_url
 from mixplane.io.columns import string_array
 from mixplane.io.urls import url_filesystem
-from mixplane.io.writers import LARGE_COLUMNS, DocumentWriter, ParquetTableWriter
+from mixplane.io.writers import (
+    LARGE_COLUMNS,
+    DocumentOutput,
+    DocumentWriter,
+    ParquetTableWriter,
+    UnwritableDocument,
+    file_entry,
+)
 from mixplane.process.config import PipelineConfig
 from mixplane.process.stats import count_quarantined
-from mixplane.store.images.writer import ImageShardWriter, MissingImageError
+from mixplane.store.images.writer import ImageShardWriter
 
 EXCLUDED_SCHEMA = pa.schema(
     [
@@ -132,10 +139,10 @@ class Sinks:
         self.output = folder or config.output
         self.name = name or part_name(config, index)
         self.stem = f"part-{index:05d}"
-        self.images = config.output_format == "webdataset" and name is None
+        self.documents: DocumentOutput
         if not keep_documents:
-            self.documents = _Counter()
-        elif self.images:
+            self.documents = _NotWritten()
+        elif config.output_format == "webdataset" and name is None:
             self.documents = ImageShardWriter(self.output, self.stem, self.options)
         else:
             self.documents = DocumentWriter(join_url(self.output, self.name), self.options)
@@ -156,13 +163,13 @@ class Sinks:
                     sink.add_table(pq.read_table(handle), self.options)
 
     def keep(self, docs: list[Document], stats: dict[str, Any]) -> None:
-        """Write the documents that passed every stage and count them. A document the image
-        writer cannot take (no image: a configuration mistake, such as text inputs with
-        `output_format: webdataset`) is quarantined at stage `write`, not lost."""
+        """Write the documents that passed every stage and count them. A document the output
+        cannot hold (such as one without an image, for `output_format: webdataset`: a
+        configuration mistake) is quarantined at stage `write`, not lost."""
         for doc in docs:
             try:
                 self.documents.write(doc)
-            except MissingImageError as error:
+            except UnwritableDocument as error:
                 message = f"{type(error).__name__}: {error}"
                 count_quarantined(stats, "write", type(error).__name__, message)
                 self.quarantine("write", doc.id, doc.id, message, document_raw(doc))
@@ -186,35 +193,23 @@ class Sinks:
 
     def close(self) -> list[dict[str, Any]]:
         """Finish the files; one entry per file written (size and hash, known from writing)."""
-        if isinstance(self.documents, ImageShardWriter):
-            entries = self.documents.close()
-        else:
-            self.documents.close()
-            entries = []
-        written = []
-        if isinstance(self.documents, DocumentWriter):
-            written.append((self.name, self.documents.documents, self.documents.written))
+        entries = self.documents.close()
         for folder, sink in self.rows.items():
             if sink.close():
-                name = f"{folder}/{self.stem}.parquet"
-                written.append((name, sink.count, sink.writer.written))
-        return entries + [
-            {"path": name, "size": size, "hash": digest, "records": records}
-            for name, records, (size, digest) in written
-        ]
+                name, (size, digest) = f"{folder}/{self.stem}.parquet", sink.writer.written
+                entries.append(file_entry(name, size, digest, sink.count))
+        return entries
 
 
-class _Counter:
-    """Stands in for a document writer when kept documents need not be written."""
-
-    def __init__(self) -> None:
-        self.documents = 0
+class _NotWritten:
+    """The output of a segment whose kept documents need not be written (`keep` still
+    counts them)."""
 
     def write(self, doc: Document) -> None:
-        self.documents += 1
-
-    def close(self) -> None:
         pass
+
+    def close(self) -> list[dict[str, Any]]:
+        return []
 
 
 class _RowSink:

@@ -17,7 +17,7 @@ import io
 from typing import Any
 
 from mixplane.errors import MixplaneError
-from mixplane.stages.image.media import IMAGE_EXTENSIONS
+from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.store.images import ImageShardReader
 
 MAX_SAMPLE_BYTES = 64 << 20

@@ -43,13 +43,14 @@ def check_token_manifest(folder: str, manifest: dict[str, Any]) -> None:
 
 
 class TokenizedDataset:
-    """The shards of one `mixplane tokenize` output, with totals and the tokenizer.
+    """The shards of one `mixplane tokenize` output, with totals and the tokenizer's spec.
 
     Example:
         >>> dataset = TokenizedDataset("tokens/")  # doctest: +SKIP
         >>> dataset.n_documents, dataset.n_tokens, dataset.shard_names[:1]  # doctest: +SKIP
         (1200, 845113, ['shard-00000-000'])
-        >>> dataset.tokenizer().decode(dataset.document(0))  # doctest: +SKIP
+        >>> from mixplane.tokenize import dataset_tokenizer
+        >>> dataset_tokenizer(dataset).decode(dataset.document(0))  # doctest: +SKIP
         'The first document...'
     """
 
@@ -130,14 +131,13 @@ class TokenizedDataset:
         """URLs of every shard's metadata Parquet, in shard order."""
         return [join_url(self.folder, name + META) for name in self.shard_names]
 
-    def tokenizer(self):
-        """The tokenizer that made the shards: the copy saved beside them, else its spec."""
-        from mixplane.tokenize.load import load_tokenizer
-
+    @property
+    def tokenizer_spec(self) -> str:
+        """Where the tokenizer that made the shards loads from: the copy saved beside them,
+        else the spec it was given (load it with `mixplane.tokenize.dataset_tokenizer`)."""
         info = self.tokenizer_info
         saved = info.get("file")
-        spec = join_url(self.folder, saved) if saved else info["spec"]
-        return load_tokenizer(spec, storage_options=self.storage_options)
+        return join_url(self.folder, saved) if saved else info["spec"]
 
     def local_file(self, name: str) -> str:
         """A local path of one of the dataset's files (copied into the cache if remote)."""

@@ -1,7 +1,7 @@
 """Tokenizers and tokenization: turning documents into token shards.
 
-Names load on first use, so decoding tokens (which needs only `load_tokenizer`) does not
-import the processing engine that tokenizing a corpus uses.
+Names load on first use, so decoding tokens (which needs only `load_tokenizer` or
+`dataset_tokenizer`) does not import the processing engine that tokenizing a corpus uses.
 
 Example:
     >>> from mixplane.tokenize import load_tokenizer, tokenize_dataset, train_tokenizer
@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mixplane.tokenize.base import Tokenizer
     from mixplane.tokenize.config import TokenizeConfig
-    from mixplane.tokenize.load import load_tokenizer
+    from mixplane.tokenize.load import dataset_tokenizer, load_tokenizer
     from mixplane.tokenize.run import TokenizeResult, tokenize_dataset
     from mixplane.tokenize.train import train_tokenizer
 
 _LAZY = {
     "Tokenizer": "mixplane.tokenize.base",
     "TokenizeConfig": "mixplane.tokenize.config",
+    "dataset_tokenizer": "mixplane.tokenize.load",
     "load_tokenizer": "mixplane.tokenize.load",
     "TokenizeResult": "mixplane.tokenize.run",
     "tokenize_dataset": "mixplane.tokenize.run",
@@ -45,6 +46,7 @@ __all__ = [
     "TokenizeConfig",
     "TokenizeResult",
     "Tokenizer",
+    "dataset_tokenizer",
     "load_tokenizer",
     "tokenize_dataset",
     "train_tokenizer",

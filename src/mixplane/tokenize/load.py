@@ -12,11 +12,15 @@ Specs, in the order they are tried:
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.urls import url_filesystem
 from mixplane.tokenize.backends import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
 from mixplane.tokenize.base import Tokenizer
+
+if TYPE_CHECKING:
+    from mixplane.store.dataset import TokenizedDataset
 
 _FOLDER_FILES = ("tokenizer.json", "tokenizer.model", "_tokenizer.json", "_tokenizer.model")
 _cache: dict[tuple, Tokenizer] = {}
@@ -48,6 +52,18 @@ def load_tokenizer(
     if eos or eos_token is not None:
         tokenizer.resolve_special("eos", eos_token)
     return tokenizer
+
+
+def dataset_tokenizer(dataset: TokenizedDataset) -> Tokenizer:
+    """The tokenizer that made a tokenized dataset's shards: the copy saved beside them,
+    else the spec it was given.
+
+    Example:
+        >>> dataset = TokenizedDataset("tokens/")  # doctest: +SKIP
+        >>> dataset_tokenizer(dataset).decode(dataset.document(0))  # doctest: +SKIP
+        'The first document...'
+    """
+    return load_tokenizer(dataset.tokenizer_spec, storage_options=dataset.storage_options)
 
 
 def cached_tokenizer(spec: str, **options) -> Tokenizer:

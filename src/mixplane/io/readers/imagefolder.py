@@ -25,7 +25,7 @@ from mixplane.document import Document
 from mixplane.io.readers.base import ReadOptions, ReadStats, Shard, oversized, sidecar_document
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.urls import url_filesystem
-from mixplane.stages.image.media import IMAGE_EXTENSIONS
+from mixplane.media import IMAGE_EXTENSIONS
 
 
 def folder_images(url: str, storage_options: dict[str, Any] | None = None):

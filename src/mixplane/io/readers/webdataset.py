@@ -32,7 +32,7 @@ from mixplane.io.readers.base import (
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.readers.pipes import open_input
 from mixplane.io.readers.tarstream import Broken, Member, TarReader
-from mixplane.stages.image.media import IMAGE_EXTENSIONS
+from mixplane.media import IMAGE_EXTENSIONS
 
 # Members of other kinds up to this size that are UTF-8 text become metadata strings.
 SMALL_TEXT = 4096

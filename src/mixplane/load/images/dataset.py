@@ -33,8 +33,8 @@ from mixplane.load.images.batch import (
 from mixplane.load.images.plan import BatchLayout, EpochPlan
 from mixplane.load.images.resolve import ResolvedImages, resolve_images
 from mixplane.load.images.shards import is_shards, resolve_shards
+from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.mix.spec import MixtureSpec, load_mixture
-from mixplane.stages.image.media import IMAGE_EXTENSIONS
 from mixplane.store.images import ImageShardReader
 
 STATE_FORMAT = "mixplane-image-loader"

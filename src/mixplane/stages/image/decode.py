@@ -13,6 +13,8 @@ from PIL import Image
 from pydantic import Field, field_validator
 
 from mixplane.document import Document, Drop
+from mixplane.io.image_header import Header, open_header
+from mixplane.media import extension_for, image_of, no_image, set_image
 from mixplane.process.stage import Result, Stage
 from mixplane.stages.image.background import (
     BLANK_CONTRAST,
@@ -21,15 +23,7 @@ from mixplane.stages.image.background import (
     flatten,
     parse_colour,
 )
-from mixplane.stages.image.imaging import (
-    DEFAULT_MAX_PIXELS,
-    Header,
-    decode,
-    encode,
-    has_alpha,
-    open_header,
-)
-from mixplane.stages.image.media import extension_for, image_of, no_image, set_image
+from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS, decode, encode, has_alpha
 from mixplane.stages.image.phash import grey_pixels, phash_hex, phash_of
 
 

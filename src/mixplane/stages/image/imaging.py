@@ -1,17 +1,16 @@
-"""Opening untrusted encoded images safely, and the conversions every image stage shares.
+"""Decoding untrusted encoded images safely, and the conversions every image stage shares.
 
-`open_header` reads only the header (size, format) and refuses decompression bombs by pixel
-count before any pixel is decoded; `decode` then checks the file (`verify`), decodes it
-fully (a truncated file fails: Pillow's `LOAD_TRUNCATED_IMAGES` stays off) and applies the
-EXIF orientation. Failures come back as `Drop`s naming the problem, never as exceptions.
+`decode` checks the file (`verify`) whose header `mixplane.io.image_header.open_header` read
+(refusing decompression bombs by pixel count before any pixel is decoded), decodes it fully
+(a truncated file fails: Pillow's `LOAD_TRUNCATED_IMAGES` stays off) and applies the EXIF
+orientation. Failures come back as `Drop`s naming the problem, never as exceptions.
 
 Example:
     >>> from io import BytesIO
+    >>> from mixplane.io.image_header import open_header
     >>> buffer = BytesIO()
     >>> Image.new("RGB", (4, 2), "red").save(buffer, "PNG")
     >>> header = open_header(buffer.getvalue(), max_pixels=100)
-    >>> header.size, header.format
-    ((4, 2), 'png')
     >>> decode(buffer.getvalue(), header, exif_orientation=True).size
     (4, 2)
 """
@@ -20,22 +19,18 @@ from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, ImageOps
 
 from mixplane.document import Drop
-from mixplane.error_text import describe_error, without_addresses
+from mixplane.io.image_header import Header, corrupt_image
 
 #: Pillow's own default bomb limit (about 89 million pixels), the default of `max_pixels`.
 DEFAULT_MAX_PIXELS = 89_478_485
 
 WHITE, BLACK = (255, 255, 255), (0, 0, 0)
 _ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
-# EXIF orientations that swap width and height (a transpose or a quarter turn).
-_SWAPPING = {5, 6, 7, 8}
-_EXIF_ORIENTATION = 0x0112
 _RESAMPLING = {
     "nearest": Image.Resampling.NEAREST,
     "box": Image.Resampling.BOX,
@@ -43,61 +38,6 @@ _RESAMPLING = {
     "bicubic": Image.Resampling.BICUBIC,
     "lanczos": Image.Resampling.LANCZOS,
 }
-
-
-@dataclass(frozen=True)
-class Header:
-    """What the header of an encoded image says, before decoding its pixels."""
-
-    size: tuple[int, int]  # as stored, before the EXIF orientation
-    format: str  # Pillow's format name, lowercased
-    orientation: int  # EXIF orientation, 1 when absent
-
-    @property
-    def oriented_size(self) -> tuple[int, int]:
-        """(width, height) once the EXIF orientation is applied."""
-        w, h = self.size
-        return (h, w) if self.orientation in _SWAPPING else (w, h)
-
-
-def _error(error: Exception) -> Drop:
-    # Pillow names the unreadable file by its repr (`<_io.BytesIO object at 0x...>`): the
-    # address would make the detail differ between identical runs.
-    return Drop("corrupt_image", {"error": describe_error(error)})
-
-
-def open_header(data: bytes, max_pixels: int) -> Header | Drop:
-    """Read the header of `data`; a Drop for an empty, unreadable or too large image."""
-    if not data:
-        return Drop("empty_image", {"bytes": 0})
-    try:
-        # The size check below replaces Pillow's warning; Pillow still raises by itself
-        # beyond twice its own limit, which is reported the same way.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as image:
-                size, name = image.size, (image.format or "").lower()
-                orientation = _orientation(image)
-    except Image.DecompressionBombError as error:
-        detail = {"error": without_addresses(str(error)), "max_pixels": max_pixels}
-        return Drop("image_too_large", detail)
-    except Exception as error:  # untrusted bytes: Pillow raises many kinds of errors
-        return _error(error)
-    width, height = size
-    if width <= 0 or height <= 0:
-        return Drop("empty_image", {"width": width, "height": height})
-    if width * height > max_pixels:
-        detail = {"width": width, "height": height, "pixels": width * height}
-        return Drop("image_too_large", detail | {"max_pixels": max_pixels})
-    return Header(size, name, orientation)
-
-
-def _orientation(image: Image.Image) -> int:
-    try:
-        value = image.getexif().get(_EXIF_ORIENTATION, 1)
-    except Exception:  # a broken EXIF block is ignored, like a missing one
-        return 1
-    return value if isinstance(value, int) and 1 <= value <= 8 else 1
 
 
 def decode(
@@ -116,16 +56,16 @@ def decode(
                 image.verify()
             image = Image.open(io.BytesIO(data))
             if draft is not None and image.format == "JPEG":
-                swap = exif_orientation and header.orientation in _SWAPPING
+                swap = exif_orientation and header.swaps_sides
                 image.draft(image.mode, draft[::-1] if swap else draft)
             image.load()
     except Exception as error:  # untrusted bytes: Pillow raises many kinds of errors
-        return _error(error)
+        return corrupt_image(error)
     if exif_orientation and header.orientation != 1:
         try:
             image = ImageOps.exif_transpose(image)
         except Exception as error:
-            return _error(error)
+            return corrupt_image(error)
     return image
 
 

@@ -13,6 +13,7 @@ from PIL import Image
 from pydantic import Field, field_validator
 
 from mixplane.document import Document, Drop
+from mixplane.media import extension_for, image_of, no_image, set_image
 from mixplane.process.stage import Result, Stage
 from mixplane.stages.image.background import Background, flatten, parse_colour
 from mixplane.stages.image.decode import check_header
@@ -23,7 +24,6 @@ from mixplane.stages.image.imaging import (
     encode,
     resampling,
 )
-from mixplane.stages.image.media import extension_for, image_of, no_image, set_image
 
 Mode = Literal["keep_ratio", "center_crop", "border", "none"]
 # A JPEG is decoded at a reduced DCT scale when that still leaves this many times the

@@ -17,11 +17,10 @@ import orjson
 import pyarrow as pa
 
 from mixplane.document import Document, Drop
-from mixplane.errors import MixplaneError
 from mixplane.io.atomic import HashingWriter, atomic_open, join_url
 from mixplane.io.columns import column_array, string_array
-from mixplane.io.writers import ParquetTableWriter
-from mixplane.stages.image.media import IMAGE_EXTENSIONS, image_of
+from mixplane.io.writers import ParquetTableWriter, UnwritableDocument, file_entry
+from mixplane.media import IMAGE_EXTENSIONS, image_of
 from mixplane.store.images.format import (
     END_BLOCKS,
     IDX,
@@ -56,12 +55,13 @@ _FORMATS = {"jpg": "jpeg", "jpeg": "jpeg", "tif": "tiff", "tiff": "tiff"}
 _TASK = re.compile(r"(\d+)$")
 
 
-class MissingImageError(MixplaneError):
+class MissingImageError(UnwritableDocument):
     """A document reached the image writer without an image in its media."""
 
 
 class ImageShardWriter:
-    """Streams image-text documents into one image shard `folder_url/STEM.*`.
+    """Streams image-text documents into one image shard `folder_url/STEM.*`; a
+    `DocumentOutput` that takes documents with an image.
 
     Keys are `NNNNN-IIIIIII`: the number ending the stem (the task) and the sample's index.
 
@@ -142,9 +142,9 @@ class ImageShardWriter:
         self._meta.close(FIXED)
         meta_size, meta_hash = self._meta.written
         return [
-            _entry(self.stem + TAR, tar_size, tar_hash, self.documents),
-            _entry(self.stem + IDX, index.size, index.fingerprint, self.documents),
-            _entry(self.stem + META, meta_size, meta_hash, self.documents),
+            file_entry(self.stem + TAR, tar_size, tar_hash, self.documents),
+            file_entry(self.stem + IDX, index.size, index.fingerprint, self.documents),
+            file_entry(self.stem + META, meta_size, meta_hash, self.documents),
         ]
 
     def _flush(self) -> None:
@@ -156,10 +156,6 @@ class ImageShardWriter:
 
 def _key(prefix: str, index: int) -> str:
     return sample_key(int(prefix), index) if prefix.isdigit() else f"{prefix}-{index:07d}"
-
-
-def _entry(path: str, size: int, digest: str, records: int) -> dict[str, Any]:
-    return {"path": path, "size": size, "hash": digest, "records": records}
 
 
 def _image_fields(metadata: dict[str, Any], ext: str, image: bytes) -> dict[str, Any]:
@@ -180,7 +176,7 @@ def _image_fields(metadata: dict[str, Any], ext: str, image: bytes) -> dict[str,
 
 def _probe(image: bytes) -> dict[str, Any] | None:
     """The format, width and height in the image's header, None if Pillow cannot tell."""
-    from mixplane.stages.image.imaging import open_header  # Pillow only for image outputs
+    from mixplane.io.image_header import open_header  # Pillow only for image outputs
 
     header = open_header(image, max_pixels=sys.maxsize)
     if isinstance(header, Drop):

@@ -1,5 +1,8 @@
 """Where a document keeps its image: the first image extension present in `doc.media`.
 
+Beside `Document`, as part of the record model: the readers, the image shard store, the
+image stages, the image loader and the dashboard's previews all find images the same way.
+
 Example:
     >>> doc = Document("a", "a cat", "web", media={"txt": b"a cat", "jpg": b"\\xff\\xd8"})
     >>> image_of(doc)
