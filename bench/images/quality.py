@@ -3,19 +3,22 @@
 For `samples` images of the benchmark's shards, the 224 x 224 output of:
 
 - `mixplane`: `ImagePreprocess` (the built-in path: reduced decode, one resize with crop);
+- `mixplane-full`: the same resize after a full decode (what the reduced decode changes);
 - `webdataset`: full decode, then Resize(224, bicubic) + CenterCrop(224);
 - `webdataset-draft`: the same after the reduced decode (runners.draft_decode);
 - `reference`: full decode, the center square resized to 224 with Lanczos in one step,
   the best a loader could hand over;
 
-each turned back to 8-bit levels (before normalization), then compared: the mean absolute
-difference in levels and the PSNR (dB, over the whole set) of every output against the
-peer's usual output (`webdataset`) and against the reference, and how many images the
-reduced decode applied to. With RandomResizedCrop both loaders run the same torchvision
-transform on the same full decode; `same_rrc_pixels` checks that, for every image, mixplane's
-`transform=` path and webdataset's `decode("pil")` give the same tensor from the same seed.
+each turned back to 8-bit levels (before normalization), then compared in pairs (the mean
+absolute difference in levels and the PSNR in dB over the whole set): the reduced decode
+against the full one on each side, each output against the peer's usual output
+(`webdataset`) and against the reference; and how many images the reduced decode applied
+to. With RandomResizedCrop both loaders run the same torchvision transform on the same full
+decode; `same_rrc_pixels` checks that, for every image, mixplane's `transform=` path and
+webdataset's `decode("pil")` give the same tensor from the same seed.
 
     python bench/images/quality.py bench/data/images/3000 --samples 300
+    python bench/images/quality.py bench/data/images/3000 --into bench/results/images-3000.json
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ sys.path.insert(0, str(BENCH.parents[1] / "tests"))  # torchvision_cpu
 from runners import MEAN, SIZE, STD, draft_decode, peer_transform  # noqa: E402
 
 COMPARED = [
+    ("mixplane", "mixplane-full"),
+    ("mixplane-full", "webdataset"),
     ("mixplane", "webdataset"),
     ("webdataset-draft", "webdataset"),
     ("mixplane", "webdataset-draft"),
@@ -80,6 +85,7 @@ def outputs(data: bytes, center, preprocess) -> dict[str, np.ndarray]:
     reference = full.resize((SIZE, SIZE), Image.Resampling.LANCZOS, box=box)
     return {
         "mixplane": levels(preprocess(data, "quality")),
+        "mixplane-full": levels(preprocess.normalize(preprocess.resize(full))),
         "webdataset": levels(center(full).numpy()),
         "webdataset-draft": levels(center(draft_decode("jpg", data)).numpy()),
         "reference": np.asarray(reference, dtype=np.float64).transpose(2, 0, 1),
@@ -146,8 +152,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder")
     parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--into", help="a results file of run.py whose `quality` to replace")
     args = parser.parse_args()
-    print(json.dumps(compare(Path(args.folder), args.samples), indent=2))
+    found = compare(Path(args.folder), args.samples)
+    print(json.dumps(found, indent=2))
+    if args.into:
+        report = json.loads(Path(args.into).read_text())
+        report["quality"] = found
+        Path(args.into).write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
