@@ -162,10 +162,10 @@ def co_clustered(clusters: dict[str, str]) -> set[tuple[str, str]]:
     return {pair for group in members.values() for pair in itertools.combinations(sorted(group), 2)}
 
 
-def agreement(mine: tuple[dict, dict], theirs: tuple[dict, dict]) -> dict:
+def agreement(mine: tuple[dict, dict], theirs: tuple[dict, dict], names: tuple[str, str]) -> dict:
     """How far a tool's output agrees with mixplane's: the removed documents (the survivor of
     a cluster is its smallest id, except in datatrove) and the pairs clustered together, as
-    shared / either, with the counts found on one side only."""
+    shared / either, with the counts found on one side only (`names` name the sides)."""
     figures = {}
     for name, left, right in (
         ("removed", set(mine[1]), set(theirs[1])),
@@ -175,8 +175,8 @@ def agreement(mine: tuple[dict, dict], theirs: tuple[dict, dict]) -> dict:
         figures[name] = {
             "jaccard": round(both / either, 4) if either else 1.0,
             "both": both,
-            "only_mixplane": len(left - right),
-            "only_other": len(right - left),
+            f"only {names[0]}": len(left - right),
+            f"only {names[1]}": len(right - left),
         }
     return figures
 
@@ -220,7 +220,7 @@ def main() -> None:
     outputs: dict[str, tuple[dict, dict]] = {}
     for repeat in range(args.repeats):
         for tool in rotated(tools, repeat):
-            result = run_tool(tool, corpus, data / "work" / tool, args, peer)
+            result = run_tool(tool, corpus, data / f"work-{args.docs}" / tool, args, peer)
             clusters, removed = result.pop("clustered")
             if repeat == 0:  # every run of a tool gives the same clusters (checked below)
                 scores[tool] = {k: round(v, 4) for k, v in score(truth, clusters, removed).items()}
@@ -247,7 +247,7 @@ def main() -> None:
         }
         results[tool]["quality"] = scores[tool]
         results[tool]["agreement"] = {
-            f"with {mine}": agreement(outputs[mine], outputs[tool])
+            f"with {mine}": agreement(outputs[mine], outputs[tool], (mine, tool))
             for mine in ("mixplane", "mixplane-lsh")
             if mine in outputs and mine != tool
         }
