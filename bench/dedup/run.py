@@ -27,7 +27,8 @@ order that rotates from round to round, and ratios are paired per round (median,
 besides docs/s the report gives docs/s per core (divided by the cores a tool can use: its
 workers up to the machine's cores, or one) and docs per CPU second (the measured one).
 datatrove and datasketch run in their own virtual environment (created on first use).
-Results go to bench/results/dedup-DOCS.json.
+Results go to bench/results/dedup-DOCS.json, rewritten after every run (a run stopped early
+keeps the runs it finished; ratios count only the rounds every tool finished).
 """
 
 from __future__ import annotations
@@ -218,6 +219,8 @@ def main() -> None:
     runs: dict[str, list[dict]] = {tool: [] for tool in tools}
     scores: dict[str, dict] = {}
     outputs: dict[str, tuple[dict, dict]] = {}
+    out = ROOT / "bench" / "results" / f"dedup-{args.docs}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     for repeat in range(args.repeats):
         for tool in rotated(tools, repeat):
             result = run_tool(tool, corpus, data / f"work-{args.docs}" / tool, args, peer)
@@ -234,12 +237,22 @@ def main() -> None:
             runs[tool].append(result)
             print(repeat, tool, json.dumps({k: round(v, 3) for k, v in result.items()}),
                   file=sys.stderr, flush=True)  # fmt: skip
+            # Written after every run, so that a run stopped early keeps what it measured.
+            report = report_of(runs, scores, outputs, processes, args, docs, len(truth))
+            out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+def report_of(runs, scores, outputs, processes, args, docs: int, pairs: int) -> dict:
+    """The results so far: each tool over its runs, ratios over the rounds every tool ended."""
     figures = ("seconds", "cpu_seconds", "peak_rss_mb", "docs_per_second",
                "docs_per_second_per_core", "docs_per_cpu_second")  # fmt: skip
+    measured_tools = [tool for tool, measured in runs.items() if measured]
     results = {}
-    for tool, measured in runs.items():
+    for tool in measured_tools:
+        measured = runs[tool]
         results[tool] = {"cores": processes[tool], "clusters": measured[0]["clusters"],
-                         "removed": measured[0]["removed"]}  # fmt: skip
+                         "removed": measured[0]["removed"], "rounds": len(measured)}  # fmt: skip
         for figure in figures:
             results[tool][figure] = spread([r[figure] for r in measured], 2)
         results[tool]["by_round"] = {
@@ -251,29 +264,21 @@ def main() -> None:
             for mine in ("mixplane", "mixplane-lsh")
             if mine in outputs and mine != tool
         }
+    tools = list(runs)
+    complete = min(len(measured) for measured in runs.values())
+    others = [tool for tool in tools if tool != "mixplane" and "mixplane" in tools]
     ratios: dict[str, dict] = {}
-    for figure in ("docs_per_second", "docs_per_second_per_core", "docs_per_cpu_second"):
-        rounds = [{tool: runs[tool][i][figure] for tool in tools} for i in range(args.repeats)]
+    for figure in ("docs_per_second", "docs_per_second_per_core", "docs_per_cpu_second",
+                   "peak_rss_mb"):  # fmt: skip
+        rounds = [{tool: runs[tool][i][figure] for tool in tools} for i in range(complete)]
         ratios[figure] = {
-            f"mixplane / {other}": paired_ratios(rounds, "mixplane", other)
-            for other in tools
-            if other != "mixplane" and "mixplane" in tools
+            f"mixplane / {other}": paired_ratios(rounds, "mixplane", other) for other in others
         }
-    rss_rounds = [{tool: runs[tool][i]["peak_rss_mb"] for tool in tools}
-                  for i in range(args.repeats)]  # fmt: skip
-    ratios["peak_rss_mb"] = {
-        f"mixplane / {other}": paired_ratios(rss_rounds, "mixplane", other)
-        for other in tools
-        if other != "mixplane" and "mixplane" in tools
-    }
-    report = {"docs": docs, "pairs": len(truth), "workers": args.workers, "bands": args.bands,
-              "rows": args.rows, "repeats": args.repeats, "machine_cores": os.cpu_count(),
-              "order": [rotated(tools, i) for i in range(args.repeats)],
-              "results": results, "paired_ratios": ratios}  # fmt: skip
-    out = ROOT / "bench" / "results" / f"dedup-{args.docs}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    return {"docs": docs, "pairs": pairs, "workers": args.workers, "bands": args.bands,
+            "rows": args.rows, "repeats": args.repeats, "complete_rounds": complete,
+            "machine_cores": os.cpu_count(),
+            "order": [rotated(tools, i) for i in range(args.repeats)],
+            "results": results, "paired_ratios": ratios}  # fmt: skip
 
 
 if __name__ == "__main__":
