@@ -219,6 +219,22 @@ def test_worker_counts_give_the_same_stream(catalog):
         assert data.epoch == 2 and data.position == 0
 
 
+def mark_shared_in_worker(batch: dict) -> dict:
+    """A collate function (it runs in the DataLoader worker, before the batch is sent)."""
+    import torch
+
+    return batch | {"images_shared": torch.tensor(batch["images"].is_shared())}
+
+
+def test_worker_batches_are_sent_in_the_shared_memory_they_were_decoded_into(catalog):
+    from mixplane.load.images.torch import image_text_loader
+
+    data = dataset(spec(catalog))
+    loader = image_text_loader(data, num_workers=1, collate_fn=mark_shared_in_worker)
+    # A tensor not known to torch as shared would be copied into a new segment to be sent.
+    assert bool(next(iter(loader))["images_shared"])
+
+
 def _at_epoch(mixture: dict, epoch: int) -> ImageTextDataset:
     data = dataset(mixture)
     data.load_state_dict(data.state_dict() | {"epoch": epoch, "position": 0})

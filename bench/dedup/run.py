@@ -1,6 +1,7 @@
 """MinHash near-duplicate removal end to end: mixplane vs datatrove vs datasketch.
 
-    .venv/bin/python bench/dedup/run.py --docs 20000 --workers 2 --repeats 5
+    .venv/bin/python bench/dedup/run.py --docs 10000 --workers 2 --repeats 5
+    .venv/bin/python bench/dedup/run.py --docs 100000 --workers 2 --repeats 3
     .venv/bin/python bench/dedup/run.py --docs 1000000 --workers 2 --tools mixplane --repeats 3
 
 All tools see the same JSON Lines shards and the same parameters (word 5-grams, 14 bands x 8
@@ -8,7 +9,11 @@ rows unless --bands/--rows say otherwise). The corpus is families of near-duplic
 pairwise Jaccard similarity is computed exactly (`mixplane.stages.dedup.evaluate`); each
 tool's clusters are scored against it: pair precision and recall at 0.8, F1 with positives
 above 0.85 and negatives below 0.6, and the share of removed documents less than 0.6 similar
-to their survivor.
+to their survivor. Beside the timings, each tool's output is compared with mixplane's: the
+removed documents and the pairs clustered together, shared over either. `mixplane-lsh` (a
+tool of its own in --tools) is mixplane with `verify_threshold: 0`, joining LSH candidates
+unverified as the peers do, the same work as theirs. datasketch runs on its documented fast
+path (see datasketch_runner.py).
 
 The clock is the same for every tool: the wall time of its whole process tree, from start-up
 and reading the shards to the deduplicated output on disk (kept and removed documents with
@@ -22,13 +27,15 @@ order that rotates from round to round, and ratios are paired per round (median,
 besides docs/s the report gives docs/s per core (divided by the cores a tool can use: its
 workers up to the machine's cores, or one) and docs per CPU second (the measured one).
 datatrove and datasketch run in their own virtual environment (created on first use).
-Results go to bench/results/dedup-DOCS.json.
+Results go to bench/results/dedup-DOCS.json, rewritten after every run (a run stopped early
+keeps the runs it finished; ratios count only the rounds every tool finished).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import os
 import shutil
@@ -49,9 +56,11 @@ ROOT = HERE.parents[1]
 MIXPLANE = """
 import sys
 from mixplane import run_pipeline
+stage = {"bands": int(sys.argv[4]), "rows": int(sys.argv[5])}
+if sys.argv[6:]:
+    stage["verify_threshold"] = float(sys.argv[6])
 run_pipeline({"input": sys.argv[1] + "/*.jsonl", "output": sys.argv[2],
-              "workers": int(sys.argv[3]),
-              "stages": [{"dedup_minhash": {"bands": int(sys.argv[4]), "rows": int(sys.argv[5])}}]})
+              "workers": int(sys.argv[3]), "stages": [{"dedup_minhash": stage}]})
 """
 # datatrove's MinHash needs xxhash<4 (its "processing" extra pins it), regex, tokenizers,
 # orjson and spacy (its word tokenizer).
@@ -112,9 +121,11 @@ def clusters_from_output(work: Path) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def command_for(tool: str, corpus: Path, work: Path, args, peer_python: str | None) -> list:
-    if tool == "mixplane":
+    if tool.startswith("mixplane"):
+        # mixplane-lsh: candidates joined without verification, as the peers do
+        verify = ["0"] if tool == "mixplane-lsh" else []
         return [sys.executable, "-c", MIXPLANE, str(corpus), str(work / "out"),
-                str(args.workers), str(args.bands), str(args.rows)]  # fmt: skip
+                str(args.workers), str(args.bands), str(args.rows), *verify]  # fmt: skip
     if tool == "datatrove":
         return [peer_python, str(HERE / "datatrove_runner.py"), str(corpus), str(work),
                 str(args.workers), str(args.bands), str(args.rows)]  # fmt: skip
@@ -130,7 +141,7 @@ def run_tool(tool: str, corpus: Path, work: Path, args, peer_python: str | None)
     measured = measure(command, cwd=str(ROOT), tree_cpu=True)
     if measured.returncode != 0:
         raise SystemExit(f"{tool} failed:\n{measured.stderr[-3000:]}")
-    if tool == "mixplane":
+    if tool.startswith("mixplane"):
         clusters, removed, _ = read_clusters(str(work / "out"), with_texts=False)
     else:
         clusters, removed = clusters_from_output(work)
@@ -144,11 +155,39 @@ def run_tool(tool: str, corpus: Path, work: Path, args, peer_python: str | None)
     }
 
 
+def co_clustered(clusters: dict[str, str]) -> set[tuple[str, str]]:
+    """Every pair of documents that a clustering puts together."""
+    members: dict[str, list[str]] = {}
+    for name, cluster in clusters.items():
+        members.setdefault(cluster, []).append(name)
+    return {pair for group in members.values() for pair in itertools.combinations(sorted(group), 2)}
+
+
+def agreement(mine: tuple[dict, dict], theirs: tuple[dict, dict], names: tuple[str, str]) -> dict:
+    """How far a tool's output agrees with mixplane's: the removed documents (the survivor of
+    a cluster is its smallest id, except in datatrove) and the pairs clustered together, as
+    shared / either, with the counts found on one side only (`names` name the sides)."""
+    figures = {}
+    for name, left, right in (
+        ("removed", set(mine[1]), set(theirs[1])),
+        ("pairs", co_clustered(mine[0]), co_clustered(theirs[0])),
+    ):
+        both, either = len(left & right), len(left | right)
+        figures[name] = {
+            "jaccard": round(both / either, 4) if either else 1.0,
+            "both": both,
+            f"only {names[0]}": len(left - right),
+            f"only {names[1]}": len(right - left),
+        }
+    return figures
+
+
 def warm_up(corpus: Path, tools: list[str], peer_python: str | None) -> None:
     """Untimed: the shards into the page cache, each interpreter's imports compiled/cached."""
     for path in sorted(corpus.glob("*.jsonl")):
         path.read_bytes()
     imports = {"mixplane": (sys.executable, "import mixplane.process.pipeline"),
+               "mixplane-lsh": (sys.executable, "import mixplane.process.pipeline"),
                "datatrove": (peer_python, "import datatrove.pipeline.dedup.minhash, spacy"),
                "datasketch": (peer_python, "import datasketch")}  # fmt: skip
     for tool in tools:
@@ -176,15 +215,19 @@ def main() -> None:
     peer = ensure_venv("datatrove", PEER_PACKAGES) if set(tools) - {"mixplane"} else None
     warm_up(corpus, tools, peer)
     cores = min(args.workers, os.cpu_count() or 1)
-    processes = {"mixplane": cores, "datatrove": cores, "datasketch": 1}
+    processes = {"mixplane": cores, "mixplane-lsh": cores, "datatrove": cores, "datasketch": 1}
     runs: dict[str, list[dict]] = {tool: [] for tool in tools}
     scores: dict[str, dict] = {}
+    outputs: dict[str, tuple[dict, dict]] = {}
+    out = ROOT / "bench" / "results" / f"dedup-{args.docs}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     for repeat in range(args.repeats):
         for tool in rotated(tools, repeat):
-            result = run_tool(tool, corpus, data / "work" / tool, args, peer)
+            result = run_tool(tool, corpus, data / f"work-{args.docs}" / tool, args, peer)
             clusters, removed = result.pop("clustered")
             if repeat == 0:  # every run of a tool gives the same clusters (checked below)
                 scores[tool] = {k: round(v, 4) for k, v in score(truth, clusters, removed).items()}
+                outputs[tool] = (clusters, removed)
             elif (result["clusters"], result["removed"]) != (runs[tool][0]["clusters"],
                                                              runs[tool][0]["removed"]):  # fmt: skip
                 raise SystemExit(f"{tool} gave different clusters in round {repeat}")
@@ -194,41 +237,48 @@ def main() -> None:
             runs[tool].append(result)
             print(repeat, tool, json.dumps({k: round(v, 3) for k, v in result.items()}),
                   file=sys.stderr, flush=True)  # fmt: skip
+            # Written after every run, so that a run stopped early keeps what it measured.
+            report = report_of(runs, scores, outputs, processes, args, docs, len(truth))
+            out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+def report_of(runs, scores, outputs, processes, args, docs: int, pairs: int) -> dict:
+    """The results so far: each tool over its runs, ratios over the rounds every tool ended."""
     figures = ("seconds", "cpu_seconds", "peak_rss_mb", "docs_per_second",
                "docs_per_second_per_core", "docs_per_cpu_second")  # fmt: skip
+    measured_tools = [tool for tool, measured in runs.items() if measured]
     results = {}
-    for tool, measured in runs.items():
+    for tool in measured_tools:
+        measured = runs[tool]
         results[tool] = {"cores": processes[tool], "clusters": measured[0]["clusters"],
-                         "removed": measured[0]["removed"]}  # fmt: skip
+                         "removed": measured[0]["removed"], "rounds": len(measured)}  # fmt: skip
         for figure in figures:
             results[tool][figure] = spread([r[figure] for r in measured], 2)
         results[tool]["by_round"] = {
             figure: [round(r[figure], 2) for r in measured] for figure in figures
         }
         results[tool]["quality"] = scores[tool]
-    ratios: dict[str, dict] = {}
-    for figure in ("docs_per_second", "docs_per_second_per_core", "docs_per_cpu_second"):
-        rounds = [{tool: runs[tool][i][figure] for tool in tools} for i in range(args.repeats)]
-        ratios[figure] = {
-            f"mixplane / {other}": paired_ratios(rounds, "mixplane", other)
-            for other in tools
-            if other != "mixplane" and "mixplane" in tools
+        results[tool]["agreement"] = {
+            f"with {mine}": agreement(outputs[mine], outputs[tool], (mine, tool))
+            for mine in ("mixplane", "mixplane-lsh")
+            if mine in outputs and mine != tool
         }
-    rss_rounds = [{tool: runs[tool][i]["peak_rss_mb"] for tool in tools}
-                  for i in range(args.repeats)]  # fmt: skip
-    ratios["peak_rss_mb"] = {
-        f"mixplane / {other}": paired_ratios(rss_rounds, "mixplane", other)
-        for other in tools
-        if other != "mixplane" and "mixplane" in tools
-    }
-    report = {"docs": docs, "pairs": len(truth), "workers": args.workers, "bands": args.bands,
-              "rows": args.rows, "repeats": args.repeats, "machine_cores": os.cpu_count(),
-              "order": [rotated(tools, i) for i in range(args.repeats)],
-              "results": results, "paired_ratios": ratios}  # fmt: skip
-    out = ROOT / "bench" / "results" / f"dedup-{args.docs}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    tools = list(runs)
+    complete = min(len(measured) for measured in runs.values())
+    others = [tool for tool in tools if tool != "mixplane" and "mixplane" in tools]
+    ratios: dict[str, dict] = {}
+    for figure in ("docs_per_second", "docs_per_second_per_core", "docs_per_cpu_second",
+                   "peak_rss_mb"):  # fmt: skip
+        rounds = [{tool: runs[tool][i][figure] for tool in tools} for i in range(complete)]
+        ratios[figure] = {
+            f"mixplane / {other}": paired_ratios(rounds, "mixplane", other) for other in others
+        }
+    return {"docs": docs, "pairs": pairs, "workers": args.workers, "bands": args.bands,
+            "rows": args.rows, "repeats": args.repeats, "complete_rounds": complete,
+            "machine_cores": os.cpu_count(),
+            "order": [rotated(tools, i) for i in range(args.repeats)],
+            "results": results, "paired_ratios": ratios}  # fmt: skip
 
 
 if __name__ == "__main__":

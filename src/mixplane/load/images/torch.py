@@ -64,8 +64,9 @@ class TorchImageTextDataset(IterableDataset):
         if not self.tracked:
             dataset.channel.flag_untracked_workers()
         dataset.sync_with_trainer()
-        batches = dataset.worker_batches(info.num_workers, info.id, shared_array)
-        return map(as_tensors, batches)
+        shared = SharedBatches()
+        batches = dataset.worker_batches(info.num_workers, info.id, shared.allocate)
+        return map(shared.tensors, batches)
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -94,10 +95,33 @@ class ImageTextLoader(DataLoader):
         self.dataset.dataset.load_state_dict(state)
 
 
-def shared_array(shape: tuple[int, ...]) -> np.ndarray:
-    """A float32 array over a new shared-memory tensor: images decoded straight into it
-    reach the training process without a copy (only the file's handle travels)."""
-    return torch.empty(shape, dtype=torch.float32).share_memory_().numpy()
+class SharedBatches:
+    """Batch images in shared memory, handed over as the tensors that own that memory.
+
+    Images decoded straight into a shared array reach the training process without a copy
+    (only the file's handle travels), provided the tensor sent is the shared one: a tensor
+    made with `torch.from_numpy` over the same memory is not known to torch as shared, and
+    the DataLoader would copy the whole batch into a new segment to send it.
+    """
+
+    def __init__(self) -> None:
+        self._owners: dict[int, torch.Tensor] = {}  # data address -> its shared tensor
+
+    def allocate(self, shape: tuple[int, ...]) -> np.ndarray:
+        """A float32 array over a new shared-memory tensor."""
+        tensor = torch.empty(shape, dtype=torch.float32).share_memory_()
+        array = tensor.numpy()
+        self._owners[array.ctypes.data] = tensor
+        return array
+
+    def tensors(self, batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
+        """The batch as tensors, its images as the shared tensor `allocate` made."""
+        tensors = as_tensors(batch)
+        images = batch["images"]
+        owner = self._owners.pop(images.ctypes.data, None)
+        if owner is not None and tuple(owner.shape) == images.shape:
+            tensors["images"] = owner
+        return tensors
 
 
 def image_text_loader(
