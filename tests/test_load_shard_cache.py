@@ -25,7 +25,7 @@ from conftest import create_bucket
 from test_load_remote import upload_catalog
 
 from mixplane.errors import ConfigError, MixplaneError
-from mixplane.io.flaky_proxy import Faults, FlakyProxy
+from mixplane.io.flaky_proxy import Faults, FlakyProxy, Gate
 from mixplane.load import MixtureDataset
 from mixplane.load import source as source_module
 from mixplane.load.forecast import block_shards
@@ -112,34 +112,16 @@ def cache_bytes(cache: Path) -> int:
     return total
 
 
-def watching(cache: Path):
-    """Samples the cache's size every 2 ms while the `with` runs; yields [peak bytes]."""
-    peak, stop = [0], threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], cache_bytes(cache))
-            time.sleep(0.002)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        yield peak
-    finally:
-        stop.set()
-        watcher.join()
-
-
 def test_faults_on_the_wire_give_the_local_stream_within_the_limit(stores, s3_server, tmp_path):
     limit = sum(stores["shard_bytes"].values())  # every shard, and not a byte more
     cache = tmp_path / "cache"
     proxy = FlakyProxy(s3_server["endpoint_url"], Faults(every=2, match=BIN, burst=2))
-    with proxy as proxy_url, contextmanager(watching)(cache) as peak:
+    with proxy as proxy_url:
         spec = mixture(stores["catalog"], cache, through(proxy_url, s3_server), limit)
         got, dataset = read_stream(spec)
     assert np.array_equal(got, stores["expected"]["input_ids"])
-    assert 0 < peak[0] <= limit
     stats = dataset.source.cache.stats()
+    assert stats["peak_bytes"] == limit  # every shard by the last download, and never more
     assert stats["downloads"] == len(stores["shards"])  # each shard once, whatever the faults
     assert {"error", "reset", "cut", "slow", "flip"} <= set(proxy.counters)
     # Corrupted bodies were caught (by the client's checksum or by ours) and fetched again.
@@ -162,11 +144,9 @@ def test_shards_of_other_mixtures_make_room_farthest_first(stores, s3_server, tm
     }
     limit = sum(stores["shard_bytes"].values()) - wiki
     others["cache_limit"] = limit
-    with contextmanager(watching)(cache) as peak:
-        _, dataset = read_stream(others, 200)
-    assert peak[0] <= limit
-    assert dataset.source.cache.stats()["evictions"] > 0
+    _, dataset = read_stream(others, 200)
     stats = dataset.source.cache.stats()
+    assert 0 < stats["peak_bytes"] <= limit
     own = [dataset.source.cache.path(f"s3://{path}") for path in stores["shards"]
            if "/wiki/" not in path]  # fmt: skip
     # Only wiki shards made room: every shard of its own that it downloaded is still there.
@@ -187,12 +167,11 @@ def test_a_shuffle_window_lets_a_small_cache_stream_without_thrashing(stores, s3
     expected = MixtureDataset(local).read_positions(np.arange(1000))["input_ids"]
     cache = tmp_path / "cache"
     spec = dict(mixture(stores["catalog"], cache, s3_server, limit), **windowed)
-    with contextmanager(watching)(cache) as peak:
-        got, dataset = read_stream(spec, 1000)
+    got, dataset = read_stream(spec, 1000)
     assert np.array_equal(got, expected)
     assert not np.array_equal(expected[:400], stores["expected"]["input_ids"])  # another order
-    assert peak[0] <= limit
     stats = dataset.source.cache.stats()
+    assert 0 < stats["peak_bytes"] <= limit
     assert stats["evictions"] > 0
     # Shards come again only when a later epoch's windows need them (13 downloads of 10
     # shards here; a shuffle of all documents together would need hundreds).
@@ -269,17 +248,14 @@ def test_a_download_killed_midway_is_never_read(stores, s3_server, tmp_path):
     cache = tmp_path / "cache"
     spec = mixture(stores["catalog"], cache, s3_server)
     MixtureDataset(spec)  # the catalog and the plan cached: the reader below starts at once
-    slow = Faults(bandwidth=20_000, match=BIN)  # bytes per second: a shard takes a while
-    with FlakyProxy(s3_server["endpoint_url"], slow) as url:
+    gate = Gate(BIN)  # shard bodies held halfway: the reader is mid-download until killed
+    with FlakyProxy(s3_server["endpoint_url"], gate=gate) as url:
         (tmp_path / "mixture.json").write_text(
             json.dumps(dict(spec, storage_options=through(url, s3_server)))
         )
         command = [sys.executable, str(SCRIPT), str(tmp_path / "mixture.json"), "0", "1"]
         run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while not list((cache / "shards").glob("*.partial")) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.1)
+        gate.wait_held(1)
         run.send_signal(signal.SIGKILL)
         run.wait()
     partials = list((cache / "shards").glob("*.partial"))
@@ -338,7 +314,8 @@ def test_a_prefetch_does_not_wait_for_a_reader_of_the_file_it_wanted(stores, s3_
     fcntl.flock(reader, fcntl.LOCK_SH)  # a reader holds the shard's lock while it is missing
     prefetch = threading.Thread(target=cache._prefetch_one, args=(file,))
     prefetch.start()
-    time.sleep(0.2)  # the prefetch has seen it missing, and keeps finding the lock taken
+    while cache.stats()["waited"] == 0 and prefetch.is_alive():
+        time.sleep(0.001)  # until the prefetch has seen it missing and found the lock taken
     Path(target).write_bytes(body)  # the reader's download lands; it keeps its pin
     prefetch.join(timeout=10)
     finished = not prefetch.is_alive()

@@ -71,18 +71,20 @@ def open_header(data: bytes, max_pixels: int) -> Header | Drop:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data)) as image:
                 size, name = image.size, (image.format or "").lower()
+                width, height = size
+                if width <= 0 or height <= 0:
+                    return Drop("empty_image", {"width": width, "height": height})
+                if width * height > max_pixels:
+                    detail = {"width": width, "height": height, "pixels": width * height}
+                    return Drop("image_too_large", detail | {"max_pixels": max_pixels})
+                # Only once the size is known to be safe: looking for a PNG's EXIF, Pillow
+                # decodes the whole image (the chunk may follow the pixels).
                 orientation = _orientation(image)
     except Image.DecompressionBombError as error:
         detail = {"error": without_addresses(str(error)), "max_pixels": max_pixels}
         return Drop("image_too_large", detail)
     except Exception as error:  # untrusted bytes: Pillow raises many kinds of errors
         return corrupt_image(error)
-    width, height = size
-    if width <= 0 or height <= 0:
-        return Drop("empty_image", {"width": width, "height": height})
-    if width * height > max_pixels:
-        detail = {"width": width, "height": height, "pixels": width * height}
-        return Drop("image_too_large", detail | {"max_pixels": max_pixels})
     return Header(size, name, orientation)
 
 

@@ -97,6 +97,7 @@ class ShardCache:
         names = ("hits", "misses", "downloads", "downloaded_bytes", "waited", "evictions",
                  "stale_partials_removed", "hash_mismatches")  # fmt: skip
         self.counters = dict.fromkeys(names, 0)
+        self.peak_bytes = 0  # the most the folder held when this process added to it
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("root", "limit", "storage_options", "retry", "wait_seconds", "chunk_bytes")
@@ -345,6 +346,7 @@ class ShardCache:
                 if self._make_room(file.size, before):
                     with open(partial, "wb") as handle:
                         _allocate(handle.fileno(), file.size)
+                    self._note_held()
                     return
             if before != math.inf:
                 raise _NoRoom()
@@ -357,6 +359,21 @@ class ShardCache:
                     "cache_limit, or read fewer sequences ahead (read_ahead, prefetch)"
                 )
             time.sleep(0.05)  # room pinned by other processes frees as they move on
+
+    def _note_held(self) -> None:
+        """Raise the high-water mark to what the folder holds now. Called under the cache's
+        folder lock right after a reservation: the folder only grows there (a download is
+        sized in full before its first byte, renames change no size), so the largest of
+        these counts over every process sharing the folder is its true peak, however short
+        the moment. Counted afresh, not from the eviction's own arithmetic, so that a wrong
+        sum there shows."""
+        held = 0
+        for entry in os.scandir(self.root):
+            if not (entry.name.endswith(".lock") or entry.name.startswith(".")):
+                with contextlib.suppress(FileNotFoundError):  # a failed download's partial, gone
+                    held += entry.stat().st_size
+        with self._lock:
+            self.peak_bytes = max(self.peak_bytes, held)
 
     def _used(self) -> int:
         return sum(size for _, size, _ in self._entries())
@@ -428,8 +445,12 @@ class ShardCache:
             self.counters[key] += amount
 
     def stats(self) -> dict[str, Any]:
-        """Counters of this process: hits, downloads, bytes, evictions, retries..."""
-        return dict(self.counters) | {"retry": dict(self.retry.counters)}
+        """Counters of this process: hits, downloads, bytes, evictions, retries..., and
+        `peak_bytes`, the most the cache folder held at any moment this process added to it
+        (the folder's own peak is the largest over the processes sharing it)."""
+        with self._lock:
+            peak = self.peak_bytes
+        return dict(self.counters) | {"retry": dict(self.retry.counters), "peak_bytes": peak}
 
 
 class _NoRoom(Exception):
