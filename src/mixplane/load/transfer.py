@@ -10,10 +10,10 @@ unpickled bytes as their memory, writable, without another copy).
 Moving bytes through the pipe costs both processes CPU, so an integer array of 4 or 8 bytes
 a value whose values fit in 1 or 2 (document numbers within a sequence, positions) travels
 narrowed and is widened on arrival: one pass over it on each side, which costs less than the
-bytes it saves. Past `PIPE_LIMIT` bytes one shared-memory file is cheaper than the pipe, and
-the batch travels as tensors over a single storage. Run-length encoding of document numbers
-was tried and dropped: finding the runs cost more than their bytes (docs/benchmarks.md,
-"Worker transfer").
+bytes it saves. Tried and dropped (docs/benchmarks.md, "Worker transfer"): run-length
+encoding of document numbers (finding the runs cost more than their bytes), and large
+batches in one shared-memory file (a new file per batch costs more than the pipe, at 1 MB
+as at 24 MB).
 
 Example:
     >>> import pickle
@@ -26,14 +26,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import torch
 
-# Batches up to this many bytes (as they travel) go through the pipe, larger ones in shared
-# memory.
-PIPE_LIMIT = 1 << 20
 # Arrays smaller than this travel as they are: narrowing them saves less than it costs.
 NARROW_FROM = 4096
 
@@ -52,8 +48,6 @@ class WorkerBatch:
                 travelling[key], widths[key] = array.astype(narrow), array.dtype.str
             else:
                 travelling[key] = np.asarray(array, order="C")
-        if sum(array.nbytes for array in travelling.values()) > PIPE_LIMIT:
-            return _unchanged, (one_storage(self.arrays),)
         return arrived, (travelling, widths)
 
 
@@ -87,26 +81,3 @@ def as_tensors(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
     """The batch's arrays as tensors over the same memory (cheaper than the DataLoader's
     own conversion, which inspects every value)."""
     return {key: torch.from_numpy(array) for key, array in batch.items()}
-
-
-def _aligned(size: int) -> int:
-    """Parts start at multiples of 8 bytes, so every view of the buffer is aligned."""
-    return -(-size // 8) * 8
-
-
-def _unchanged(value: Any) -> Any:
-    return value
-
-
-def one_storage(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """The batch's arrays as tensors that are views of one storage: sent from a worker, that
-    is one shared-memory file instead of one per field."""
-    sizes = [_aligned(array.nbytes) for array in batch.values()]
-    buffer = torch.empty(sum(sizes), dtype=torch.uint8)
-    out, offset = {}, 0
-    for (key, array), size in zip(batch.items(), sizes, strict=True):
-        tensor = buffer[offset : offset + array.nbytes].view(torch.from_numpy(array[:0]).dtype)
-        tensor.numpy()[...] = np.ascontiguousarray(array).reshape(-1)
-        out[key] = tensor.view(array.shape)
-        offset += size
-    return out
