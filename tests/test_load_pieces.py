@@ -134,9 +134,11 @@ arrays = st.one_of(
         st.integers(1, 300),
         st.sampled_from([np.uint16, np.uint32, np.int32, np.int64]),
     ).map(
-        lambda a: np.random.default_rng(a[1])
-        .integers(0, np.iinfo(a[2]).max, (a[0], a[1]), endpoint=True)
-        .astype(a[2])
+        lambda a: (
+            np.random.default_rng(a[1])
+            .integers(0, np.iinfo(a[2]).max, (a[0], a[1]), endpoint=True)
+            .astype(a[2])
+        )
     ),
     # Runs of numbers ending at each narrower type's limit or one past it (narrowed when
     # large enough), or dipping below zero.

@@ -13,10 +13,14 @@ pass-through `collate_fn`, default `prefetch_factor`):
 - `mixplane`: `torch_loader` over the catalog (plan, packing, reading, per-token
   `document_ids`), its batches sent by `load/transfer.py`. With 0 workers it reads in the
   training process and skips the DataLoader's loop.
+- `floor-grouped` (not run by default): the floor with `--per-message` batches in each
+  message, split into batches in the training process: what sending several batches per
+  message would save of the DataLoader's cost per message.
 
 The figure is CPU milliseconds per batch of the whole process tree (the training process and
 its workers, user + system, from /proc) over the timed batches, which counts a worker's or a
-read-ahead thread's second core; wall milliseconds per batch are reported beside it. Every
+read-ahead thread's second core. Beside it: the training process's share, the training
+thread's alone (what the loop waits on), and wall milliseconds per batch. Every
 measurement is a fresh process; each round runs every tool once per shape and worker count
 (the order alternates between rounds), and ratios are paired within a round. Before the
 clock, mixplane's first batches are checked against `read_positions`: the same bytes.
@@ -41,7 +45,8 @@ sys.path.insert(0, str(BENCH))
 
 from consume import touch, tree_cpu_seconds  # noqa: E402
 
-TOOLS = ("floor", "mixplane")
+TOOLS = ("floor", "mixplane", "floor-grouped")
+FIGURES = ("cpu_ms", "main_cpu_ms", "thread_cpu_ms", "wall_ms")
 
 
 def ready_made_loader(batch: dict, workers: int):
@@ -58,6 +63,14 @@ def ready_made_loader(batch: dict, workers: int):
     return DataLoader(Ready(), batch_size=None, num_workers=workers, collate_fn=as_is)
 
 
+def split(stream, batch: int):
+    """Batches of `batch` rows from a stream of larger ones (views, no copy)."""
+    for group in stream:
+        rows = len(next(iter(group.values())))
+        for start in range(0, rows, batch):
+            yield {key: value[start : start + batch] for key, value in group.items()}
+
+
 def run(args) -> dict:
     """One measurement in this process: build the loader, check, warm up, time."""
     import numpy as np
@@ -68,11 +81,12 @@ def run(args) -> dict:
 
     torch.set_num_threads(1)
     dataset = MixtureDataset(args.mixture, dtype="uint16")
-    if args.tool == "floor":
-        loader = ready_made_loader(dataset.read_positions(np.arange(args.batch)), args.workers)
+    if args.tool == "mixplane":
+        stream = iter(torch_loader(dataset, args.batch, num_workers=args.workers))
     else:
-        loader = torch_loader(dataset, args.batch, num_workers=args.workers)
-    stream = iter(loader)
+        rows = args.batch * (args.per_message if args.tool == "floor-grouped" else 1)
+        loader = ready_made_loader(dataset.read_positions(np.arange(rows)), args.workers)
+        stream = split(iter(loader), args.batch)
     check = MixtureDataset(args.mixture, dtype="uint16")
     for number in range(max(1, args.warmup // args.batch)):
         batch = next(stream)
@@ -83,10 +97,12 @@ def run(args) -> dict:
                     raise AssertionError(f"batch {number}: {key} differs from read_positions")
         touch(batch)
     count = args.sequences // args.batch
-    cpu, main_cpu, started = tree_cpu_seconds(), time.process_time(), time.perf_counter()
+    cpu, main_cpu, thread_cpu = tree_cpu_seconds(), time.process_time(), time.thread_time()
+    started = time.perf_counter()
     for _ in range(count):
         touch(next(stream))
     wall = time.perf_counter() - started
+    thread_cpu = time.thread_time() - thread_cpu
     cpu, main_cpu = tree_cpu_seconds() - cpu, time.process_time() - main_cpu
     return {
         "tool": args.tool,
@@ -95,6 +111,7 @@ def run(args) -> dict:
         "batches": count,
         "cpu_ms": cpu / count * 1e3,
         "main_cpu_ms": main_cpu / count * 1e3,
+        "thread_cpu_ms": thread_cpu / count * 1e3,
         "wall_ms": wall / count * 1e3,
     }
 
@@ -105,7 +122,7 @@ def measure_one(tool: str, mixture: str, batch: int, workers: int, args) -> dict
 
     command = [sys.executable, __file__, "run", tool, mixture, "--batch", str(batch)]
     command += ["--workers", str(workers), "--sequences", str(args.sequences)]
-    command += ["--warmup", str(args.warmup)]
+    command += ["--warmup", str(args.warmup), "--per-message", str(args.per_message)]
     done = measure(command, env=os.environ | {"PYTHONWARNINGS": "ignore"})
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), "")
     if done.returncode != 0 or not line:
@@ -133,7 +150,7 @@ def drive(args) -> None:
     for key, measured in rounds.items():
         figures = {}
         for tool in args.tools:
-            for figure in ("cpu_ms", "main_cpu_ms", "wall_ms"):
+            for figure in FIGURES:
                 figures[f"{tool}/{figure}"] = spread([r[tool][figure] for r in measured])
         flat = [{f"{t}/{k}": v for t, r in m.items() for k, v in r.items()} for m in measured]
         if {"floor", "mixplane"} <= set(args.tools):
@@ -150,12 +167,15 @@ def drive(args) -> None:
 
 
 def print_table(summary: dict, tools: list[str]) -> None:
-    print("| batch | workers | tool | CPU ms/batch (tree) | of it, training process | wall ms |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    print(
+        "| batch | workers | tool | CPU ms/batch (tree) | training process | training thread "
+        "| wall ms |"
+    )
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     for key, figures in summary.items():
         batch, workers = key.split("/")
         for tool in tools:
-            cells = [figures[f"{tool}/{f}"] for f in ("cpu_ms", "main_cpu_ms", "wall_ms")]
+            cells = [figures[f"{tool}/{f}"] for f in FIGURES]
             text = " | ".join(f"{c['median']:.3f} ({c['min']:.3f}-{c['max']:.3f})" for c in cells)
             print(f"| {batch} x 2048 | {workers} | {tool} | {text} |")
     for key, figures in summary.items():
@@ -179,10 +199,12 @@ def main() -> None:
     one.add_argument("--sequences", type=int, default=32_000)
     one.add_argument("--warmup", type=int, default=4096)
     one.add_argument("--checked", type=int, default=20)
+    one.add_argument("--per-message", type=int, default=4)
     parser.add_argument("--tokens", type=float, default=3e8)
     parser.add_argument("--batch", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 0])
-    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
+    parser.add_argument("--tools", nargs="+", default=list(TOOLS[:2]), choices=TOOLS)
+    parser.add_argument("--per-message", type=int, default=4, help="batches, floor-grouped")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sequences", type=int, default=32_000, help="timed, per run")
     parser.add_argument("--warmup", type=int, default=4096, help="sequences before the clock")

@@ -32,6 +32,8 @@ import torch
 
 # Arrays smaller than this travel as they are: narrowing them saves less than it costs.
 NARROW_FROM = 4096
+NARROWER = [np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)]
+UNSIGNED = {4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
 class WorkerBatch:
@@ -61,12 +63,12 @@ def narrowest(array: np.ndarray) -> np.dtype | None:
     """
     if array.dtype.kind not in "iu" or array.itemsize < 4 or array.nbytes < NARROW_FROM:
         return None
-    if int(array.min()) < 0:
-        return None
-    high = int(array.max())
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if np.dtype(dtype).itemsize < array.itemsize and high <= np.iinfo(dtype).max:
-            return np.dtype(dtype)
+    # Seen as unsigned, a negative value is larger than any narrower type holds: one pass
+    # finds the largest value and rules out negative ones.
+    high = int(array.view(UNSIGNED[array.itemsize]).max())
+    for dtype in NARROWER:
+        if dtype.itemsize < array.itemsize and high <= np.iinfo(dtype).max:
+            return dtype
     return None
 
 
