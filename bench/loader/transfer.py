@@ -16,6 +16,8 @@ pass-through `collate_fn`, default `prefetch_factor`):
 - `floor-grouped` (not run by default): the floor with `--per-message` batches in each
   message, split into batches in the training process: what sending several batches per
   message would save of the DataLoader's cost per message.
+- `mixplane-baseline` (with `--baseline-src DIR`): `mixplane` run from another source tree
+  (another version's `src`), to compare two versions round by round.
 
 The figure is CPU milliseconds per batch of the whole process tree (the training process and
 its workers, user + system, from /proc) over the timed batches, which counts a worker's or a
@@ -45,7 +47,7 @@ sys.path.insert(0, str(BENCH))
 
 from consume import touch, tree_cpu_seconds  # noqa: E402
 
-TOOLS = ("floor", "mixplane", "floor-grouped")
+TOOLS = ("floor", "mixplane", "floor-grouped", "mixplane-baseline")
 FIGURES = ("cpu_ms", "main_cpu_ms", "thread_cpu_ms", "wall_ms")
 
 
@@ -81,7 +83,7 @@ def run(args) -> dict:
 
     torch.set_num_threads(1)
     dataset = MixtureDataset(args.mixture, dtype="uint16")
-    if args.tool == "mixplane":
+    if args.tool.startswith("mixplane"):
         stream = iter(torch_loader(dataset, args.batch, num_workers=args.workers))
     else:
         rows = args.batch * (args.per_message if args.tool == "floor-grouped" else 1)
@@ -90,7 +92,7 @@ def run(args) -> dict:
     check = MixtureDataset(args.mixture, dtype="uint16")
     for number in range(max(1, args.warmup // args.batch)):
         batch = next(stream)
-        if args.tool == "mixplane" and number < args.checked:
+        if args.tool.startswith("mixplane") and number < args.checked:
             rows = np.arange(number * args.batch, (number + 1) * args.batch)
             for key, want in check.read_positions(rows).items():
                 if not np.array_equal(np.asarray(batch[key]), want):
@@ -123,7 +125,10 @@ def measure_one(tool: str, mixture: str, batch: int, workers: int, args) -> dict
     command = [sys.executable, __file__, "run", tool, mixture, "--batch", str(batch)]
     command += ["--workers", str(workers), "--sequences", str(args.sequences)]
     command += ["--warmup", str(args.warmup), "--per-message", str(args.per_message)]
-    done = measure(command, env=os.environ | {"PYTHONWARNINGS": "ignore"})
+    env = os.environ | {"PYTHONWARNINGS": "ignore"}
+    if tool == "mixplane-baseline":
+        env["PYTHONPATH"] = str(args.baseline_src)
+    done = measure(command, env=env)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), "")
     if done.returncode != 0 or not line:
         raise RuntimeError(f"{tool} {batch}/{workers} failed:\n{done.stderr[-3000:]}")
@@ -153,11 +158,12 @@ def drive(args) -> None:
             for figure in FIGURES:
                 figures[f"{tool}/{figure}"] = spread([r[tool][figure] for r in measured])
         flat = [{f"{t}/{k}": v for t, r in m.items() for k, v in r.items()} for m in measured]
-        if {"floor", "mixplane"} <= set(args.tools):
-            for figure in ("cpu_ms", "wall_ms"):
-                figures[f"ratio/{figure}"] = paired_ratios(
-                    flat, f"mixplane/{figure}", f"floor/{figure}"
-                )
+        for ours, theirs in (("mixplane", "floor"), ("mixplane", "mixplane-baseline")):
+            if {ours, theirs} <= set(args.tools):
+                for figure in ("cpu_ms", "wall_ms"):
+                    figures[f"{ours}/{theirs}/{figure}"] = paired_ratios(
+                        flat, f"{ours}/{figure}", f"{theirs}/{figure}"
+                    )
         summary[key] = figures | {"rounds": measured}
     output = {"settings": vars(args) | {"data": str(args.data)}, "load": os.getloadavg()}
     target = ROOT / "bench" / "results" / "loader-transfer.json"
@@ -179,11 +185,10 @@ def print_table(summary: dict, tools: list[str]) -> None:
             text = " | ".join(f"{c['median']:.3f} ({c['min']:.3f}-{c['max']:.3f})" for c in cells)
             print(f"| {batch} x 2048 | {workers} | {tool} | {text} |")
     for key, figures in summary.items():
-        for figure in ("cpu_ms", "wall_ms"):
-            ratio = figures.get(f"ratio/{figure}")
-            if ratio:
+        for name, ratio in figures.items():
+            if name.count("/") == 2 and ratio:
                 print(
-                    f"{key} mixplane/floor {figure}: {ratio['median']:.2f}x "
+                    f"{key} {name}: {ratio['median']:.2f}x "
                     f"(rounds {ratio['min']:.2f}-{ratio['max']:.2f}, 95% {ratio['ci95']})"
                 )
 
@@ -205,6 +210,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 0])
     parser.add_argument("--tools", nargs="+", default=list(TOOLS[:2]), choices=TOOLS)
     parser.add_argument("--per-message", type=int, default=4, help="batches, floor-grouped")
+    parser.add_argument("--baseline-src", type=Path, help="source tree of mixplane-baseline")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sequences", type=int, default=32_000, help="timed, per run")
     parser.add_argument("--warmup", type=int, default=4096, help="sequences before the clock")
