@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 from multiprocessing.reduction import ForkingPickler
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mixplane.load import transfer
 from mixplane.load._pieces import copy_pieces, number_pieces
 from mixplane.load.transfer import WorkerBatch
 
@@ -163,7 +165,9 @@ arrays = st.one_of(
 @settings(max_examples=150, deadline=None)
 @given(batch=st.dictionaries(st.sampled_from(["input_ids", "document_ids", "index"]), arrays))
 def test_worker_batches_arrive_as_equal_tensors(batch):
-    arrived = pickle.loads(ForkingPickler.dumps(WorkerBatch(batch)))
+    # Small arrays narrowed too, so that every example can take that path.
+    with patch.object(transfer, "NARROW_FROM", 64):
+        arrived = pickle.loads(ForkingPickler.dumps(WorkerBatch(batch)))
     assert list(arrived) == list(batch)
     for key, array in batch.items():
         assert isinstance(arrived[key], torch.Tensor)
@@ -173,9 +177,9 @@ def test_worker_batches_arrive_as_equal_tensors(batch):
 
 
 def test_batches_travel_narrowed_and_arrive_writable():
-    ids = np.random.default_rng(0).integers(0, 50_000, (8, 2048)).astype(np.uint16)
-    documents = np.repeat(np.arange(4, dtype=np.int32), 2048 // 4)[None].repeat(8, 0)
-    batch = {"input_ids": ids, "document_ids": documents, "index": np.arange(8)}
+    ids = np.random.default_rng(0).integers(0, 50_000, (16, 2048)).astype(np.uint16)
+    documents = np.repeat(np.arange(4, dtype=np.int32), 2048 // 4)[None].repeat(16, 0)
+    batch = {"input_ids": ids, "document_ids": documents, "index": np.arange(16)}
     data = ForkingPickler.dumps(WorkerBatch(batch))
     # Document numbers travel in one byte each, token ids as they are.
     assert len(data) < ids.nbytes + documents.size + 1024

@@ -9,8 +9,9 @@ unpickled bytes as their memory, writable, without another copy).
 
 Moving bytes through the pipe costs both processes CPU, so an integer array of 4 or 8 bytes
 a value whose values fit in 1 or 2 (document numbers within a sequence, positions) travels
-narrowed and is widened on arrival: one pass over it on each side, which costs less than the
-bytes it saves. Tried and dropped (docs/benchmarks.md, "Worker transfer"): run-length
+narrowed and is widened on arrival, if it is large: one pass over it on each side, which
+costs less than the bytes it saves (at 64 x 2048 tokens, a third of the CPU of sending
+them as they are). Tried and dropped (docs/benchmarks.md, "Worker transfer"): run-length
 encoding of document numbers (finding the runs cost more than their bytes), and large
 batches in one shared-memory file (a new file per batch costs more than the pipe, at 1 MB
 as at 24 MB).
@@ -30,8 +31,9 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-# Arrays smaller than this travel as they are: narrowing them saves less than it costs.
-NARROW_FROM = 4096
+# Arrays smaller than this travel as they are: measured with two workers, narrowing paid
+# from 128 KiB of document numbers on (16 x 2048) and cost a little at 64 KiB (8 x 2048).
+NARROW_FROM = 1 << 17
 NARROWER = [np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)]
 UNSIGNED = {4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
@@ -58,8 +60,9 @@ def narrowest(array: np.ndarray) -> np.dtype | None:
     a value, if it is smaller; None for other arrays, small ones, or when none is smaller.
 
     Example:
-        >>> narrowest(np.arange(5000, dtype=np.int32)), narrowest(np.arange(5000, dtype=np.uint16))
-        (dtype('uint16'), None)
+        >>> documents = np.repeat(np.arange(100, dtype=np.int32), 2048)
+        >>> narrowest(documents), narrowest(documents + 300), narrowest(documents[:10])
+        (dtype('uint8'), dtype('uint16'), None)
     """
     if array.dtype.kind not in "iu" or array.itemsize < 4 or array.nbytes < NARROW_FROM:
         return None
