@@ -38,7 +38,6 @@ batch < 1 s on a 1-billion-token catalog.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -53,6 +52,7 @@ ROOT = BENCH.parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
+from consume import sequence_hashes  # noqa: E402
 from data import prepare  # noqa: E402
 
 from bench.measure import measure, paired_ratios  # noqa: E402
@@ -160,7 +160,7 @@ class Expected:
         self.before = (1 + args.warmup) * args.batch  # sequences hashed before the clock
         timed = packed[self.before : self.before + args.batches * args.batch, 0]
         self.first_token_sum = int(timed.astype(np.int64).sum())
-        self.hashes = [_hash(row) for row in packed]
+        self.hashes = sequence_hashes(packed)
         self.known = set(self.hashes)
 
     def verdict(self, tool: str, hashes: list[str], first_token_sum: int) -> str:
@@ -177,12 +177,6 @@ class Expected:
         if first_token_sum != self.first_token_sum:
             return f"timed first tokens sum to {first_token_sum}, not {self.first_token_sum}"
         return "equal"
-
-
-def _hash(row: np.ndarray) -> str:
-    """As the consumer hashes a sequence (consume.sequence_hashes)."""
-    data = np.ascontiguousarray(row).astype("<u2").tobytes()
-    return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 def warm_page_cache(folder: Path) -> None:
