@@ -84,7 +84,12 @@ def main() -> None:
     torch.set_num_threads(1)
     clean_stale_shared_memory()
     result = consume(
-        lambda: make_loader(args.data, args), args.batches, args.warmup, args.batch, args.seq_len
+        lambda: make_loader(args.data, args),
+        args.batches,
+        args.warmup,
+        args.batch,
+        args.seq_len,
+        args.hashes,
     )
     report(result)
 

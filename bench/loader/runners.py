@@ -2,7 +2,9 @@
 
     python bench/loader/runners.py TOOL DATA_FOLDER --workers W --batch B --batches N
 
-Tools: `memmap` (the packed sequences read straight from np.memmap, the limit), `mixplane`
+Tools: `memmap` (the packed sequences read straight from np.memmap, the limit: with 0
+workers iterated in this process without the DataLoader's loop, as `torch_loader` does; with
+workers its batches travel as mixplane's do), `mixplane`
 (MixtureDataset over the catalog, document_ids included), `mixplane-ids` (input_ids only),
 `hf` (Hugging Face datasets `interleave_datasets` over three Arrow datasets of the same
 packed sequences, with the same proportions). Each prints one `RESULT {json}` line.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from consume import add_run_options, consume, report  # noqa: E402
 from data import WEIGHTS  # noqa: E402
 
+from mixplane.load.torch_adapter import as_is, as_tensors  # noqa: E402
+from mixplane.load.transfer import WorkerBatch  # noqa: E402
+
 
 class MemmapBatches(IterableDataset):
-    """Contiguous batches of the packed sequences; workers take batches in turn."""
+    """Contiguous batches of the packed sequences; workers take batches in turn and send
+    them as mixplane's workers send theirs (`WorkerBatch`), so the transfer costs the same."""
 
     def __init__(self, path: str, batch: int):
         self.path, self.batch = path, batch
@@ -36,17 +43,16 @@ class MemmapBatches(IterableDataset):
         workers, worker = (info.num_workers, info.id) if info else (1, 0)
         count = len(packed) // self.batch
         for index in range(worker, count, workers):
-            batch = np.array(packed[index * self.batch : (index + 1) * self.batch])
-            yield {"input_ids": torch.from_numpy(batch)}
+            batch = {"input_ids": np.array(packed[index * self.batch : (index + 1) * self.batch])}
+            yield WorkerBatch(batch) if info else as_tensors(batch)
 
 
-def as_is(batch):
-    """The same collate treatment as mixplane's: batches are already tensors."""
-    return batch
-
-
-def memmap_loader(folder: Path, args) -> DataLoader:
+def memmap_loader(folder: Path, args) -> Iterable:
+    """The same path as `torch_loader`'s: with 0 workers the batches straight from the
+    dataset, with workers a DataLoader that leaves them as they arrive."""
     dataset = MemmapBatches(str(folder / "packed" / "all.npy"), args.batch)
+    if args.workers == 0:
+        return dataset
     return DataLoader(dataset, batch_size=None, num_workers=args.workers, collate_fn=as_is)
 
 
@@ -103,7 +109,9 @@ def main(argv: list[str] | None = None) -> None:
         "mixplane-ids": lambda: mixplane_loader(args.data, args, "none"),
         "hf": lambda: hf_loader(args.data, args),
     }
-    result = consume(makers[args.tool], args.batches, args.warmup, args.batch, args.seq_len)
+    result = consume(
+        makers[args.tool], args.batches, args.warmup, args.batch, args.seq_len, args.hashes
+    )
     report(result)
 
 

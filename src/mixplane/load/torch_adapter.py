@@ -28,15 +28,13 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
-import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from mixplane.errors import ConfigError
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.partition import Layout
-from mixplane.load.transfer import WorkerBatch
+from mixplane.load.transfer import WorkerBatch, as_tensors
 
 PARENT_CHECK_SECONDS = 0.2
 
@@ -176,12 +174,6 @@ class Received:
         shutdown = getattr(self.inner, "_shutdown_workers", None)
         if shutdown is not None:
             shutdown()
-
-
-def as_tensors(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """The batch's arrays as tensors over the same memory (cheaper than the DataLoader's
-    own conversion, which inspects every value)."""
-    return {key: torch.from_numpy(array) for key, array in batch.items()}
 
 
 def torch_loader(
