@@ -473,3 +473,21 @@ def test_a_policy_of_ones_own_by_import_path():
     assert policy.updates == 10
     with pytest.raises(ConfigError, match="cannot import policy"):
         policy_class("custom_policies:Missing")
+
+
+def test_huge_finite_proposals_keep_their_proportions():
+    """A policy may propose any finite weights: [1e308, 1e308, 1, 1] is half and half on
+    the first two, not (through an overflowing sum) uniform."""
+    spec = MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {name: {"weight": 1.0} for name in "abcd"},
+            "policy": {"name": "static", "update_every": 1, "delay": 1, "min_weight": 0.01},
+        }
+    )
+    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.full(4, 100.0))
+    floored = mixer.floored(np.array([1e308, 1e308, 1.0, 1.0]))
+    np.testing.assert_allclose(floored, [0.49, 0.49, 0.01, 0.01], rtol=1e-12)
+    siblings = mixer.sibling_weights(floored)
+    assert siblings == pytest.approx({"a": 0.49, "b": 0.49, "c": 0.01, "d": 0.01})
