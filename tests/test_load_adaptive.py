@@ -481,7 +481,8 @@ def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
     whole step's batch again; or the policy decides differently on each rank. Rank 1 raises
     before anything of the batch is counted, and rank 0 raises too, at the all-reduce that
     rank 1's failure joined, naming it: no rank waits on one that left, none continues on
-    wrong sums."""
+    wrong sums. A nan loss on rank 1 stops both ranks at its step; skipped, both leave the
+    same step out."""
     scenarios = [
         {"name": "twice", "batch": 1, "mistake": "twice"},
         {"name": "skip", "batch": 1, "mistake": "skip"},
@@ -491,6 +492,13 @@ def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
             "batch": 2,
             "mistake": "none",
             "policy": {"name": "adaptive_policies:RankDependent", "update_every": 5, "delay": 1},
+        },
+        {"name": "nan", "batch": 1, "mistake": "nan"},
+        {
+            "name": "inf_skip",
+            "batch": 1,
+            "mistake": "inf",
+            "policy": POLICY | {"delay": 1, "on_nonfinite": "skip"},
         },
     ]
     scenarios = [s | {"steps": 8, "culprit": 1, "at_step": 2} for s in scenarios]
@@ -507,3 +515,76 @@ def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
     for rank in (first, second):
         assert "ranks decided different weights at step 4" in rank["disagree"]["error"]
         assert rank["disagree"]["step"] == 4 and rank["disagree"]["log"] == []
+        # a nan on rank 1 stops both at step 2; an inf, skipped, is left out by both
+        assert re.match(
+            r"step 2: the loss of some tokens is nan or inf \(1 of ", rank["nan"]["error"]
+        )
+        assert rank["nan"]["step"] == 2
+        assert rank["inf_skip"]["error"] is None
+        assert [c["details"]["skipped_steps"] for c in rank["inf_skip"]["log"]] == [1]
+    assert first["inf_skip"]["log"] == second["inf_skip"]["log"]
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_a_nonfinite_loss_is_refused_and_never_reaches_the_policy(spec, bad):
+    """One nan or inf token stops the run at its step, naming the component; the policy's
+    state holds only the finite steps before it (standard JSON), and nothing more is
+    observed or decided."""
+    dataset = MixtureDataset(spec | {"policy": POLICY | {"delay": 1}}, read_ahead=64)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader)
+    stream = iter(loader)
+    steps_of(feedback, stream, 2, 1)
+    before = json.dumps(dataset.adaptive.state_dict(), allow_nan=False)
+    batch = next(stream)
+    loss = loss_of(batch)
+    loss[1, 7] = float(bad)
+    name = dataset.names[int(batch["component"][1])]
+    message = rf"step 2: the loss of some tokens is nan or inf \(1 of {name}, over every rank\)"
+    with pytest.raises(ConfigError, match=message):
+        feedback.observe(2, loss, batch)
+    assert json.dumps(dataset.adaptive.state_dict(), allow_nan=False) == before
+    batch = next(stream)
+    with pytest.raises(ConfigError, match="on_nonfinite: skip"):
+        feedback.observe(3, loss_of(batch), batch)
+    assert dataset.weight_log() == []
+
+
+def test_a_masked_out_nonfinite_loss_does_not_count(spec):
+    """With labels, a nan where the loss_mask is 0 is no token of the loss."""
+    dataset = MixtureDataset(spec | {"labels": True}, read_ahead=64)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader)
+    batch = next(iter(loader))
+    batch["loss_mask"][:, -1] = 0.0
+    loss = loss_of(batch)
+    loss[:, -1] = float("nan")
+    feedback.observe(0, loss, batch)
+    assert dataset.adaptive.tokens.sum() == 4 * 31
+    np.testing.assert_allclose(dataset.adaptive.loss.sum(), float(loss[:, :-1].sum()))
+
+
+def test_skip_leaves_nonfinite_steps_out_and_a_diverged_run_decides_nothing(spec):
+    """on_nonfinite: skip: the step with a nan is left out (and counted as skipped); from
+    the step where every loss is nan, no update decides anything."""
+    policy = POLICY | {"delay": 1, "on_nonfinite": "skip"}
+    dataset = MixtureDataset(spec | {"policy": policy}, read_ahead=64)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader)
+
+    def diverging(batch: dict) -> torch.Tensor:
+        loss = loss_of(batch)
+        step = int(batch["index"][0]) // 4
+        if step == 7:
+            loss[0, 0] = float("nan")
+        if step >= 10:
+            loss[:] = float("inf")
+        return loss
+
+    steps_of(feedback, iter(loader), 25, 1, loss=diverging)
+    log = dataset.weight_log()
+    assert [c["details"]["decided_at"] for c in log] == [4, 9]  # none at 14, 19 and 24
+    assert [c["details"]["skipped_steps"] for c in log] == [0, 1]
+    assert sum(log[1]["details"]["tokens"]) == 4 * 4 * 32  # steps 5, 6, 8 and 9
+    assert dataset.adaptive.next_step == 25
+    json.dumps(dataset.state_dict(), allow_nan=False)

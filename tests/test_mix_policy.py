@@ -491,3 +491,32 @@ def test_huge_finite_proposals_keep_their_proportions():
     np.testing.assert_allclose(floored, [0.49, 0.49, 0.01, 0.01], rtol=1e-12)
     siblings = mixer.sibling_weights(floored)
     assert siblings == pytest.approx({"a": 0.49, "b": 0.49, "c": 0.01, "d": 0.01})
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_the_mixer_takes_no_nonfinite_sums(bad):
+    """A nan or inf never reaches a policy's state or the log: the mixer refuses it."""
+    spec = MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
+            "policy": {"name": "odm", "update_every": 2, "delay": 1},
+        }
+    )
+    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+    mixer.add(np.array([30.0, 20.0]), np.array([10.0, 10.0]))
+    with pytest.raises(ConfigError, match="must be finite"):
+        mixer.add(np.array([bad, 20.0]), np.array([10.0, 10.0]))
+    with pytest.raises(ConfigError, match="must be finite"):
+        mixer.add(np.array([30.0, 20.0]), np.array([bad, 10.0]))
+    assert mixer.end_step(0) is False
+    assert mixer.end_step(1, skipped=True) is True
+    change = mixer.decide(1)
+    assert change["details"]["skipped_steps"] == 1
+    assert change["details"]["loss"] == [30.0, 20.0]
+    json.dumps(mixer.state_dict(), allow_nan=False)
+    # a window of skipped steps only decides nothing
+    assert mixer.end_step(2, skipped=True) is False
+    assert mixer.end_step(3, skipped=True) is True
+    assert mixer.decide(3) is None

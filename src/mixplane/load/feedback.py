@@ -82,8 +82,10 @@ class Feedback:
         `labels`); the batch's `loss_mask`, when it has one, must have that shape and
         applies. Call it for every micro-batch of every step, once, right after taking it.
         A mistake (a batch observed twice or skipped, a wrong shape) raises before anything
-        is counted; with several ranks, every rank raises at the end of that step. Returns
-        the weight change decided at this step, if any.
+        is counted; with several ranks, every rank raises at the end of that step. A nan or
+        inf loss on a token that counts raises on every rank at the end of its step, or
+        leaves the step out on every rank (the policy's `on_nonfinite: skip`). Returns the
+        weight change decided at this step, if any.
         """
         if self.broken is not None:
             raise ConfigError(self.broken)
@@ -93,7 +95,7 @@ class Feedback:
         except _Refused as refused:
             self._fail_together(refused, step, loss_per_token)
         sums = self._sums(counted.device)
-        sums.add_batch(counted.components, counted.loss, counted.tokens)
+        sums.add_batch(counted.components, counted.loss, counted.tokens, counted.nonfinite)
         if not self.seen.advance(step, counted.positions):
             return None  # more micro-batches of this step to come
         return self._end_step(step)
@@ -120,15 +122,20 @@ class Feedback:
         problem = loss_shape_problem(loss_per_token, batch)
         if problem is not None:
             raise _Refused(problem)
-        loss = loss_per_token.detach()
+        loss = loss_per_token.detach().double()
         mask = batch.get("loss_mask")
-        if mask is not None:
-            weights = mask.to(loss.device, torch.float64)
-            sums, tokens = (loss.double() * weights).sum(1), weights.sum(1)
-        else:
-            sums = loss.sum(1, dtype=torch.float64)
-            tokens = torch.full_like(sums, loss.shape[1])
-        return _Counted(positions, components.to(loss.device, torch.long), sums, tokens)
+        weights = torch.ones_like(loss) if mask is None else mask.to(loss.device, torch.float64)
+        # A non-finite loss is counted apart (no sync here: the step's end looks at the
+        # counts), and left out of the sums so that nothing of it reaches the policy.
+        bad = ~torch.isfinite(loss) & (weights != 0)
+        sums = torch.where(bad | (weights == 0), 0.0, loss * weights).sum(1)
+        return _Counted(
+            positions=positions,
+            components=components.to(loss.device, torch.long),
+            loss=sums,
+            tokens=torch.where(bad, 0.0, weights).sum(1),
+            nonfinite=bad.sum(1, dtype=torch.float64),
+        )
 
     def _sums(self, device: torch.device) -> StepSums:
         if self.sums is None:
@@ -162,8 +169,13 @@ class Feedback:
                 "error says more); every rank stops with it: restart from the last checkpoint"
             )
             raise ConfigError(self.broken)
-        self.mixer.add(reduced.loss, reduced.tokens)
-        if not self.mixer.end_step(step):
+        skipped = bool(reduced.nonfinite.any())
+        if skipped and self.mixer.config.on_nonfinite == "raise":
+            self.broken = nonfinite_message(step, reduced.nonfinite, self.dataset.names)
+            raise ConfigError(self.broken)
+        if not skipped:
+            self.mixer.add(reduced.loss, reduced.tokens)
+        if not self.mixer.end_step(step, skipped=skipped):
             return None
         change = self.mixer.decide(step)
         if change is None:
@@ -229,12 +241,23 @@ class _Counted:
 
     positions: np.ndarray
     components: torch.Tensor
-    loss: torch.Tensor  # per sequence
-    tokens: torch.Tensor  # per sequence
+    loss: torch.Tensor  # per sequence, of its finite losses
+    tokens: torch.Tensor  # per sequence, with a finite loss
+    nonfinite: torch.Tensor  # per sequence: tokens whose loss is nan or inf
 
     @property
     def device(self) -> torch.device:
         return self.loss.device
+
+
+def nonfinite_message(step: int, nonfinite: np.ndarray, names: list[str]) -> str:
+    """The error for a step whose losses (over every rank) were not all finite."""
+    found = ", ".join(f"{int(n)} of {name}" for name, n in zip(names, nonfinite, strict=True) if n)
+    return (
+        f"step {step}: the loss of some tokens is nan or inf ({found}, over every rank); the "
+        "policy takes no non-finite loss: resume from a checkpoint before the divergence, or "
+        "set on_nonfinite: skip in the mixture's policy to leave such steps out"
+    )
 
 
 def _distributed(rank: int, world_size: int) -> bool:

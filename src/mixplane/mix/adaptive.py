@@ -71,18 +71,32 @@ class AdaptiveMixer:
         self.loss = np.zeros(count)
         self.tokens = np.zeros(count)
         self.steps = 0  # steps in the current observation
+        self.skipped = 0  # of them, steps left out for a non-finite loss
         self.next_step = 0
 
     # -- the training loop's side ----------------------------------------------------------
 
     def add(self, leaf_loss: np.ndarray, leaf_tokens: np.ndarray) -> None:
-        """Add per-leaf loss sums and token counts (summed over ranks) to the observation."""
+        """Add per-leaf loss sums and token counts (summed over ranks) to the observation.
+
+        They must be finite (and the counts >= 0): a nan or inf would reach the policy's
+        state and the weight log, and from there every later decision."""
+        leaf_loss = np.asarray(leaf_loss, dtype=np.float64)
+        leaf_tokens = np.asarray(leaf_tokens, dtype=np.float64)
+        if not (np.all(np.isfinite(leaf_loss)) and np.all(np.isfinite(leaf_tokens))):
+            raise ConfigError(
+                f"step {self.next_step}: loss sums {leaf_loss.tolist()} and token counts "
+                f"{leaf_tokens.tolist()} must be finite; the policy takes no nan or inf"
+            )
+        if np.any(leaf_tokens < 0):
+            raise ConfigError(f"step {self.next_step}: negative token counts {leaf_tokens}")
         for index, leaves in enumerate(self.members):
             self.loss[index] += float(np.sum(leaf_loss[leaves]))
             self.tokens[index] += float(np.sum(leaf_tokens[leaves]))
 
-    def end_step(self, step: int) -> bool:
-        """Step `step` is complete; True when an update is due (then call `decide`)."""
+    def end_step(self, step: int, skipped: bool = False) -> bool:
+        """Step `step` is complete (`skipped`: its losses were left out, see
+        `on_nonfinite`); True when an update is due (then call `decide`)."""
         if step != self.next_step:
             raise ConfigError(
                 f"feedback for step {step} where step {self.next_step} was next: observe "
@@ -90,15 +104,20 @@ class AdaptiveMixer:
             )
         self.next_step += 1
         self.steps += 1
+        self.skipped += bool(skipped)
         return (step + 1) % self.config.update_every == 0
 
     def decide(self, step: int) -> dict[str, Any] | None:
         """Close the observation ending with `step`; the weight change it leads to, if any:
         `{"step", "weights", "details"}` as `set_weights` and the weight log take it."""
         observation = Observation(step, self.steps, self.loss.copy(), self.tokens.copy())
+        skipped = self.skipped
         self.loss[:] = 0.0
         self.tokens[:] = 0.0
         self.steps = 0
+        self.skipped = 0
+        if skipped == observation.steps:
+            return None  # every step was left out: nothing observed, nothing to decide
         if step + 1 <= self.config.warmup_steps:
             record = getattr(self.policy, "record", None)
             if record is not None:
@@ -119,6 +138,7 @@ class AdaptiveMixer:
                 "policy_weights": weights.tolist(),
                 "loss": observation.loss.tolist(),
                 "tokens": observation.tokens.tolist(),
+                "skipped_steps": skipped,
             },
         }
 
@@ -161,6 +181,7 @@ class AdaptiveMixer:
             "loss": self.loss.tolist(),
             "tokens": self.tokens.tolist(),
             "steps": self.steps,
+            "skipped": self.skipped,
             "next_step": self.next_step,
         }
 
@@ -175,4 +196,5 @@ class AdaptiveMixer:
         self.loss = np.asarray(state["loss"], dtype=np.float64)
         self.tokens = np.asarray(state["tokens"], dtype=np.float64)
         self.steps = int(state["steps"])
+        self.skipped = int(state.get("skipped", 0))  # states saved before skipping existed
         self.next_step = int(state["next_step"])

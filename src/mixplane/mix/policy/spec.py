@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -43,6 +43,11 @@ class PolicySpec(BaseModel):
     group: str | None = Field(
         None,
         description="adapt the children of this component only (default: every leaf)",
+    )
+    on_nonfinite: Literal["raise", "skip"] = Field(
+        "raise",
+        description="a step with a nan or inf loss: raise on every rank, or skip (its losses "
+        "are left out on every rank; an update with only skipped steps decides nothing)",
     )
 
     @model_validator(mode="after")
