@@ -482,7 +482,7 @@ def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
     before anything of the batch is counted, and rank 0 raises too, at the all-reduce that
     rank 1's failure joined, naming it: no rank waits on one that left, none continues on
     wrong sums. A nan loss on rank 1 stops both ranks at its step; skipped, both leave the
-    same step out."""
+    same step out. Validation losses given on one rank reach both."""
     scenarios = [
         {"name": "twice", "batch": 1, "mistake": "twice"},
         {"name": "skip", "batch": 1, "mistake": "skip"},
@@ -494,6 +494,7 @@ def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
             "policy": {"name": "adaptive_policies:RankDependent", "update_every": 5, "delay": 1},
         },
         {"name": "nan", "batch": 1, "mistake": "nan"},
+        {"name": "validation", "batch": 1, "mistake": "validation", "culprit": 0},
         {
             "name": "inf_skip",
             "batch": 1,
@@ -501,7 +502,7 @@ def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
             "policy": POLICY | {"delay": 1, "on_nonfinite": "skip"},
         },
     ]
-    scenarios = [s | {"steps": 8, "culprit": 1, "at_step": 2} for s in scenarios]
+    scenarios = [{"steps": 8, "culprit": 1, "at_step": 2} | s for s in scenarios]
     config = {"spec": spec, "world": 2, "scenarios": scenarios}
     first, second = run_ranks(config, tmp_path, "mistakes", script=MISTAKES_SCRIPT)
     assert "positions 9..9 of step 2 were already observed" in second["twice"]["error"]
@@ -523,6 +524,10 @@ def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
         assert rank["inf_skip"]["error"] is None
         assert [c["details"]["skipped_steps"] for c in rank["inf_skip"]["log"]] == [1]
     assert first["inf_skip"]["log"] == second["inf_skip"]["log"]
+    # validation losses given on rank 0 only reach both ranks' policies alike
+    assert first["validation"]["log"] == second["validation"]["log"]
+    expected = [{"step": 2, "loss": [None, None, 2.5]}]
+    assert first["validation"]["log"][0]["details"]["validation"] == expected
 
 
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
@@ -587,4 +592,39 @@ def test_skip_leaves_nonfinite_steps_out_and_a_diverged_run_decides_nothing(spec
     assert [c["details"]["skipped_steps"] for c in log] == [0, 1]
     assert sum(log[1]["details"]["tokens"]) == 4 * 4 * 32  # steps 5, 6, 8 and 9
     assert dataset.adaptive.next_step == 25
+    json.dumps(dataset.state_dict(), allow_nan=False)
+
+
+def test_validation_losses_reach_the_policy_and_the_log(spec):
+    """observe(..., validation_loss=...) at any micro-batch of a step: the decision after
+    it holds them (by the policy's components, null where none), and the policy's
+    observation has them with the tokens up to their step."""
+    accumulating = spec | {"global_batch_size": 8, "policy": POLICY | {"delay": 1}}
+    dataset = MixtureDataset(accumulating, read_ahead=64)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader)
+    stream = iter(loader)
+    steps_of(feedback, stream, 2, 2)
+    batch = next(stream)
+    feedback.observe(2, loss_of(batch), batch)
+    batch = next(stream)
+    with pytest.raises(ConfigError, match=r"components \(wiki, code, web\).*\['wbe'\]"):
+        feedback.observe(2, loss_of(batch), batch, validation_loss={"wbe": 2.0})
+    with pytest.raises(ConfigError, match="validation losses must be finite, got web=nan"):
+        feedback.observe(2, loss_of(batch), batch, validation_loss={"web": float("nan")})
+    validation = {"code": 2.5, "web": torch.tensor(3)}
+    feedback.observe(2, loss_of(batch), batch, validation_loss=validation)
+    steps_of(feedback, stream, 2, 2)
+    (change,) = dataset.weight_log()
+    assert change["details"]["validation"] == [{"step": 2, "loss": [None, 2.5, 3.0]}]
+
+    batch = next(stream)  # step 5
+    feedback.observe(5, loss_of(batch), batch, validation_loss={"wiki": 1.0})
+    batch = next(stream)
+    with pytest.raises(ConfigError, match="validation_loss was already given in this step"):
+        feedback.observe(5, loss_of(batch), batch, validation_loss={"wiki": 1.0})
+    feedback.observe(5, loss_of(batch), batch)
+    (point,) = dataset.adaptive.validation
+    assert point.step == 5 and point.tokens.sum() == 8 * 32
+    assert np.isnan(point.loss[1]) and point.loss[0] == 1.0
     json.dumps(dataset.state_dict(), allow_nan=False)

@@ -11,6 +11,7 @@ step `at_step`, the loop makes the `mistake`:
 - `skip`: takes its first micro-batch of the step without observing it;
 - `twice_whole`: observes the step's last micro-batch again after the step is complete;
 - `nan` / `inf`: one token of its first micro-batch of the step has a nan / inf loss;
+- `validation`: gives validation losses (no mistake: the other rank gives none);
 - `none`: no mistake (a policy that decides differently on each rank makes its own).
 
 OUT gets, per scenario, the error this rank raised (None if none) and the step it was at.
@@ -59,7 +60,8 @@ def run(spec: dict, rank: int, world: int, scenario: dict) -> dict:
                     feedback.observe(step, loss, batch)
                 if here and mistake in ("nan", "inf"):
                     loss[0, 3] = float(mistake)
-                feedback.observe(step, loss, batch)
+                given = {"web": 2.5} if here and mistake == "validation" else None
+                feedback.observe(step, loss, batch, validation_loss=given)
             if culprit and step == scenario["at_step"] and mistake == "twice_whole":
                 feedback.observe(step, loss, batch)
     except ConfigError as error:

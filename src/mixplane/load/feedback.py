@@ -27,6 +27,7 @@ checked here, not left to chance.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -37,7 +38,7 @@ import torch.distributed as dist
 
 from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
-from mixplane.load.loss_checks import loss_shape_problem
+from mixplane.load.loss_checks import loss_shape_problem, validation_losses
 from mixplane.load.micro_batches import MicroBatches
 from mixplane.load.step_sums import Problem, StepSums
 from mixplane.load.torch_adapter import MixtureLoader
@@ -73,7 +74,11 @@ class Feedback:
         dataset.before_state = self._before_state
 
     def observe(
-        self, step: int, loss_per_token: torch.Tensor, batch: dict[str, Any]
+        self,
+        step: int,
+        loss_per_token: torch.Tensor,
+        batch: dict[str, Any],
+        validation_loss: Mapping[str, float] | None = None,
     ) -> dict[str, Any] | None:
         """Count the losses of `batch` (the one just received) for optimizer step `step`.
 
@@ -84,18 +89,27 @@ class Feedback:
         A mistake (a batch observed twice or skipped, a wrong shape) raises before anything
         is counted; with several ranks, every rank raises at the end of that step. A nan or
         inf loss on a token that counts raises on every rank at the end of its step, or
-        leaves the step out on every rank (the policy's `on_nonfinite: skip`). Returns the
-        weight change decided at this step, if any.
+        leaves the step out on every rank (the policy's `on_nonfinite: skip`).
+
+        `validation_loss` gives, at any one micro-batch of a step, the loss per token on
+        held-out data of some of the policy's components (`{"web": 2.31, ...}`), measured by
+        the training loop at that step; with several ranks, the mean of the ranks that give
+        one is taken (give the same values on every rank, or on one). Policies may use them
+        (ADO with `fit_on: validation`). Returns the weight change decided at this step, if
+        any.
         """
         if self.broken is not None:
             raise ConfigError(self.broken)
         self._follow_loads()
         try:
             counted = self._count(step, loss_per_token, batch)
+            validation = self._validation(validation_loss)
         except _Refused as refused:
             self._fail_together(refused, step, loss_per_token)
         sums = self._sums(counted.device)
         sums.add_batch(counted.components, counted.loss, counted.tokens, counted.nonfinite)
+        if validation is not None:
+            sums.give_validation(validation)
         if not self.seen.advance(step, counted.positions):
             return None  # more micro-batches of this step to come
         return self._end_step(step)
@@ -137,12 +151,30 @@ class Feedback:
             nonfinite=bad.sum(1, dtype=torch.float64),
         )
 
+    def _validation(self, given: Mapping[str, float] | None) -> np.ndarray | None:
+        """The validation losses by the policy's components (nan: not given), checked."""
+        if given is None:
+            return None
+        if self.sums is not None and self.seen.step is not None and self.sums.validation_given:
+            raise _Refused("validation_loss was already given in this step", Problem.VALIDATION)
+        skip = self.mixer.config.on_nonfinite == "skip"
+        try:
+            return validation_losses(given, self.mixer.names, skip_nonfinite=skip)
+        except ValueError as error:
+            raise _Refused(str(error), Problem.VALIDATION) from None
+
     def _sums(self, device: torch.device) -> StepSums:
         if self.sums is None:
             layout = self.dataset.layout
             if self.distributed and dist.get_backend() == "gloo":
                 device = torch.device("cpu")
-            self.sums = StepSums(len(self.dataset.names), layout.world_size, layout.rank, device)
+            self.sums = StepSums(
+                len(self.dataset.names),
+                len(self.mixer.names),
+                layout.world_size,
+                layout.rank,
+                device,
+            )
         return self.sums
 
     def _fail_together(self, refused: _Refused, step: int, loss: Any) -> NoReturn:
@@ -175,6 +207,7 @@ class Feedback:
             raise ConfigError(self.broken)
         if not skipped:
             self.mixer.add(reduced.loss, reduced.tokens)
+        self.mixer.add_validation(reduced.validation)
         if not self.mixer.end_step(step, skipped=skipped):
             return None
         change = self.mixer.decide(step)

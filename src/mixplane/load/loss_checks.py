@@ -2,7 +2,7 @@
 
 Token counts come from the loss's shape, so a loss of another shape than the batch's tokens
 (or a `loss_mask` of another shape than the loss) would count wrong: refused, with what to
-pass instead.
+pass instead. Validation losses are checked against the policy's components.
 
 Example:
     >>> batch = {"component": torch.zeros(2), "input_ids": torch.zeros(2, 8)}
@@ -14,8 +14,10 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -57,3 +59,38 @@ def loss_shape_problem(loss: Any, batch: dict[str, Any]) -> str | None:
             f"{tuple(loss.shape)}: compute the loss over the batch's labels, one value a label"
         )
     return None
+
+
+def validation_losses(
+    given: Mapping[str, float], names: list[str], skip_nonfinite: bool = False
+) -> np.ndarray:
+    """`given` (component name to loss per token) as an array over `names`, nan where a
+    component has none; a ValueError says what is wrong with it. A nan or inf value is an
+    error, or with `skip_nonfinite` left out (nan).
+
+    Example:
+        >>> validation_losses({"web": 2.5}, ["wiki", "web"]).tolist()
+        [nan, 2.5]
+    """
+    if not isinstance(given, Mapping) or not set(given) <= set(names):
+        unknown = sorted(set(given) - set(names)) if isinstance(given, Mapping) else given
+        raise ValueError(
+            f"validation_loss must map the policy's components ({', '.join(names)}) to a "
+            f"loss per token; got {unknown!r}"
+        )
+    values = np.full(len(names), np.nan)
+    for name, value in given.items():
+        try:
+            values[names.index(name)] = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"validation_loss of {name!r} is not a number: {value!r}") from None
+    bad = [
+        f"{n}={values[names.index(n)]}" for n in given if not np.isfinite(values[names.index(n)])
+    ]
+    if bad and not skip_nonfinite:
+        raise ValueError(
+            f"validation losses must be finite, got {', '.join(bad)} (set on_nonfinite: skip "
+            "in the mixture's policy to leave such values out)"
+        )
+    values[~np.isfinite(values)] = np.nan
+    return values

@@ -1,7 +1,7 @@
 """Adaptive mixing policies: per-component losses in, weights out (pure, JSON state).
 
-Built-in policies by name (`static`, `ado`, `doremi`, `odm`); any other name is an import
-path to a `Policy` subclass (`my_pkg.module:MyPolicy`).
+Built-in policies by name (`static`, `ado`, `excess_loss`, `odm`); any other name is an
+import path to a `Policy` subclass (`my_pkg.module:MyPolicy`).
 
 Example:
     >>> policy_class("static").__name__, policy_class("ado").__name__
@@ -14,16 +14,25 @@ import importlib
 
 from mixplane.errors import ConfigError
 from mixplane.mix.policy.ado import Ado
-from mixplane.mix.policy.base import Observation, Policy, PolicyOptions
-from mixplane.mix.policy.doremi import Doremi, reference_losses_from_log
+from mixplane.mix.policy.base import Observation, Policy, PolicyOptions, ValidationPoint
+from mixplane.mix.policy.excess_loss import ExcessLoss, reference_losses_from_log
 from mixplane.mix.policy.odm import Odm
 from mixplane.mix.policy.static import Static
 
 BUILTIN_POLICIES: dict[str, type[Policy]] = {
     "static": Static,
     "ado": Ado,
-    "doremi": Doremi,
+    "excess_loss": ExcessLoss,
     "odm": Odm,
+}
+# Names a built-in policy had before, refused with why and what to write instead (a saved
+# state under the old name still loads into the new one).
+RENAMED_POLICIES: dict[str, str] = {"doremi": "excess_loss"}
+_RENAMED_WHY = {
+    "doremi": "it is online excess-loss reweighting of the model being trained against one "
+    "reference loss per component, not DoReMi (a proxy model trained with Group DRO on "
+    "per-token reference losses, whose averaged weights then train the large model); "
+    "the options are the same",
 }
 
 
@@ -31,6 +40,11 @@ def policy_class(name: str) -> type[Policy]:
     """The policy class for a built-in name or an import path (`package.module:Class`)."""
     if name in BUILTIN_POLICIES:
         return BUILTIN_POLICIES[name]
+    if name in RENAMED_POLICIES:
+        raise ConfigError(
+            f"policy {name!r} is now {RENAMED_POLICIES[name]!r}: {_RENAMED_WHY[name]}; write "
+            f"name: {RENAMED_POLICIES[name]}"
+        )
     if ":" not in name and "." not in name:
         known = ", ".join(sorted(BUILTIN_POLICIES))
         raise ConfigError(
@@ -56,6 +70,8 @@ __all__ = [
     "Observation",
     "Policy",
     "PolicyOptions",
+    "RENAMED_POLICIES",
+    "ValidationPoint",
     "policy_class",
     "reference_losses_from_log",
 ]

@@ -26,7 +26,7 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    name: str = Field(description="static, ado, doremi, odm, or an import path module:Class")
+    name: str = Field(description="static, ado, excess_loss, odm, or an import path module:Class")
     update_every: int = Field(100, ge=1, description="steps between weight updates")
     warmup_steps: int = Field(
         0, ge=0, description="steps on the declared weights before the first update"
