@@ -20,7 +20,7 @@ from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
 from mixplane.load.feedback import Feedback
 from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.torch_adapter import MixtureLoader, torch_loader
 from mixplane.load.weight_log import read_weight_log
 
 TESTS = Path(__file__).parent
@@ -356,6 +356,13 @@ def test_changes_while_reading_keep_the_stream_a_function_of_the_log(spec, read_
         assert np.array_equal(batch["input_ids"], want["input_ids"])
 
 
+def fed(spec: dict, **changes) -> tuple[MixtureDataset, MixtureLoader, Feedback]:
+    """A dataset of `spec` with `changes`, its loader (4 sequences a batch) and Feedback."""
+    dataset = MixtureDataset(spec | changes, read_ahead=64)
+    loader = torch_loader(dataset, 4)
+    return dataset, loader, Feedback(loader)
+
+
 def steps_of(feedback: Feedback, stream, steps: int, micro: int, loss=loss_of) -> None:
     """Observe `steps` steps of `micro` micro-batches each, as a training loop does."""
     first = feedback.mixer.next_step
@@ -381,9 +388,7 @@ def steps_of(feedback: Feedback, stream, steps: int, micro: int, loss=loss_of) -
 def test_a_loss_or_mask_of_the_wrong_shape_is_refused(spec, shape, labels, message):
     """The token counts come from the loss's shape: a loss of another shape than the
     batch's tokens, or a loss_mask of another shape than the loss, would count wrong."""
-    dataset = MixtureDataset(spec | {"labels": labels}, read_ahead=64)
-    loader = torch_loader(dataset, 4)
-    feedback = Feedback(loader)
+    dataset, loader, feedback = fed(spec, labels=labels)
     batch = next(iter(loader))
     full = batch["component"].double()[:, None] + torch.zeros(batch["input_ids"].shape)
     losses = {
@@ -411,11 +416,7 @@ def test_a_loss_or_mask_of_the_wrong_shape_is_refused(spec, shape, labels, messa
 def test_the_loss_mask_counts_exactly_the_tokens_it_keeps(spec):
     """With labels, the batch's loss_mask decides which tokens count: zeroing half of
     each row's mask halves the tokens and drops their losses from the sums."""
-    dataset = MixtureDataset(
-        spec | {"labels": True, "policy": POLICY | {"delay": 1}}, read_ahead=64
-    )
-    loader = torch_loader(dataset, 4)
-    feedback = Feedback(loader)
+    dataset, loader, feedback = fed(spec, labels=True, policy=POLICY | {"delay": 1})
     expected_loss, expected_tokens = np.zeros(3), np.zeros(3)
     for step, batch in enumerate(loader):
         batch["loss_mask"][:, ::2] = 0.0  # 16 of 32 labels a row count
@@ -434,10 +435,7 @@ def test_the_loss_mask_counts_exactly_the_tokens_it_keeps(spec):
 def test_every_micro_batch_is_observed_once(spec):
     """Two micro-batches a step: one observed twice, or taken and not observed, or a step
     left incomplete, is an error before anything is counted, not a wrong sum."""
-    accumulating = spec | {"global_batch_size": 8, "policy": POLICY | {"delay": 1}}
-    dataset = MixtureDataset(accumulating, read_ahead=64)
-    loader = torch_loader(dataset, 4)
-    feedback = Feedback(loader)
+    dataset, loader, feedback = fed(spec, global_batch_size=8, policy=POLICY | {"delay": 1})
     stream = iter(loader)
     steps_of(feedback, stream, 2, 2)
 
@@ -535,9 +533,7 @@ def test_a_nonfinite_loss_is_refused_and_never_reaches_the_policy(spec, bad):
     """One nan or inf token stops the run at its step, naming the component; the policy's
     state holds only the finite steps before it (standard JSON), and nothing more is
     observed or decided."""
-    dataset = MixtureDataset(spec | {"policy": POLICY | {"delay": 1}}, read_ahead=64)
-    loader = torch_loader(dataset, 4)
-    feedback = Feedback(loader)
+    dataset, loader, feedback = fed(spec, policy=POLICY | {"delay": 1})
     stream = iter(loader)
     steps_of(feedback, stream, 2, 1)
     before = json.dumps(dataset.adaptive.state_dict(), allow_nan=False)
@@ -552,14 +548,14 @@ def test_a_nonfinite_loss_is_refused_and_never_reaches_the_policy(spec, bad):
     batch = next(stream)
     with pytest.raises(ConfigError, match="on_nonfinite: skip"):
         feedback.observe(3, loss_of(batch), batch)
+    with pytest.raises(ConfigError, match="no loader state after observe stopped"):
+        dataset.state_dict()
     assert dataset.weight_log() == []
 
 
 def test_a_masked_out_nonfinite_loss_does_not_count(spec):
     """With labels, a nan where the loss_mask is 0 is no token of the loss."""
-    dataset = MixtureDataset(spec | {"labels": True}, read_ahead=64)
-    loader = torch_loader(dataset, 4)
-    feedback = Feedback(loader)
+    dataset, loader, feedback = fed(spec, labels=True)
     batch = next(iter(loader))
     batch["loss_mask"][:, -1] = 0.0
     loss = loss_of(batch)
@@ -573,9 +569,7 @@ def test_skip_leaves_nonfinite_steps_out_and_a_diverged_run_decides_nothing(spec
     """on_nonfinite: skip: the step with a nan is left out (and counted as skipped); from
     the step where every loss is nan, no update decides anything."""
     policy = POLICY | {"delay": 1, "on_nonfinite": "skip"}
-    dataset = MixtureDataset(spec | {"policy": policy}, read_ahead=64)
-    loader = torch_loader(dataset, 4)
-    feedback = Feedback(loader)
+    dataset, loader, feedback = fed(spec, policy=policy)
 
     def diverging(batch: dict) -> torch.Tensor:
         loss = loss_of(batch)
@@ -599,10 +593,7 @@ def test_validation_losses_reach_the_policy_and_the_log(spec):
     """observe(..., validation_loss=...) at any micro-batch of a step: the decision after
     it holds them (by the policy's components, null where none), and the policy's
     observation has them with the tokens up to their step."""
-    accumulating = spec | {"global_batch_size": 8, "policy": POLICY | {"delay": 1}}
-    dataset = MixtureDataset(accumulating, read_ahead=64)
-    loader = torch_loader(dataset, 4)
-    feedback = Feedback(loader)
+    dataset, loader, feedback = fed(spec, global_batch_size=8, policy=POLICY | {"delay": 1})
     stream = iter(loader)
     steps_of(feedback, stream, 2, 2)
     batch = next(stream)

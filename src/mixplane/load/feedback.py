@@ -246,6 +246,11 @@ class Feedback:
 
     def _before_state(self) -> None:
         self._follow_loads()
+        if self.broken is not None:
+            raise ConfigError(
+                f"no loader state after observe stopped ({self.broken}): it would not resume "
+                "the run; load the last checkpoint instead"
+            )
         if self.seen.step is not None:
             raise ConfigError(
                 "a loader state was asked for in the middle of a step (some of its "

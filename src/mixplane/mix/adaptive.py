@@ -232,7 +232,9 @@ class AdaptiveMixer:
         self.next_step = int(state["next_step"])
 
 
-def _points_json(points: list[ValidationPoint] | tuple[ValidationPoint, ...], tokens: bool = False):
+def _points_json(
+    points: list[ValidationPoint] | tuple[ValidationPoint, ...], tokens: bool = False
+) -> list[dict[str, Any]]:
     """Validation points as JSON (a missing loss is null, never NaN)."""
     return [
         {
