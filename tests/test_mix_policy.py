@@ -168,8 +168,8 @@ def test_fit_ignores_a_loss_spike_and_needs_two_token_counts():
 
 def test_ado_one_update_by_hand():
     """The defaults (the official code's choices): every curve against the tokens of all
-    components, the preference floored, then smoothed with the time average of the
-    preferences so far. Track the points, credit and average from the observations alone;
+    components, credit sqrt(h (1 - h)), the preference floored, then smoothed with the time
+    average of the preferences so far. Track the points, credit and average from the observations alone;
     the policy's preference and proposal match those computed here."""
     prior = np.array([0.5, 0.3, 0.2])
     policy = make("ado", prior, smoothing=0.8, credit_smoothing=0.7, preference_floor=0.05)
@@ -203,7 +203,8 @@ def test_ado_one_update_by_hand():
     for k in range(3):
         n, loss = (np.array(column) for column in zip(*points[k], strict=True))
         fit = fit_power_law(n, loss)
-        rho[k] = prior[k] * fit.alpha * fit.beta * total ** (-fit.alpha - 1) * credit[k] ** 0.5
+        credit_k = (credit[k] * (1 - credit[k])) ** 0.5
+        rho[k] = prior[k] * fit.alpha * fit.beta * total ** (-fit.alpha - 1) * credit_k
     np.testing.assert_allclose(policy.preference, floored(rho), rtol=0, atol=1e-9)
     np.testing.assert_allclose(proposed, 0.8 * average + 0.2 * floored(rho), rtol=0, atol=1e-9)
     assert policy.total == total
@@ -248,9 +249,10 @@ def test_ado_earlier_variant_one_update_by_hand():
     assert policy.fits[0].alpha > policy.fits[1].alpha  # easy's curve is steeper than hard's
 
 
-def test_ado_credit_of_the_official_code():
-    """credit: share_times_rest multiplies by sqrt(h (1 - h)) instead of sqrt(h)."""
-    plain, rest = make("ado"), make("ado", credit="share_times_rest")
+def test_ado_credit_with_and_without_the_rest():
+    """credit: share_times_rest (the default) multiplies by sqrt(h (1 - h)), share by
+    sqrt(h)."""
+    plain, rest = make("ado", credit="share"), make("ado")
     driver = Driver(plain)
     for _ in range(5):
         observation = driver.observe()

@@ -7,11 +7,12 @@ component (the same n for all, as in the official code); with `own_tokens`, the 
 that component. The learning speed is the negative slope at the current n,
 alpha * beta * n^(-alpha-1). The preference of component k is
 
-    rho_k  proportional to  prior_k * speed_k * credit_k,   credit_k = sqrt(h_k)
+    rho_k  proportional to  prior_k * speed_k * credit_k,   credit_k = sqrt(h_k (1 - h_k))
 
 where h_k is a moving average of k's share of the tokens (credit: a component that had a
-large share is the one whose own data lowered its loss; `credit: share_times_rest` uses
-sqrt(h_k (1 - h_k)), as the official code does). The preference is floored at
+large share is the one whose own data lowered its loss; the (1 - h_k), as in the official
+code, keeps a component that has most of the mixture from taking all of it; `credit:
+share` leaves it out). The preference is floored at
 `preference_floor` (raised to it, then renormalized), then smoothed:
 
     weights = smoothing * base + (1 - smoothing) * rho
@@ -32,8 +33,8 @@ log eps >= 0.5, where here a deterministic grid search fits alpha <= 1.5 and eps
 smallest loss (see `mixplane.mix.policy.power_law`); it floors alpha at 0.05 in the speed;
 and it smooths h every step (gamma 0.9), where here `credit_smoothing` applies per update.
 
-`x_axis: own_tokens, smoothing_base: previous_weights, preference_floor: 0` is the ADO of
-earlier mixplane versions: with the caller's floor `min_weight` m over K components applied
+`x_axis: own_tokens, smoothing_base: previous_weights, preference_floor: 0, credit: share`
+is the ADO of earlier mixplane versions: with the caller's floor `min_weight` m over K components applied
 to weights that the next update smooths again, an abandoned component settles near
 m / (1 - smoothing * (1 - K m)) (7.4 m for K = 4), not at m.
 
@@ -88,7 +89,7 @@ class Ado(Policy):
       renormalized, before smoothing (0: none). At most 1 / components.
     - `x_axis` (`total_tokens`): the n of each curve: tokens trained on so far, of every
       component, or `own_tokens`, the component's own.
-    - `credit` (`share`): sqrt(h) or `share_times_rest`, sqrt(h (1 - h)).
+    - `credit` (`share_times_rest`): sqrt(h (1 - h)), or `share`: sqrt(h).
     - `credit_smoothing` (0.9): the share of the old value kept in h_k, the moving average
       of each component's share of the tokens, at each update (h starts at the prior).
     - `fit_on` (`train`): fit the training loss, or `validation`: the validation losses
@@ -116,7 +117,7 @@ class Ado(Policy):
         smoothing_base: Literal["time_average", "previous_weights"] = "time_average"
         preference_floor: float = Field(0.01, ge=0, lt=1)
         x_axis: Literal["total_tokens", "own_tokens"] = "total_tokens"
-        credit: Literal["share", "share_times_rest"] = "share"
+        credit: Literal["share_times_rest", "share"] = "share_times_rest"
         credit_smoothing: float = Field(0.9, ge=0, lt=1)
         fit_on: Literal["train", "validation"] = "train"
         min_points: int = Field(3, ge=3)
