@@ -20,11 +20,14 @@ from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
 from mixplane.load.feedback import Feedback
 from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.torch_adapter import MixtureLoader, torch_loader
 from mixplane.load.weight_log import read_weight_log
 
 TESTS = Path(__file__).parent
 RANK_SCRIPT = TESTS / "scripts" / "adaptive_rank.py"
+MISTAKES_SCRIPT = TESTS / "scripts" / "feedback_mistakes.py"
+# Child processes import the tests' own modules and the mixplane this process imports.
+CHILD_PATH = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
 POLICY = {"name": "adaptive_policies:LossSquared", "update_every": 5, "delay": 6}
 
 
@@ -62,7 +65,7 @@ def loss_of(batch: dict) -> torch.Tensor:
     return batch["component"].double()[:, None] + torch.remainder(ids, 8) / 8
 
 
-def run_ranks(config: dict, folder: Path, name: str) -> list[dict]:
+def run_ranks(config: dict, folder: Path, name: str, script: Path = RANK_SCRIPT) -> list[dict]:
     """Run every rank of `config` as its own process (gloo when several); their outputs."""
     path = folder / f"{name}.json"
     path.write_text(json.dumps(config))
@@ -72,12 +75,12 @@ def run_ranks(config: dict, folder: Path, name: str) -> list[dict]:
     env = os.environ | {
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(port),
-        "PYTHONPATH": str(TESTS),
+        "PYTHONPATH": CHILD_PATH,
     }
     outputs = [folder / f"{name}-{rank}.out.json" for rank in range(config["world"])]
     processes = [
         subprocess.Popen(
-            [sys.executable, str(RANK_SCRIPT), str(path), str(rank), str(out)],
+            [sys.executable, str(script), str(path), str(rank), str(out)],
             env=env,
             stderr=subprocess.PIPE,
             text=True,
@@ -145,7 +148,7 @@ def test_a_run_killed_and_resumed_gives_the_uninterrupted_batches(spec, tmp_path
     (tmp_path / "killed.json").write_text(json.dumps(killed))
     process = subprocess.Popen(
         [sys.executable, str(RANK_SCRIPT), str(tmp_path / "killed.json"), "0", "/dev/null"],
-        env=os.environ | {"PYTHONPATH": str(TESTS)},
+        env=os.environ | {"PYTHONPATH": CHILD_PATH},
     )
     deadline = time.monotonic() + 120
     while not state.exists() and time.monotonic() < deadline and process.poll() is None:
@@ -302,7 +305,7 @@ def test_cli_shows_a_runs_weights_and_its_realized_mixture(spec, tmp_path):
             [sys.executable, "-m", "mixplane", *args],
             capture_output=True,
             text=True,
-            env=os.environ | {"PYTHONPATH": str(TESTS)},
+            env=os.environ | {"PYTHONPATH": CHILD_PATH},
             timeout=300,
         )
         assert done.returncode == 0, done.stderr
@@ -351,3 +354,268 @@ def test_changes_while_reading_keep_the_stream_a_function_of_the_log(spec, read_
         want = next(expected)
         assert batch["index"].tolist() == want["index"].tolist()
         assert np.array_equal(batch["input_ids"], want["input_ids"])
+
+
+def fed(spec: dict, **changes) -> tuple[MixtureDataset, MixtureLoader, Feedback]:
+    """A dataset of `spec` with `changes`, its loader (4 sequences a batch) and Feedback."""
+    dataset = MixtureDataset(spec | changes, read_ahead=64)
+    loader = torch_loader(dataset, 4)
+    return dataset, loader, Feedback(loader)
+
+
+def steps_of(feedback: Feedback, stream, steps: int, micro: int, loss=loss_of) -> None:
+    """Observe `steps` steps of `micro` micro-batches each, as a training loop does."""
+    first = feedback.mixer.next_step
+    for step in range(first, first + steps):
+        for _ in range(micro):
+            batch = next(stream)
+            feedback.observe(step, loss(batch), batch)
+
+
+@pytest.mark.parametrize(
+    ("shape", "labels", "message"),
+    [
+        ("B,1", False, "has 1 tokens a sequence, but the batch's sequences have 32 or 31"),
+        ("B,5", False, "has 5 tokens a sequence"),
+        ("B,3T", False, "has 96 tokens a sequence"),
+        ("B*T", False, r"\[batch, tokens\]; got shape \(128,\)"),
+        ("B,T-1", True, "has 31 tokens a sequence, but the batch's sequences have 32 tokens"),
+        ("mask B,T-1", True, r"loss_mask has shape \(4, 31\), the loss \(4, 32\)"),
+        ("mask B", True, r"loss_mask has shape \(4,\), the loss \(4, 32\)"),
+        ("int", False, "floating-point tensor"),
+    ],
+)
+def test_a_loss_or_mask_of_the_wrong_shape_is_refused(spec, shape, labels, message):
+    """The token counts come from the loss's shape: a loss of another shape than the
+    batch's tokens, or a loss_mask of another shape than the loss, would count wrong."""
+    dataset, loader, feedback = fed(spec, labels=labels)
+    batch = next(iter(loader))
+    full = batch["component"].double()[:, None] + torch.zeros(batch["input_ids"].shape)
+    losses = {
+        "B,1": full[:, :1],
+        "B,5": full[:, :5],
+        "B,3T": full.repeat(1, 3),
+        "B*T": full.reshape(-1),
+        "B,T-1": full[:, :-1],
+        "mask B,T-1": full,
+        "mask B": full,
+        "int": full.long(),
+    }
+    if shape == "mask B,T-1":
+        batch["loss_mask"] = batch["loss_mask"][:, :-1]
+    if shape == "mask B":
+        batch["loss_mask"] = batch["loss_mask"][:, 0]
+    with pytest.raises(ConfigError, match=message):
+        feedback.observe(0, losses[shape], batch)
+    # nothing was counted: the same batch with its right loss is still the next one
+    right = full if labels else full[:, :-1]
+    feedback.observe(0, right, dict(batch, loss_mask=torch.ones_like(right)) if labels else batch)
+    assert feedback.mixer.next_step == 1
+
+
+def test_the_loss_mask_counts_exactly_the_tokens_it_keeps(spec):
+    """With labels, the batch's loss_mask decides which tokens count: zeroing half of
+    each row's mask halves the tokens and drops their losses from the sums."""
+    dataset, loader, feedback = fed(spec, labels=True, policy=POLICY | {"delay": 1})
+    expected_loss, expected_tokens = np.zeros(3), np.zeros(3)
+    for step, batch in enumerate(loader):
+        batch["loss_mask"][:, ::2] = 0.0  # 16 of 32 labels a row count
+        loss = loss_of(batch) + 100.0 * (1 - batch["loss_mask"].double())
+        for component, row in zip(batch["component"].tolist(), loss, strict=True):
+            expected_loss[component] += float(row[1::2].sum())
+            expected_tokens[component] += 16
+        feedback.observe(step, loss, batch)
+        if step == 4:
+            break
+    details = dataset.weight_log()[0]["details"]
+    assert details["tokens"] == expected_tokens.tolist()
+    np.testing.assert_allclose(details["loss"], expected_loss, rtol=1e-12)
+
+
+def test_every_micro_batch_is_observed_once(spec):
+    """Two micro-batches a step: one observed twice, or taken and not observed, or a step
+    left incomplete, is an error before anything is counted, not a wrong sum."""
+    dataset, loader, feedback = fed(spec, global_batch_size=8, policy=POLICY | {"delay": 1})
+    stream = iter(loader)
+    steps_of(feedback, stream, 2, 2)
+
+    batch = next(stream)  # step 2, first micro-batch
+    feedback.observe(2, loss_of(batch), batch)
+    with pytest.raises(ConfigError, match=r"positions 16..19 of step 2 were already observed"):
+        feedback.observe(2, loss_of(batch), batch)
+    batch = next(stream)
+    feedback.observe(2, loss_of(batch), batch)
+    with pytest.raises(ConfigError, match=r"step 2 were already observed \(the step is complete"):
+        feedback.observe(2, loss_of(batch), batch)
+    at_step_3 = dataset.state_dict()
+
+    next(stream)  # step 3, first micro-batch: taken, not observed
+    batch = next(stream)
+    with pytest.raises(ConfigError, match=r"positions 24..27 of step 3 were taken but not"):
+        feedback.observe(3, loss_of(batch), batch)
+    with pytest.raises(ConfigError, match=r"positions 24..31 received but not observed"):
+        dataset.state_dict()
+
+    dataset.load_state_dict(at_step_3)
+    stream = iter(loader)
+    batch = next(stream)
+    feedback.observe(3, loss_of(batch), batch)
+    next(stream)  # its second micro-batch, not observed
+    batch = next(stream)
+    with pytest.raises(ConfigError, match=r"step 3 is not complete: its positions 28..31"):
+        feedback.observe(4, loss_of(batch), batch)
+
+    # What was observed once counts once: 5 steps of 8 sequences of 32 tokens.
+    dataset.load_state_dict(at_step_3)
+    stream = iter(loader)
+    steps_of(feedback, stream, 2, 2)
+    (change,) = dataset.weight_log()
+    assert change["details"]["decided_at"] == 4
+    assert sum(change["details"]["tokens"]) == 5 * 8 * 32
+
+
+def test_a_mistake_on_one_rank_stops_every_rank_together(spec, tmp_path):
+    """Two gloo ranks: rank 1 observes a micro-batch twice, skips one, or observes a
+    whole step's batch again; or the policy decides differently on each rank. Rank 1 raises
+    before anything of the batch is counted, and rank 0 raises too, at the all-reduce that
+    rank 1's failure joined, naming it: no rank waits on one that left, none continues on
+    wrong sums. A nan loss on rank 1 stops both ranks at its step; skipped, both leave the
+    same step out. Validation losses given on one rank reach both."""
+    scenarios = [
+        {"name": "twice", "batch": 1, "mistake": "twice"},
+        {"name": "skip", "batch": 1, "mistake": "skip"},
+        {"name": "twice_whole", "batch": 2, "mistake": "twice_whole"},
+        {
+            "name": "disagree",
+            "batch": 2,
+            "mistake": "none",
+            "policy": {"name": "adaptive_policies:RankDependent", "update_every": 5, "delay": 1},
+        },
+        {"name": "nan", "batch": 1, "mistake": "nan"},
+        {"name": "validation", "batch": 1, "mistake": "validation", "culprit": 0},
+        {
+            "name": "inf_skip",
+            "batch": 1,
+            "mistake": "inf",
+            "policy": POLICY | {"delay": 1, "on_nonfinite": "skip"},
+        },
+    ]
+    scenarios = [{"steps": 8, "culprit": 1, "at_step": 2} | s for s in scenarios]
+    config = {"spec": spec, "world": 2, "scenarios": scenarios}
+    first, second = run_ranks(config, tmp_path, "mistakes", script=MISTAKES_SCRIPT)
+    assert "positions 9..9 of step 2 were already observed" in second["twice"]["error"]
+    assert "positions 9..9 of step 2 were taken but not observed" in second["skip"]["error"]
+    assert "positions 9..11 of step 2 were already observed" in second["twice_whole"]["error"]
+    for name in ("twice", "skip"):
+        assert first[name]["error"].startswith("rank 1 stopped observing at step 2: a batch")
+        assert first[name]["step"] == second[name]["step"] == 2
+    assert first["twice_whole"]["error"].startswith("rank 1 stopped observing at step 2")
+    assert first["twice_whole"]["step"] == 3  # the all-reduce rank 1's failure joined
+    for rank in (first, second):
+        assert "ranks decided different weights at step 4" in rank["disagree"]["error"]
+        assert rank["disagree"]["step"] == 4 and rank["disagree"]["log"] == []
+        # a nan on rank 1 stops both at step 2; an inf, skipped, is left out by both
+        assert re.match(
+            r"step 2: the loss of some tokens is nan or inf \(1 of ", rank["nan"]["error"]
+        )
+        assert rank["nan"]["step"] == 2
+        assert rank["inf_skip"]["error"] is None
+        assert [c["details"]["skipped_steps"] for c in rank["inf_skip"]["log"]] == [1]
+    assert first["inf_skip"]["log"] == second["inf_skip"]["log"]
+    # validation losses given on rank 0 only reach both ranks' policies alike
+    assert first["validation"]["log"] == second["validation"]["log"]
+    expected = [{"step": 2, "loss": [None, None, 2.5]}]
+    assert first["validation"]["log"][0]["details"]["validation"] == expected
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_a_nonfinite_loss_is_refused_and_never_reaches_the_policy(spec, bad):
+    """One nan or inf token stops the run at its step, naming the component; the policy's
+    state holds only the finite steps before it (standard JSON), and nothing more is
+    observed or decided."""
+    dataset, loader, feedback = fed(spec, policy=POLICY | {"delay": 1})
+    stream = iter(loader)
+    steps_of(feedback, stream, 2, 1)
+    before = json.dumps(dataset.adaptive.state_dict(), allow_nan=False)
+    batch = next(stream)
+    loss = loss_of(batch)
+    loss[1, 7] = float(bad)
+    name = dataset.names[int(batch["component"][1])]
+    message = rf"step 2: the loss of some tokens is nan or inf \(1 of {name}, over every rank\)"
+    with pytest.raises(ConfigError, match=message):
+        feedback.observe(2, loss, batch)
+    assert json.dumps(dataset.adaptive.state_dict(), allow_nan=False) == before
+    batch = next(stream)
+    with pytest.raises(ConfigError, match="on_nonfinite: skip"):
+        feedback.observe(3, loss_of(batch), batch)
+    with pytest.raises(ConfigError, match="no loader state after observe stopped"):
+        dataset.state_dict()
+    assert dataset.weight_log() == []
+
+
+def test_a_masked_out_nonfinite_loss_does_not_count(spec):
+    """With labels, a nan where the loss_mask is 0 is no token of the loss."""
+    dataset, loader, feedback = fed(spec, labels=True)
+    batch = next(iter(loader))
+    batch["loss_mask"][:, -1] = 0.0
+    loss = loss_of(batch)
+    loss[:, -1] = float("nan")
+    feedback.observe(0, loss, batch)
+    assert dataset.adaptive.tokens.sum() == 4 * 31
+    np.testing.assert_allclose(dataset.adaptive.loss.sum(), float(loss[:, :-1].sum()))
+
+
+def test_skip_leaves_nonfinite_steps_out_and_a_diverged_run_decides_nothing(spec):
+    """on_nonfinite: skip: the step with a nan is left out (and counted as skipped); from
+    the step where every loss is nan, no update decides anything."""
+    policy = POLICY | {"delay": 1, "on_nonfinite": "skip"}
+    dataset, loader, feedback = fed(spec, policy=policy)
+
+    def diverging(batch: dict) -> torch.Tensor:
+        loss = loss_of(batch)
+        step = int(batch["index"][0]) // 4
+        if step == 7:
+            loss[0, 0] = float("nan")
+        if step >= 10:
+            loss[:] = float("inf")
+        return loss
+
+    steps_of(feedback, iter(loader), 25, 1, loss=diverging)
+    log = dataset.weight_log()
+    assert [c["details"]["decided_at"] for c in log] == [4, 9]  # none at 14, 19 and 24
+    assert [c["details"]["skipped_steps"] for c in log] == [0, 1]
+    assert sum(log[1]["details"]["tokens"]) == 4 * 4 * 32  # steps 5, 6, 8 and 9
+    assert dataset.adaptive.next_step == 25
+    json.dumps(dataset.state_dict(), allow_nan=False)
+
+
+def test_validation_losses_reach_the_policy_and_the_log(spec):
+    """observe(..., validation_loss=...) at any micro-batch of a step: the decision after
+    it holds them (by the policy's components, null where none), and the policy's
+    observation has them with the tokens up to their step."""
+    dataset, loader, feedback = fed(spec, global_batch_size=8, policy=POLICY | {"delay": 1})
+    stream = iter(loader)
+    steps_of(feedback, stream, 2, 2)
+    batch = next(stream)
+    feedback.observe(2, loss_of(batch), batch)
+    batch = next(stream)
+    with pytest.raises(ConfigError, match=r"components \(wiki, code, web\).*\['wbe'\]"):
+        feedback.observe(2, loss_of(batch), batch, validation_loss={"wbe": 2.0})
+    with pytest.raises(ConfigError, match="validation losses must be finite, got web=nan"):
+        feedback.observe(2, loss_of(batch), batch, validation_loss={"web": float("nan")})
+    validation = {"code": 2.5, "web": torch.tensor(3)}
+    feedback.observe(2, loss_of(batch), batch, validation_loss=validation)
+    steps_of(feedback, stream, 2, 2)
+    (change,) = dataset.weight_log()
+    assert change["details"]["validation"] == [{"step": 2, "loss": [None, 2.5, 3.0]}]
+
+    batch = next(stream)  # step 5
+    feedback.observe(5, loss_of(batch), batch, validation_loss={"wiki": 1.0})
+    batch = next(stream)
+    with pytest.raises(ConfigError, match="validation_loss was already given in this step"):
+        feedback.observe(5, loss_of(batch), batch, validation_loss={"wiki": 1.0})
+    feedback.observe(5, loss_of(batch), batch)
+    (point,) = dataset.adaptive.validation
+    assert point.step == 5 and point.tokens.sum() == 8 * 32
+    assert np.isnan(point.loss[1]) and point.loss[0] == 1.0
+    json.dumps(dataset.state_dict(), allow_nan=False)

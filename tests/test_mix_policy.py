@@ -27,11 +27,12 @@ from mixplane.mix.policy import (
     BUILTIN_POLICIES,
     Observation,
     Policy,
+    ValidationPoint,
     policy_class,
     reference_losses_from_log,
 )
-from mixplane.mix.policy.ado import Ado, fit_power_law
-from mixplane.mix.policy.doremi import Doremi
+from mixplane.mix.policy.ado import EARLIER, Ado, fit_power_law
+from mixplane.mix.policy.excess_loss import ExcessLoss
 from mixplane.mix.policy.odm import Odm, exploration
 from mixplane.mix.policy.spec import PolicySpec
 from mixplane.mix.weights import normalize
@@ -104,7 +105,7 @@ class Driver:
 
 
 def make(name: str, prior: np.ndarray | None = None, **options: Any) -> Policy:
-    if name == "doremi":
+    if name == "excess_loss":
         options.setdefault("reference_losses", REFERENCES)
     cls = policy_class(name)
     prior = np.full(len(NAMES), 1 / len(NAMES)) if prior is None else prior
@@ -166,10 +167,55 @@ def test_fit_ignores_a_loss_spike_and_needs_two_token_counts():
 
 
 def test_ado_one_update_by_hand():
-    """Track the points, tokens and credit from the observations alone; the policy's
-    preference and proposal match rho and the smoothed weights computed here."""
+    """The defaults (the official code's choices): every curve against the tokens of all
+    components, credit sqrt(h (1 - h)), the preference floored, then smoothed with the time
+    average of the preferences so far. Track the points, credit and average from the
+    observations alone; the policy's preference and proposal match those computed here."""
     prior = np.array([0.5, 0.3, 0.2])
-    policy = make("ado", prior, smoothing=0.8, credit_smoothing=0.7)
+    policy = make("ado", prior, smoothing=0.8, credit_smoothing=0.7, preference_floor=0.05)
+    driver = Driver(policy, min_weight=0.01)
+    total, credit, average = 0.0, prior.copy(), prior.copy()
+    points: list[list[tuple[float, float]]] = [[], [], []]
+
+    def track(observation: Observation) -> None:
+        nonlocal total, credit
+        credit = 0.7 * credit + 0.3 * observation.tokens / observation.tokens.sum()
+        total += observation.tokens.sum()
+        for k in range(3):
+            points[k].append((total, observation.loss[k] / observation.tokens[k]))
+
+    def floored(rho: np.ndarray) -> np.ndarray:
+        rho = np.maximum(rho / rho.sum(), 0.05)
+        return rho / rho.sum()
+
+    for _ in range(6):
+        observation = driver.observe()
+        track(observation)
+        driver.apply(policy.update(observation))
+        share = observation.steps / (observation.step + 1)
+        average = (1 - share) * average + share * policy.preference
+
+    observation = driver.observe()
+    track(observation)
+    proposed = policy.update(observation)
+
+    rho = np.zeros(3)
+    for k in range(3):
+        n, loss = (np.array(column) for column in zip(*points[k], strict=True))
+        fit = fit_power_law(n, loss)
+        credit_k = (credit[k] * (1 - credit[k])) ** 0.5
+        rho[k] = prior[k] * fit.alpha * fit.beta * total ** (-fit.alpha - 1) * credit_k
+    np.testing.assert_allclose(policy.preference, floored(rho), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(proposed, 0.8 * average + 0.2 * floored(rho), rtol=0, atol=1e-9)
+    assert policy.total == total
+
+
+def test_ado_earlier_variant_one_update_by_hand():
+    """x_axis: own_tokens, smoothing_base: previous_weights, preference_floor: 0 (the ADO
+    of earlier versions): each curve against the component's own tokens, smoothed with
+    the previous weights."""
+    prior = np.array([0.5, 0.3, 0.2])
+    policy = make("ado", prior, smoothing=0.8, credit_smoothing=0.7, **EARLIER)
     driver = Driver(policy, min_weight=0.01)
     seen, credit = np.zeros(3), prior.copy()
     points: list[list[tuple[float, float]]] = [[], [], []]
@@ -203,6 +249,22 @@ def test_ado_one_update_by_hand():
     assert policy.fits[0].alpha > policy.fits[1].alpha  # easy's curve is steeper than hard's
 
 
+def test_ado_credit_with_and_without_the_rest():
+    """credit: share_times_rest (the default) multiplies by sqrt(h (1 - h)), share by
+    sqrt(h)."""
+    plain, rest = make("ado", credit="share"), make("ado")
+    driver = Driver(plain)
+    for _ in range(5):
+        observation = driver.observe()
+        driver.apply(plain.update(observation))
+        rest.update(observation)
+    h = plain.credit
+    assert np.array_equal(h, rest.credit)
+    # easy and hard are fitted and above the floor: their ratio moves by sqrt(1 - h)
+    ratio = (rest.preference[0] / rest.preference[1]) / (plain.preference[0] / plain.preference[1])
+    assert ratio == pytest.approx(np.sqrt((1 - h[0]) / (1 - h[1])), rel=1e-9)
+
+
 def test_ado_keeps_the_prior_until_a_curve_can_be_fitted():
     prior = np.array([0.5, 0.3, 0.2])
     policy = make("ado", prior, min_points=4)
@@ -216,12 +278,18 @@ def test_ado_keeps_the_prior_until_a_curve_can_be_fitted():
 
 @pytest.fixture(scope="module")
 def ado_run() -> tuple[np.ndarray, Driver]:
-    policy = make("ado")
+    policy = make("ado", **EARLIER)
     driver = Driver(policy, min_weight=0.01)
     return driver.run(200), driver
 
 
-def test_ado_sends_noise_toward_the_floor(ado_run):
+@pytest.fixture(scope="module")
+def ado_official_run() -> tuple[np.ndarray, Driver]:
+    driver = Driver(make("ado"), min_weight=0.01)
+    return driver.run(200), driver
+
+
+def test_ado_earlier_variant_settles_noise_well_above_the_floor(ado_run):
     trajectory, driver = ado_run
     noise = trajectory[:, 2]
     # noise's preference (zero learning speed) is ~0; floored and smoothed every update,
@@ -233,13 +301,27 @@ def test_ado_sends_noise_toward_the_floor(ado_run):
     assert np.all(trajectory[40:, 2] < 0.085)
 
 
-def test_ado_favours_easy_early_and_hard_later(ado_run):
-    trajectory, driver = ado_run
+def test_ado_sends_noise_toward_the_preference_floor(ado_official_run):
+    """With the defaults, noise's preference sits at the floor and its weight follows the
+    time average of the preferences down toward it, far below the earlier variant's."""
+    trajectory, driver = ado_official_run
+    noise = trajectory[:, 2]
+    assert driver.policy.preference[2] == pytest.approx(0.01, rel=0.01)
+    assert np.all(np.diff(noise[5:]) < 0)
+    assert noise[-1] < 0.025  # 0.01 + 0.97 x (the average, still above 0.01)
+    assert noise[-1] < 0.3 * 0.01 / (1 - 0.9 * (1 - 3 * 0.01))
+
+
+@pytest.mark.parametrize("run", ["ado_run", "ado_official_run"])
+def test_ado_favours_easy_early_and_hard_later(run, request):
+    trajectory, driver = request.getfixturevalue(run)
     easy, hard = trajectory[:, 0], trajectory[:, 1]
     peak = int(np.argmax(easy))
-    assert peak < 30 and easy[peak] > 0.5  # from 1/3: easy learns fastest at first
+    assert peak < 50 and easy[peak] > 0.5  # from 1/3: easy learns fastest at first
     assert easy[10] > hard[10]
-    assert easy[-1] < hard[-1] and easy[-1] < easy[peak] - 0.1  # its curve has flattened
+    assert easy[-1] < easy[peak] - 0.1  # its curve has flattened
+    assert driver.policy.preference[1] > driver.policy.preference[0]  # hard is faster now
+    assert hard[-1] > hard[100] + 0.02  # and hard gains weight
     # which is what the learner's true speeds say (at the tokens each had by then)
     assert LEARNER.speed(np.full(3, 1e5))[0] > LEARNER.speed(np.full(3, 1e5))[1]
     assert LEARNER.speed(driver.seen)[0] < LEARNER.speed(driver.seen)[1]
@@ -258,40 +340,50 @@ def test_ado_learns_from_warm_up_observations():
     np.testing.assert_array_equal(cold.preference, cold.prior)
 
 
-def test_ado_history_is_thinned_oldest_first():
-    policy = make("ado", max_history=10)
+@pytest.mark.parametrize("axis", ["own_tokens", "total_tokens"])
+def test_ado_history_is_thinned_oldest_first(axis):
+    policy = make("ado", max_history=10, x_axis=axis)
     Driver(policy).run(11)
     tokens = policy.history_tokens[0]
     assert len(tokens) <= 10
-    assert tokens[0] == pytest.approx(TOKENS_PER_UPDATE / 3)  # the first point stays
-    assert tokens[-1] == pytest.approx(policy.seen[0])  # and the recent ones
+    first = TOKENS_PER_UPDATE / 3 if axis == "own_tokens" else TOKENS_PER_UPDATE
+    assert tokens[0] == pytest.approx(first)  # the first point stays
+    now = policy.seen[0] if axis == "own_tokens" else policy.total
+    assert tokens[-1] == pytest.approx(now)  # and the recent ones
     assert tokens == sorted(tokens)
 
 
-def test_adaptive_mixer_passes_warm_up_observations_to_ado():
-    spec = MixtureSpec.parse(
-        {
-            "seq_len": 4,
-            "global_batch_size": 8,
-            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
-            "policy": {"name": "ado", "update_every": 1, "warmup_steps": 3, "delay": 1},
-        }
-    )
-    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
-    for step in range(4):
-        mixer.add(np.array([4.0 - step, 2.0]) * 10, np.array([10.0, 10.0]))
-        assert mixer.end_step(step)
-        decision = mixer.decide(step)
-        assert (decision is None) == (step < 3)
-    assert [len(points) for points in mixer.policy.history_tokens] == [4, 4]
+def test_ado_fits_validation_losses_when_asked():
+    """fit_on: validation: the curves are the validation losses given (here the learner's
+    true curve, while the training loss says nothing), at the tokens of their step."""
+    trained = make("ado", fit_on="validation")
+    untouched = make("ado")
+    seen, total, given, at = np.zeros(3), 0.0, [], []
+    tokens = np.full(3, TOKENS_PER_UPDATE / 3)
+    for step in range(8):
+        seen, total = seen + tokens, total + tokens.sum()
+        flat = np.full(3, 4.0) * tokens  # a training loss without information
+        points = ()
+        if step % 2:
+            points = (ValidationPoint(step, LEARNER.loss(seen), tokens),)
+            given.append(LEARNER.loss(seen))
+            at.append(total)
+        observation = Observation(step, 1, flat, tokens, points)
+        for policy in (trained, untouched):
+            policy.update(observation)
+    np.testing.assert_array_equal(trained.history_loss, np.array(given).T)
+    assert trained.history_tokens == [at] * 3
+    assert trained.preference[0] > 0.5  # easy's validation curve is the steepest
+    assert untouched.history_loss[0] == [4.0] * 8
+    assert untouched.preference[0] < 0.5  # flat training losses: no one learns
 
 
-# -- DoReMi ---------------------------------------------------------------------------------
+# -- excess loss (not DoReMi) -----------------------------------------------------------------
 
 
-def test_doremi_one_step_by_hand():
+def test_excess_loss_one_step_by_hand():
     references = {"easy": 1.5, "hard": 2.5, "noise": 10.0}
-    policy = make("doremi", reference_losses=references, eta=0.7, uniform_mix=0.01)
+    policy = make("excess_loss", reference_losses=references, eta=0.7, uniform_mix=0.01)
     policy.weights = np.array([0.5, 0.3, 0.2])
     # easy 1.5 above its reference, hard 0.5 below, noise had no tokens
     observation = Observation(9, 10, np.array([300.0, 200.0, 0.0]), np.array([100.0, 100.0, 0]))
@@ -302,10 +394,10 @@ def test_doremi_one_step_by_hand():
     np.testing.assert_allclose(policy.update(observation), expected, rtol=0, atol=1e-12)
 
 
-def test_doremi_above_reference_gains_weight_the_others_lose_it():
+def test_excess_loss_above_reference_gains_weight_the_others_lose_it():
     # hard's loss stays above 1.0; easy's stays below 10; noise's is exactly its reference
     references = {"easy": 10.0, "hard": 1.0, "noise": math.log(VOCAB)}
-    policy = make("doremi", reference_losses=references, eta=0.1)
+    policy = make("excess_loss", reference_losses=references, eta=0.1)
     trajectory = Driver(policy).run(40)
     assert np.all(np.diff(trajectory[:, 1]) > 0)
     assert np.all(np.diff(trajectory[:, 0]) < 0)
@@ -313,19 +405,47 @@ def test_doremi_above_reference_gains_weight_the_others_lose_it():
     assert trajectory[-1, 1] > 0.9
 
 
-def test_doremi_names_the_missing_references():
+def test_excess_loss_names_the_missing_references():
     with pytest.raises(ConfigError, match=r"no reference loss for hard, noise.*easy, hrad"):
-        make("doremi", reference_losses={"easy": 1.0, "hrad": 2.0})
+        make("excess_loss", reference_losses={"easy": 1.0, "hrad": 2.0})
     spec = MixtureSpec.parse(
         {
             "seq_len": 4,
             "global_batch_size": 8,
             "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
-            "policy": {"name": "doremi", "reference_losses": {"a": 2.0}},
+            "policy": {"name": "excess_loss", "reference_losses": {"a": 2.0}},
         }
     )
     with pytest.raises(ConfigError, match="no reference loss for b"):
         AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+
+
+def two_components(policy: dict) -> MixtureSpec:
+    return MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
+            "policy": {"update_every": 1, "delay": 1} | policy,
+        }
+    )
+
+
+def test_doremi_is_refused_with_what_it_is_and_a_state_saved_under_it_loads():
+    """`doremi` named a method this is not: the name is refused, saying what the policy is
+    and what to write; a state saved under the old name resumes under the new one."""
+    references = {"a": 2.0, "b": 3.0}
+    with pytest.raises(ConfigError, match=r"policy 'doremi' is now 'excess_loss': .*not DoReMi"):
+        two_components({"name": "doremi", "reference_losses": references})
+    spec = two_components({"name": "excess_loss", "reference_losses": references})
+    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+    mixer.add(np.array([30.0, 20.0]), np.array([10.0, 10.0]))
+    mixer.end_step(0)
+    change = mixer.decide(0)
+    saved = mixer.state_dict() | {"policy": "doremi"}  # as an earlier version saved it
+    resumed = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+    resumed.load_state_dict(saved)
+    assert resumed.policy.weights.tolist() == change["details"]["policy_weights"]
 
 
 def test_reference_losses_from_records_already_read():
@@ -368,27 +488,68 @@ def test_odm_explores_every_component():
     np.testing.assert_allclose(driver.proposals[0], np.full(3, 1 / 3), rtol=1e-15)
 
 
-def test_odm_one_step_by_hand():
-    policy = make("odm", np.array([0.5, 0.3, 0.2]), smoothing=0.6)
-    driver = Driver(policy)
-    driver.run(7)
+@pytest.mark.parametrize("clock", ["steps", "updates"])
+def test_odm_one_step_by_hand(clock):
+    """clock: steps (the paper's): t counts steps, and the softmax's temperature is the
+    rate the current weights were drawn with; clock: updates (earlier versions): t counts
+    updates, and eps_t is both. Here each update sees 10 steps."""
+    policy = make("odm", np.array([0.5, 0.3, 0.2]), smoothing=0.6, clock=clock)
+    for update in range(7):
+        observation = Observation(10 * update + 9, 10, np.array([30.0, 20, 50]), np.full(3, 10.0))
+        policy.weights = normalize(policy.update(observation))
     rewards, weights = policy.rewards.copy(), policy.weights.copy()
-    observation = Observation(7, 1, np.array([30.0, 0.0, 50.0]), np.array([10.0, 0.0, 5.0]))
+    observation = Observation(79, 10, np.array([30.0, 0.0, 50.0]), np.array([10.0, 0.0, 5.0]))
     # hard had no tokens: it keeps its reward estimate
     expected_rewards = rewards.copy()
     expected_rewards[0] = 0.6 * rewards[0] + 0.4 * 3.0 / weights[0]
     expected_rewards[2] = 0.6 * rewards[2] + 0.4 * 10.0 / weights[2]
-    explore = math.sqrt(math.log(3) / (3 * 8))
-    soft = np.exp(explore * expected_rewards)
+    if clock == "steps":
+        explore, temperature = exploration(3, 80), exploration(3, 70)
+    else:
+        explore = temperature = exploration(3, 8)
+    assert policy.rate == (exploration(3, 70) if clock == "steps" else exploration(3, 7))
+    soft = np.exp(temperature * expected_rewards)
     expected = (1 - 3 * explore) * soft / soft.sum() + explore
     proposed = policy.update(observation)
     np.testing.assert_allclose(policy.rewards, expected_rewards, rtol=1e-15)
     np.testing.assert_allclose(proposed, expected, rtol=0, atol=1e-12)
+    assert proposed.min() >= explore - 1e-15
+    assert policy.state_dict()["rate"] == explore
+
+
+def test_earlier_states_resume_only_under_the_options_that_made_them():
+    """A state saved before ado and odm took the papers' variants by default carries no
+    variant: it resumes exactly under the earlier options, and is refused, saying which
+    to set, under the new defaults."""
+    earlier_ado = make("ado", **EARLIER)
+    earlier_odm = make("odm", clock="updates")
+    for policy in (earlier_ado, earlier_odm):
+        Driver(policy).run(4)
+    old_ado = {
+        k: v
+        for k, v in earlier_ado.state_dict().items()
+        if k not in ("variant", "total", "average")
+    }
+    old_odm = {k: v for k, v in earlier_odm.state_dict().items() if k in ("rewards", "updates")}
+    with pytest.raises(ConfigError, match="x_axis: own_tokens, smoothing_base: previous_weights"):
+        make("ado").load_state_dict(old_ado)
+    with pytest.raises(ConfigError, match="set clock: updates in the policy"):
+        make("odm").load_state_dict(old_odm)
+    for name, old, options, through in (
+        ("ado", old_ado, EARLIER, earlier_ado),
+        ("odm", old_odm, {"clock": "updates"}, earlier_odm),
+    ):
+        resumed = make(name, **options)
+        resumed.weights = through.weights.copy()
+        resumed.load_state_dict(old)
+        np.testing.assert_array_equal(Driver(resumed).run(3), Driver(through).run(3))
+    with pytest.raises(ConfigError, match="saved with x_axis: total_tokens"):
+        make("ado", x_axis="own_tokens").load_state_dict(make("ado").state_dict())
 
 
 # -- every policy ---------------------------------------------------------------------------
 
-POLICIES = ["ado", "doremi", "odm", "custom_policies:Greedy"]
+POLICIES = ["ado", "excess_loss", "odm", "custom_policies:Greedy"]
 
 
 @pytest.mark.parametrize("name", POLICIES)
@@ -432,7 +593,7 @@ def test_same_observations_same_weights(name):
 
 
 def test_builtin_policies_are_registered():
-    assert {"ado": Ado, "doremi": Doremi, "odm": Odm}.items() <= BUILTIN_POLICIES.items()
+    assert {"ado": Ado, "excess_loss": ExcessLoss, "odm": Odm}.items() <= BUILTIN_POLICIES.items()
     assert policy_class("odm") is Odm
 
 
@@ -446,11 +607,14 @@ def test_builtin_policies_are_registered():
         ({"name": "ado", "min_points": 2}, "min_points"),
         ({"name": "ado", "huber_delta": 0}, "huber_delta"),
         ({"name": "ado", "min_points": 5, "max_history": 4}, "max_history .4. must be at least"),
-        ({"name": "doremi"}, "missing key 'reference_losses'"),
-        ({"name": "doremi", "reference_losses": {"a": -1.0}}, r"finite and >= 0: a=-1.0"),
-        ({"name": "doremi", "reference_losses": {"a": float("nan")}}, "finite and >= 0: a=nan"),
-        ({"name": "doremi", "reference_losses": {"a": 1}, "eta": 0}, "eta"),
-        ({"name": "doremi", "reference_losses": {"a": 1}, "uniform_mix": 1.5}, "uniform_mix"),
+        ({"name": "excess_loss"}, "missing key 'reference_losses'"),
+        ({"name": "excess_loss", "reference_losses": {"a": -1.0}}, r"finite and >= 0: a=-1.0"),
+        ({"name": "excess_loss", "reference_losses": {"a": float("nan")}}, "and >= 0: a=nan"),
+        ({"name": "excess_loss", "reference_losses": {"a": 1}, "eta": 0}, "eta"),
+        ({"name": "excess_loss", "reference_losses": {"a": 1}, "uniform_mix": 1.5}, "uniform_mix"),
+        ({"name": "ado", "x_axis": "steps"}, "x_axis: Input should be 'total_tokens' or"),
+        ({"name": "ado", "preference_floor": 1}, "preference_floor"),
+        ({"name": "odm", "clock": "time"}, "clock: Input should be 'steps' or 'updates'"),
         ({"name": "odm", "smoothing": 1}, "smoothing"),
         ({"name": "odm", "eta": 1}, "unknown key 'eta'"),
         ({"name": "custom_policies:Greedy", "step": 1}, "unknown key 'step'.*step_size"),
@@ -498,3 +662,50 @@ def test_a_mixture_from_elsewhere_imports_no_policy_it_names(tmp_path, monkeypat
     )
     assert allowed.policy.name == "custom_policies:Greedy"
     assert MixtureSpec.parse(base | {"policy": {"name": "ado"}}, policies=()).policy.name == "ado"
+
+
+def test_huge_finite_proposals_keep_their_proportions():
+    """A policy may propose any finite weights: [1e308, 1e308, 1, 1] is half and half on
+    the first two, not (through an overflowing sum) uniform."""
+    spec = MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {name: {"weight": 1.0} for name in "abcd"},
+            "policy": {"name": "static", "update_every": 1, "delay": 1, "min_weight": 0.01},
+        }
+    )
+    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.full(4, 100.0))
+    floored = mixer.floored(np.array([1e308, 1e308, 1.0, 1.0]))
+    np.testing.assert_allclose(floored, [0.49, 0.49, 0.01, 0.01], rtol=1e-12)
+    siblings = mixer.sibling_weights(floored)
+    assert siblings == pytest.approx({"a": 0.49, "b": 0.49, "c": 0.01, "d": 0.01})
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_the_mixer_takes_no_nonfinite_sums(bad):
+    """A nan or inf never reaches a policy's state or the log: the mixer refuses it."""
+    spec = MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
+            "policy": {"name": "odm", "update_every": 2, "delay": 1},
+        }
+    )
+    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+    mixer.add(np.array([30.0, 20.0]), np.array([10.0, 10.0]))
+    with pytest.raises(ConfigError, match="must be finite"):
+        mixer.add(np.array([bad, 20.0]), np.array([10.0, 10.0]))
+    with pytest.raises(ConfigError, match="must be finite"):
+        mixer.add(np.array([30.0, 20.0]), np.array([bad, 10.0]))
+    assert mixer.end_step(0) is False
+    assert mixer.end_step(1, skipped=True) is True
+    change = mixer.decide(1)
+    assert change["details"]["skipped_steps"] == 1
+    assert change["details"]["loss"] == [30.0, 20.0]
+    json.dumps(mixer.state_dict(), allow_nan=False)
+    # a window of skipped steps only decides nothing
+    assert mixer.end_step(2, skipped=True) is False
+    assert mixer.end_step(3, skipped=True) is True
+    assert mixer.decide(3) is None

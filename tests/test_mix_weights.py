@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,6 +15,30 @@ from mixplane.mix import cap_by_epochs, normalize, temperature_weights, unimax_w
 from mixplane.mix.weights import unimax_allotments
 
 sizes_strategy = st.lists(st.integers(1, 10**12), min_size=1, max_size=12)
+# Any finite weights >= 0, from subnormal to the largest float, at least one of them > 0.
+finite_weights = st.lists(
+    st.floats(0.0, 1.7976931348623157e308, allow_subnormal=True),
+    min_size=1,
+    max_size=8,
+).filter(lambda weights: max(weights) > 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(weights=finite_weights)
+def test_normalize_keeps_any_finite_weights_in_proportion(weights):
+    """The result is what exact arithmetic gives, rounded: no overflow near the float
+    range's end (whose sum is inf), no underflow of tiny weights beside large ones."""
+    result = normalize(weights)
+    exact_total = sum(Fraction(w) for w in weights)
+    expected = [float(Fraction(w) / exact_total) for w in weights]
+    assert np.all(np.isfinite(result)) and np.all(result >= 0)
+    assert math.fsum(result) == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-300)
+
+
+def test_normalize_huge_weights_is_not_uniform():
+    assert normalize([1e308, 1e308, 1, 1]).tolist() == [0.5, 0.5, 5e-309, 5e-309]
+    assert normalize([1.7976931348623157e308] * 3) == pytest.approx([1 / 3] * 3)
 
 
 def test_unimax_matches_the_reference_allotments():

@@ -8,27 +8,39 @@
         feedback.observe(step, loss_per_token, batch)  # before taking the next batch
         ...
 
-`observe` sums each component's losses and tokens in the batch (every sequence comes from
-one component: its `component` field), adds them up over the ranks (an all-reduce of a
-2 x components tensor when torch.distributed is initialized, gloo or nccl) and, every
-`update_every` steps, lets the policy decide new weights. Weights decided after step s
-apply from step s + `delay` on every rank and every DataLoader worker: each rank decides the
-same weights from the same sums, and tells its workers through the loader's channel before
-it takes its next batch. The delay must cover how far the workers read ahead
-(`num_workers x prefetch_factor` batches); that is checked here, not left to chance.
+`observe` checks each micro-batch against what this rank received (each observed once, in
+order, none skipped) and the loss against the batch's shape, then sums each component's
+losses and tokens (every sequence comes from one component: its `component` field). At a
+step's last micro-batch the ranks add their sums up in one all-reduce of a small float64
+tensor (when torch.distributed is initialized, gloo or nccl), read back to the CPU; every
+`update_every` steps the policy decides new weights. A mistake found on one rank rides on
+that all-reduce, so every rank raises at the same step instead of waiting on a rank that
+left (see `mixplane.load.step_sums`).
+
+Weights decided after step s apply from step s + `delay` on every rank and every DataLoader
+worker: each rank decides the same weights from the same sums (checked bit for bit), and
+tells its workers through the loader's channel before it takes its next batch. The delay
+must cover how far the workers read ahead (`num_workers x prefetch_factor` batches); that is
+checked here, not left to chance.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
 from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
+from mixplane.load.loss_checks import loss_shape_problem, validation_losses
+from mixplane.load.micro_batches import MicroBatches
+from mixplane.load.step_sums import Problem, StepSums
 from mixplane.load.torch_adapter import MixtureLoader
 from mixplane.load.weight_log import append_weight_change
 
@@ -52,71 +64,152 @@ class Feedback:
         self.step_size = dataset.spec.sequences_per_step("policy steps")
         if isinstance(loader, MixtureLoader):
             check_delay(loader, self.step_size, self.mixer.config.delay)
+        layout = dataset.layout
+        self.distributed = _distributed(layout.rank, layout.world_size)
         self.log = Path(log) if log is not None else None
-        self.this_step: torch.Tensor | None = None  # this rank's sums in the current step
-        self.pending: torch.Tensor | None = None  # all ranks' sums since the last update
+        self.seen = MicroBatches(self.step_size, layout.rank, layout.world_size)
+        self.sums: StepSums | None = None  # this rank's sums in the current step
+        self.generation = dataset.generation  # of the loader state the tracking follows
+        self.broken: str | None = None  # why this rank can no longer observe
         dataset.before_state = self._before_state
 
     def observe(
-        self, step: int, loss_per_token: torch.Tensor, batch: dict[str, Any]
+        self,
+        step: int,
+        loss_per_token: torch.Tensor,
+        batch: dict[str, Any],
+        validation_loss: Mapping[str, float] | None = None,
     ) -> dict[str, Any] | None:
         """Count the losses of `batch` (the one just received) for optimizer step `step`.
 
-        `loss_per_token` is the unreduced loss, `[batch, tokens]` (all `seq_len` tokens, or
-        one fewer when the last position has no target); the batch's `loss_mask` applies
-        when it has one of that shape. Call it for every micro-batch of every step, before
-        taking the next batch. Returns the weight change decided at this step, if any.
+        `loss_per_token` is the unreduced loss, `[batch, tokens]`: all `seq_len` tokens, or
+        one fewer when the last position has no target (with `labels: true`, the shape of
+        `labels`); the batch's `loss_mask`, when it has one, must have that shape and
+        applies. Call it for every micro-batch of every step, once, right after taking it.
+        A mistake (a batch observed twice or skipped, a wrong shape) raises before anything
+        is counted; with several ranks, every rank raises at the end of that step. A nan or
+        inf loss on a token that counts raises on every rank at the end of its step, or
+        leaves the step out on every rank (the policy's `on_nonfinite: skip`).
+
+        `validation_loss` gives, at any one micro-batch of a step, the loss per token on
+        held-out data of some of the policy's components (`{"web": 2.31, ...}`), measured by
+        the training loop at that step; with several ranks, the mean of the ranks that give
+        one is taken (give the same values on every rank, or on one). Policies may use them
+        (ADO with `fit_on: validation`). Returns the weight change decided at this step, if
+        any.
         """
-        loss = loss_per_token.detach()
-        if loss.dim() != 2 or loss.shape[0] != batch["component"].shape[0]:
-            raise ConfigError(
-                f"observe expects the unreduced loss per token, [batch, tokens]; got shape "
-                f"{tuple(loss.shape)} for a batch of {batch['component'].shape[0]} sequences"
-            )
-        self._check_position(step, batch)
-        mask = batch.get("loss_mask")
-        if isinstance(mask, torch.Tensor) and mask.shape == loss.shape:
-            weights = mask.to(loss.device, torch.float64)
-            per_sequence = torch.stack([(loss.double() * weights).sum(1), weights.sum(1)])
-        else:
-            sums = loss.sum(1, dtype=torch.float64)
-            per_sequence = torch.stack([sums, torch.full_like(sums, loss.shape[1])])
-        components = batch["component"].to(loss.device, torch.long)
-        if self.this_step is None:
-            shape = (2, len(self.dataset.names))
-            self.this_step = torch.zeros(shape, dtype=torch.float64, device=loss.device)
-            self.pending = torch.zeros_like(self.this_step)
-        self.this_step.index_add_(1, components, per_sequence)
-        if self.dataset.consumed < (step + 1) * self.step_size:
+        if self.broken is not None:
+            raise ConfigError(self.broken)
+        self._follow_loads()
+        try:
+            counted = self._count(step, loss_per_token, batch)
+            validation = self._validation(validation_loss)
+        except _Refused as refused:
+            self._fail_together(refused, step, loss_per_token)
+        sums = self._sums(counted.device)
+        sums.add_batch(counted.components, counted.loss, counted.tokens, counted.nonfinite)
+        if validation is not None:
+            sums.give_validation(validation)
+        if not self.seen.advance(step, counted.positions):
             return None  # more micro-batches of this step to come
         return self._end_step(step)
 
-    def _check_position(self, step: int, batch: dict[str, Any]) -> None:
-        index = batch["index"].reshape(-1)
-        first, last = int(index[0]), int(index[-1])
+    def _count(self, step: int, loss_per_token: Any, batch: dict[str, Any]) -> _Counted:
+        """Check the batch and its loss against what this rank received; what to count."""
+        components, index = batch.get("component"), batch.get("index")
+        if not (isinstance(components, torch.Tensor) and isinstance(index, torch.Tensor)):
+            raise _Refused(
+                "observe needs the batch as the loader gave it, with its `component` and "
+                "`index` tensors"
+            )
+        positions = index.reshape(-1).cpu().numpy()
+        if components.dim() != 1 or components.shape[0] != positions.size:
+            raise _Refused(
+                f"the batch has {positions.size} positions but a `component` of shape "
+                f"{tuple(components.shape)}: observe the batch as the loader gave it"
+            )
         layout = self.dataset.layout
         received = self.dataset.consumed - layout.world_size + layout.rank
-        if last != received:
-            raise ConfigError(
-                f"observe got the batch ending at position {last}, but the last batch this "
-                f"rank received ends at {received}: observe each batch right after taking it"
+        wrong = self.seen.check(step, positions, self.mixer.next_step, received)
+        if wrong is not None:
+            raise _Refused(wrong)
+        problem = loss_shape_problem(loss_per_token, batch)
+        if problem is not None:
+            raise _Refused(problem)
+        loss = loss_per_token.detach().double()
+        mask = batch.get("loss_mask")
+        weights = torch.ones_like(loss) if mask is None else mask.to(loss.device, torch.float64)
+        # A non-finite loss is counted apart (no sync here: the step's end looks at the
+        # counts), and left out of the sums so that nothing of it reaches the policy.
+        bad = ~torch.isfinite(loss) & (weights != 0)
+        sums = torch.where(bad | (weights == 0), 0.0, loss * weights).sum(1)
+        return _Counted(
+            positions=positions,
+            components=components.to(loss.device, torch.long),
+            loss=sums,
+            tokens=torch.where(bad, 0.0, weights).sum(1),
+            nonfinite=bad.sum(1, dtype=torch.float64),
+        )
+
+    def _validation(self, given: Mapping[str, float] | None) -> np.ndarray | None:
+        """The validation losses by the policy's components (nan: not given), checked."""
+        if given is None:
+            return None
+        if self.sums is not None and self.seen.step is not None and self.sums.validation_given:
+            raise _Refused("validation_loss was already given in this step", Problem.VALIDATION)
+        skip = self.mixer.config.on_nonfinite == "skip"
+        try:
+            return validation_losses(given, self.mixer.names, skip_nonfinite=skip)
+        except ValueError as error:
+            raise _Refused(str(error), Problem.VALIDATION) from None
+
+    def _sums(self, device: torch.device) -> StepSums:
+        if self.sums is None:
+            layout = self.dataset.layout
+            if self.distributed and dist.get_backend() == "gloo":
+                device = torch.device("cpu")
+            self.sums = StepSums(
+                len(self.dataset.names),
+                len(self.mixer.names),
+                layout.world_size,
+                layout.rank,
+                device,
             )
-        if first // self.step_size != step or last // self.step_size != step:
-            raise ConfigError(
-                f"observe(step={step}) got a batch of step {first // self.step_size} (positions "
-                f"{first}..{last}, {self.step_size} a step): pass the optimizer step the "
-                "batch belongs to (its first step is 0, or the resumed step)"
+        return self.sums
+
+    def _fail_together(self, refused: _Refused, step: int, loss: Any) -> NoReturn:
+        """Raise `refused`; with several ranks, first tell them, through the all-reduce
+        they are in (or about to be in) for this step, so that they raise too."""
+        if self.distributed:
+            device = loss.device if isinstance(loss, torch.Tensor) else _backend_device()
+            sums = self._sums(device)
+            sums.flag(refused.problem, step)
+            sums.reduce(distributed=True)
+            self.broken = (
+                f"observe stopped at an earlier mistake on this rank ({refused}); the ranks "
+                "stopped together: restart from the last checkpoint"
             )
+        raise ConfigError(str(refused)) from None
 
     def _end_step(self, step: int) -> dict[str, Any] | None:
-        assert self.this_step is not None and self.pending is not None
-        if dist.is_available() and dist.is_initialized():
-            dist.all_reduce(self.this_step)
-        self.pending += self.this_step
-        self.this_step.zero_()
-        if not self.mixer.end_step(step):
+        assert self.sums is not None
+        reduced = self.sums.reduce(self.distributed)
+        if reduced.problems:
+            rank, (problem, at) = min(reduced.problems.items())
+            self.broken = (
+                f"rank {rank} stopped observing at step {at}: {problem.description} (its own "
+                "error says more); every rank stops with it: restart from the last checkpoint"
+            )
+            raise ConfigError(self.broken)
+        skipped = bool(reduced.nonfinite.any())
+        if skipped and self.mixer.config.on_nonfinite == "raise":
+            self.broken = nonfinite_message(step, reduced.nonfinite, self.dataset.names)
+            raise ConfigError(self.broken)
+        if not skipped:
+            self.mixer.add(reduced.loss, reduced.tokens)
+        self.mixer.add_validation(reduced.validation)
+        if not self.mixer.end_step(step, skipped=skipped):
             return None
-        self._flush()
         change = self.mixer.decide(step)
         if change is None:
             return None
@@ -126,34 +219,103 @@ class Feedback:
             append_weight_change(self.log, change)
         return change
 
-    def _flush(self) -> None:
-        if self.pending is not None:
-            sums = self.pending.cpu().numpy()
-            self.mixer.add(sums[0], sums[1])
-            self.pending.zero_()
-
     def _check_ranks_agree(self, change: dict[str, Any]) -> None:
-        """Every rank decides from the same all-reduced sums; make sure the bits agree."""
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        """Every rank decides from the same all-reduced sums; make sure the bits agree.
+        Every rank sees every rank's weights, so all of them raise together if not."""
+        if not self.distributed:
             return
+        assert self.sums is not None
         mine = torch.tensor(change["details"]["policy_weights"], dtype=torch.float64)
-        mine = mine.to(self.pending.device if self.pending is not None else "cpu")
-        first = mine.clone()
-        dist.broadcast(first, src=0)
-        if not torch.equal(first, mine):
-            raise ConfigError(
-                f"ranks decided different weights at step {change['details']['decided_at']} "
-                f"(rank 0: {first.tolist()}, rank {dist.get_rank()}: {mine.tolist()}); the "
-                "policy must be deterministic"
-            )
+        mine = mine.to(self.sums.device)
+        everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+        dist.all_gather(everyone, mine)
+        for rank, theirs in enumerate(everyone[1:], start=1):
+            if not torch.equal(theirs, everyone[0]):
+                raise ConfigError(
+                    f"ranks decided different weights at step {change['details']['decided_at']} "
+                    f"(rank 0: {everyone[0].tolist()}, rank {rank}: {theirs.tolist()}); the "
+                    "policy must be deterministic"
+                )
+
+    def _follow_loads(self) -> None:
+        """A loader state loaded since starts at a step: forget the step under way."""
+        if self.dataset.generation != self.generation:
+            self.generation = self.dataset.generation
+            self.seen.reset()
+            self.sums = None
 
     def _before_state(self) -> None:
-        if self.this_step is not None and bool(self.this_step.any()):
+        self._follow_loads()
+        if self.broken is not None:
+            raise ConfigError(
+                f"no loader state after observe stopped ({self.broken}): it would not resume "
+                "the run; load the last checkpoint instead"
+            )
+        if self.seen.step is not None:
             raise ConfigError(
                 "a loader state was asked for in the middle of a step (some of its "
                 "micro-batches observed); save checkpoints after a step's last micro-batch"
             )
-        self._flush()
+        observed = self.mixer.next_step * self.step_size
+        if self.dataset.consumed != observed:
+            raise ConfigError(
+                f"a loader state was asked for with positions {observed}.."
+                f"{self.dataset.consumed - 1} received but not observed: observe every batch "
+                "before saving a checkpoint"
+            )
+
+
+class _Refused(Exception):
+    """A mistake in what observe was given, found before anything was counted."""
+
+    def __init__(self, message: str, problem: Problem = Problem.BATCH):
+        super().__init__(message)
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """What one checked micro-batch adds to its step."""
+
+    positions: np.ndarray
+    components: torch.Tensor
+    loss: torch.Tensor  # per sequence, of its finite losses
+    tokens: torch.Tensor  # per sequence, with a finite loss
+    nonfinite: torch.Tensor  # per sequence: tokens whose loss is nan or inf
+
+    @property
+    def device(self) -> torch.device:
+        return self.loss.device
+
+
+def nonfinite_message(step: int, nonfinite: np.ndarray, names: list[str]) -> str:
+    """The error for a step whose losses (over every rank) were not all finite."""
+    found = ", ".join(f"{int(n)} of {name}" for name, n in zip(names, nonfinite, strict=True) if n)
+    return (
+        f"step {step}: the loss of some tokens is nan or inf ({found}, over every rank); the "
+        "policy takes no non-finite loss: resume from a checkpoint before the divergence, or "
+        "set on_nonfinite: skip in the mixture's policy to leave such steps out"
+    )
+
+
+def _distributed(rank: int, world_size: int) -> bool:
+    """Whether torch.distributed joins several ranks; it must agree with the dataset's."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return False
+    if (dist.get_rank(), dist.get_world_size()) != (rank, world_size):
+        raise ConfigError(
+            f"torch.distributed has rank {dist.get_rank()} of {dist.get_world_size()}, the "
+            f"dataset rank {rank} of {world_size}: build the dataset with "
+            "MixtureDataset(..., rank=dist.get_rank(), world_size=dist.get_world_size())"
+        )
+    return world_size > 1
+
+
+def _backend_device() -> torch.device:
+    """Where a collective's tensor lives: the current GPU for nccl, else the CPU."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def check_delay(loader: MixtureLoader, step_size: int, delay: int) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import ConfigError
-from mixplane.mix.policy import Observation, policy_class
+from mixplane.mix.policy import RENAMED_POLICIES, Observation, ValidationPoint, policy_class
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 from mixplane.mix.weights import normalize
@@ -71,18 +71,45 @@ class AdaptiveMixer:
         self.loss = np.zeros(count)
         self.tokens = np.zeros(count)
         self.steps = 0  # steps in the current observation
+        self.skipped = 0  # of them, steps left out for a non-finite loss
+        self.validation: list[ValidationPoint] = []  # validation losses given in them
         self.next_step = 0
 
     # -- the training loop's side ----------------------------------------------------------
 
     def add(self, leaf_loss: np.ndarray, leaf_tokens: np.ndarray) -> None:
-        """Add per-leaf loss sums and token counts (summed over ranks) to the observation."""
+        """Add per-leaf loss sums and token counts (summed over ranks) to the observation.
+
+        They must be finite (and the counts >= 0): a nan or inf would reach the policy's
+        state and the weight log, and from there every later decision."""
+        leaf_loss = np.asarray(leaf_loss, dtype=np.float64)
+        leaf_tokens = np.asarray(leaf_tokens, dtype=np.float64)
+        if not (np.all(np.isfinite(leaf_loss)) and np.all(np.isfinite(leaf_tokens))):
+            raise ConfigError(
+                f"step {self.next_step}: loss sums {leaf_loss.tolist()} and token counts "
+                f"{leaf_tokens.tolist()} must be finite; the policy takes no nan or inf"
+            )
+        if np.any(leaf_tokens < 0):
+            raise ConfigError(f"step {self.next_step}: negative token counts {leaf_tokens}")
         for index, leaves in enumerate(self.members):
             self.loss[index] += float(np.sum(leaf_loss[leaves]))
             self.tokens[index] += float(np.sum(leaf_tokens[leaves]))
 
-    def end_step(self, step: int) -> bool:
-        """Step `step` is complete; True when an update is due (then call `decide`)."""
+    def add_validation(self, losses: np.ndarray) -> None:
+        """Validation losses per token of the policy's components, measured at the step
+        under way (nan for a component without one); after that step's `add`."""
+        losses = np.asarray(losses, dtype=np.float64)
+        if losses.shape != (len(self.names),) or np.any(np.isinf(losses)):
+            raise ConfigError(
+                f"validation losses must be one finite number (or nan: none) for each of "
+                f"{', '.join(self.names)}; got {losses.tolist()}"
+            )
+        if not np.all(np.isnan(losses)):
+            self.validation.append(ValidationPoint(self.next_step, losses, self.tokens.copy()))
+
+    def end_step(self, step: int, skipped: bool = False) -> bool:
+        """Step `step` is complete (`skipped`: its losses were left out, see
+        `on_nonfinite`); True when an update is due (then call `decide`)."""
         if step != self.next_step:
             raise ConfigError(
                 f"feedback for step {step} where step {self.next_step} was next: observe "
@@ -90,15 +117,23 @@ class AdaptiveMixer:
             )
         self.next_step += 1
         self.steps += 1
+        self.skipped += bool(skipped)
         return (step + 1) % self.config.update_every == 0
 
     def decide(self, step: int) -> dict[str, Any] | None:
         """Close the observation ending with `step`; the weight change it leads to, if any:
         `{"step", "weights", "details"}` as `set_weights` and the weight log take it."""
-        observation = Observation(step, self.steps, self.loss.copy(), self.tokens.copy())
+        observation = Observation(
+            step, self.steps, self.loss.copy(), self.tokens.copy(), tuple(self.validation)
+        )
+        skipped = self.skipped
         self.loss[:] = 0.0
         self.tokens[:] = 0.0
         self.steps = 0
+        self.skipped = 0
+        self.validation = []
+        if skipped == observation.steps:
+            return None  # every step was left out: nothing observed, nothing to decide
         if step + 1 <= self.config.warmup_steps:
             record = getattr(self.policy, "record", None)
             if record is not None:
@@ -119,6 +154,12 @@ class AdaptiveMixer:
                 "policy_weights": weights.tolist(),
                 "loss": observation.loss.tolist(),
                 "tokens": observation.tokens.tolist(),
+                "skipped_steps": skipped,
+                **(
+                    {"validation": _points_json(observation.validation)}
+                    if observation.validation
+                    else {}
+                ),
             },
         }
 
@@ -161,11 +202,14 @@ class AdaptiveMixer:
             "loss": self.loss.tolist(),
             "tokens": self.tokens.tolist(),
             "steps": self.steps,
+            "skipped": self.skipped,
+            "validation": _points_json(self.validation, tokens=True),
             "next_step": self.next_step,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("policy") != self.config.name or state.get("components") != self.names:
+        saved = RENAMED_POLICIES.get(state.get("policy"), state.get("policy"))
+        if saved != self.config.name or state.get("components") != self.names:
             raise ConfigError(
                 f"the saved policy state is for policy {state.get('policy')!r} over "
                 f"{state.get('components')}, not {self.config.name!r} over {self.names}"
@@ -175,4 +219,28 @@ class AdaptiveMixer:
         self.loss = np.asarray(state["loss"], dtype=np.float64)
         self.tokens = np.asarray(state["tokens"], dtype=np.float64)
         self.steps = int(state["steps"])
+        # (states saved before skipping and validation losses existed have neither)
+        self.skipped = int(state.get("skipped", 0))
+        self.validation = [
+            ValidationPoint(
+                int(point["step"]),
+                np.array([np.nan if v is None else v for v in point["loss"]], dtype=np.float64),
+                np.asarray(point["tokens"], dtype=np.float64),
+            )
+            for point in state.get("validation", [])
+        ]
         self.next_step = int(state["next_step"])
+
+
+def _points_json(
+    points: list[ValidationPoint] | tuple[ValidationPoint, ...], tokens: bool = False
+) -> list[dict[str, Any]]:
+    """Validation points as JSON (a missing loss is null, never NaN)."""
+    return [
+        {
+            "step": point.step,
+            "loss": [None if np.isnan(v) else float(v) for v in point.loss],
+            **({"tokens": point.tokens.tolist()} if tokens else {}),
+        }
+        for point in points
+    ]

@@ -21,6 +21,9 @@ from mixplane.errors import ConfigError
 def normalize(weights: Sequence[float] | np.ndarray, names: Sequence[str] = ()) -> np.ndarray:
     """Weights scaled to sum to 1; negative, non-finite or all-zero weights are an error.
 
+    Any finite weights work, however large or small: `normalize([1e308, 1e308, 1, 1])` is
+    [0.5, 0.5, 5e-309, 5e-309].
+
     Example:
         >>> normalize([5, 3, 2]).tolist()
         [0.5, 0.3, 0.2]
@@ -35,10 +38,13 @@ def normalize(weights: Sequence[float] | np.ndarray, names: Sequence[str] = ()) 
         raise ConfigError("no weights to normalize")
     if not np.all(np.isfinite(values)) or np.any(values < 0):
         raise ConfigError(f"weights must be finite numbers >= 0, got {label}")
-    total = values.sum()
-    if total <= 0:
+    largest = values.max()
+    if largest <= 0:
         raise ConfigError(f"weights must sum to a positive number, got {label}")
-    return values / total
+    # Scaled by the largest first, so that finite weights near the float range's end do not
+    # overflow their sum (1e308 + 1e308 is inf); the scaled ones sum to at most their count.
+    scaled = values / largest
+    return scaled / scaled.sum()
 
 
 def temperature_weights(sizes: Sequence[float] | np.ndarray, temperature: float) -> np.ndarray:

@@ -1,9 +1,10 @@
 """Adaptive mixing policies: per-component losses in, weights out (pure, JSON state).
 
-Built-in policies by name (`static`, `ado`, `doremi`, `odm`); any other name is an import
-path to a `Policy` subclass (`my_pkg.module:MyPolicy`). Where the names come from someone
-else (a posted mixture), `allowed` names the only import paths that may be taken: any other
-name is refused before anything is imported, with the same message whether it exists or not.
+Built-in policies by name (`static`, `ado`, `excess_loss`, `odm`); any other name is an
+import path to a `Policy` subclass (`my_pkg.module:MyPolicy`). Where the names come from
+someone else (a posted mixture), `allowed` names the only import paths that may be taken: any
+other name is refused before anything is imported, with the same message whether it exists
+or not.
 
 Example:
     >>> policy_class("static").__name__, policy_class("ado").__name__
@@ -17,16 +18,25 @@ from collections.abc import Collection
 
 from mixplane.errors import ConfigError
 from mixplane.mix.policy.ado import Ado
-from mixplane.mix.policy.base import Observation, Policy, PolicyOptions
-from mixplane.mix.policy.doremi import Doremi, reference_losses_from_log
+from mixplane.mix.policy.base import Observation, Policy, PolicyOptions, ValidationPoint
+from mixplane.mix.policy.excess_loss import ExcessLoss, reference_losses_from_log
 from mixplane.mix.policy.odm import Odm
 from mixplane.mix.policy.static import Static
 
 BUILTIN_POLICIES: dict[str, type[Policy]] = {
     "static": Static,
     "ado": Ado,
-    "doremi": Doremi,
+    "excess_loss": ExcessLoss,
     "odm": Odm,
+}
+# Names a built-in policy had before, refused with why and what to write instead (a saved
+# state under the old name still loads into the new one).
+RENAMED_POLICIES: dict[str, str] = {"doremi": "excess_loss"}
+_RENAMED_WHY = {
+    "doremi": "it is online excess-loss reweighting of the model being trained against one "
+    "reference loss per component, not DoReMi (a proxy model trained with Group DRO on "
+    "per-token reference losses, whose averaged weights then train the large model); "
+    "the options are the same",
 }
 
 
@@ -42,6 +52,11 @@ def policy_class(name: str, allowed: Collection[str] | None = None) -> type[Poli
     """
     if name in BUILTIN_POLICIES:
         return BUILTIN_POLICIES[name]
+    if name in RENAMED_POLICIES:
+        raise ConfigError(
+            f"policy {name!r} is now {RENAMED_POLICIES[name]!r}: {_RENAMED_WHY[name]}; write "
+            f"name: {RENAMED_POLICIES[name]}"
+        )
     if allowed is not None and name not in allowed:
         raise ConfigError(not_allowed(name, allowed))
     if ":" not in name and "." not in name:
@@ -79,6 +94,8 @@ __all__ = [
     "Observation",
     "Policy",
     "PolicyOptions",
+    "RENAMED_POLICIES",
+    "ValidationPoint",
     "policy_class",
     "reference_losses_from_log",
 ]

@@ -46,17 +46,30 @@ class PolicyOptions(BaseModel):
 
 
 @dataclass(frozen=True)
+class ValidationPoint:
+    """Validation losses the training loop measured at step `step` (`observe(...,
+    validation_loss=...)`): `loss[k]` is component k's loss per token on held-out data (nan
+    where it gave none), `tokens[k]` the tokens k had had in the observation up to then."""
+
+    step: int
+    loss: np.ndarray
+    tokens: np.ndarray
+
+
+@dataclass(frozen=True)
 class Observation:
     """What the training loop saw since the previous update, summed over all ranks.
 
     `loss[k]` is the sum of the per-token losses of component k's tokens, `tokens[k]` how
     many tokens that sum covers, over the `steps` training steps ending with `step`.
+    `validation` holds the validation losses given during those steps, oldest first.
     """
 
     step: int
     steps: int
     loss: np.ndarray
     tokens: np.ndarray
+    validation: tuple[ValidationPoint, ...] = ()
 
     @property
     def mean_loss(self) -> np.ndarray:

@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -36,7 +36,7 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    name: str = Field(description="static, ado, doremi, odm, or an import path module:Class")
+    name: str = Field(description="static, ado, excess_loss, odm, or an import path module:Class")
     update_every: int = Field(100, ge=1, description="steps between weight updates")
     warmup_steps: int = Field(
         0, ge=0, description="steps on the declared weights before the first update"
@@ -53,6 +53,11 @@ class PolicySpec(BaseModel):
     group: str | None = Field(
         None,
         description="adapt the children of this component only (default: every leaf)",
+    )
+    on_nonfinite: Literal["raise", "skip"] = Field(
+        "raise",
+        description="a step with a nan or inf loss: raise on every rank, or skip (its losses "
+        "are left out on every rank; an update with only skipped steps decides nothing)",
     )
 
     @model_validator(mode="after")

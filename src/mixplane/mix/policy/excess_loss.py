@@ -1,8 +1,9 @@
-"""DoReMi (Xie et al. 2023), online: weight up the components whose loss exceeds a reference.
+"""Online excess-loss reweighting: more of what the model is still worse at than a reference.
 
-Each component has a reference loss per token (what a reference model, trained on the
-declared mixture, reaches on it). At each update the excess loss of component k is
-lambda_k = max(mean loss_k - reference_k, 0), and
+Each component has a reference loss per token (what a reference model, e.g. one trained on
+the declared mixture, reaches on it). At each update the excess loss of component k is
+lambda_k = max(mean loss_k - reference_k, 0), and the sampling weights take an
+exponentiated-gradient step (the update rule of DoReMi's domain weights, Xie et al. 2023):
 
     w <- w * exp(eta * lambda)   (then normalized)
     w <- (1 - uniform_mix) * w + uniform_mix / K
@@ -11,9 +12,18 @@ A component with no tokens in the observation has no excess loss (lambda = 0). T
 references come from the mixture (`reference_losses: {name: loss}`); from a reference
 run's weight log, `reference_losses_from_log` turns the records already read into them.
 
+This is not DoReMi. DoReMi trains a small proxy model with Group DRO: the data is sampled
+from fixed reference weights throughout, the domain weights only reweight the proxy's
+training loss, the excess is clipped per token against a reference model's per-token
+losses on the same tokens, and the result is the weights averaged over the whole proxy run,
+which then train the large model as a static mixture. Here the model being trained is the
+one whose loss is observed, the weights change what it is fed as it trains, the references
+are one number per component (so the excess is clipped after averaging), and no average is
+taken. The policy was called `doremi` before; that name is refused with a pointer here.
+
 Example:
-    >>> options = Doremi.Options(reference_losses={"a": 2.0, "b": 3.0}, uniform_mix=0.0)
-    >>> policy = Doremi(["a", "b"], np.array([0.5, 0.5]), options)
+    >>> options = ExcessLoss.Options(reference_losses={"a": 2.0, "b": 3.0}, uniform_mix=0.0)
+    >>> policy = ExcessLoss(["a", "b"], np.array([0.5, 0.5]), options)
     >>> seen = Observation(step=99, steps=100, loss=np.array([300.0, 200.0]),
     ...                    tokens=np.array([100.0, 100.0]))  # a: 1 above, b: 1 below
     >>> weights = policy.update(seen)
@@ -78,8 +88,8 @@ def reference_losses_from_log(
     return {name: loss[name] / tokens[name] for name in loss if tokens[name] > 0}
 
 
-class Doremi(Policy):
-    """DoReMi online: exponentiated-gradient steps on the excess loss over references.
+class ExcessLoss(Policy):
+    """Exponentiated-gradient steps on each component's loss above a fixed reference.
 
     Options (with their defaults):
 
@@ -92,7 +102,7 @@ class Doremi(Policy):
     The policy keeps nothing but its weights (the caller restores those).
     """
 
-    name = "doremi"
+    name = "excess_loss"
 
     class Options(PolicyOptions):
         reference_losses: dict[str, float]
@@ -113,7 +123,7 @@ class Doremi(Policy):
         missing = [name for name in self.names if name not in references]
         if missing:
             raise ConfigError(
-                f"doremi: no reference loss for {', '.join(missing)} (reference_losses has "
+                f"excess_loss: no reference loss for {', '.join(missing)} (reference_losses has "
                 f"{', '.join(sorted(references)) or 'none'}; components: "
                 f"{', '.join(self.names)})"
             )
