@@ -16,7 +16,7 @@ from processes import finish, hold_until_one_waits, start
 from mixplane.catalog import Catalog
 from mixplane.errors import MixplaneError
 from mixplane.io.flaky_proxy import Faults, FlakyProxy, Gate
-from mixplane.load.synthetic import write_token_dataset
+from mixplane.load.tools.synthetic import write_token_dataset
 
 DATASETS = {
     "wiki": {"documents": 400, "seed": 1, "source": "wiki", "mean_tokens": 30, "shard_bytes": 4000},

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pytest
 
 from mixplane.catalog.synthetic import random_properties, write_metadata_shards
-from mixplane.load.synthetic import write_catalog
+from mixplane.load.tools.synthetic import write_catalog
 
 SCRIPT = Path(sys.executable).with_name("mixplane")
 # Deep enough that an 80-column table would have cut it short.

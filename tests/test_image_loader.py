@@ -401,7 +401,7 @@ def test_image_text_specs_are_checked_and_text_specs_are_unchanged(catalog):
 def test_text_and_image_mixtures_refuse_each_others_data(tmp_path):
     """Each loader names the other when handed the wrong kind of mixture or dataset."""
     from mixplane.load import MixtureDataset
-    from mixplane.load.synthetic import write_catalog
+    from mixplane.load.tools.synthetic import write_catalog
 
     catalog = write_image_catalog(str(tmp_path), {"photos": {"samples": 20, "seed": 1}})
     write_catalog(str(tmp_path), {"wiki": {"documents": 50, "seed": 1}}, catalog=catalog)

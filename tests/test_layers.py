@@ -174,8 +174,41 @@ def test_a_lower_layer_imports_no_higher_one(layer):
 
 def test_the_loader_does_not_import_processing():
     graph = import_graph()
-    reached = chains(
-        graph, ["mixplane.load", "mixplane.load.torch_adapter", "mixplane.load.images"]
-    )
+    reached = chains(graph, sorted(name for name in graph if within(name, ("mixplane.load",))))
     wrong = [" -> ".join(chain) for name, chain in reached.items() if within(name, PROCESSING)]
+    assert sorted(wrong) == []
+
+
+# The loader's parts, lowest first: each may import only the parts before it (and its own).
+LOAD_PARTS = (
+    "plan",  # pure: the sample order, packing, partition, resume state
+    "remote",  # the machine's copies of remote files
+    "read",  # tokens from shards into batches
+    "resolve",  # mixture -> documents, and the plan cache
+    "channel",  # weights and positions between the training process and its workers
+    "dataset",  # MixtureDataset
+    "torch",  # the PyTorch adapter
+    "adaptive",  # feedback from the training loop
+    "images",  # the image-text loader
+    "tools",  # export, preview, synthetic data, telemetry
+)
+
+
+def load_part(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["mixplane", "load"] else None
+
+
+def test_the_loader_parts_import_only_lower_ones():
+    graph = import_graph()
+    parts = {load_part(name) for name in graph} - {None, "_pieces"}
+    assert parts == set(LOAD_PARTS)  # a new part gets its place in the order
+    rank = {part: i for i, part in enumerate(LOAD_PARTS)}
+    wrong = [
+        f"{name} -> {other}"
+        for name, others in graph.items()
+        if load_part(name) in rank
+        for other in others
+        if load_part(other) in rank and rank[load_part(other)] > rank[load_part(name)]
+    ]
     assert sorted(wrong) == []

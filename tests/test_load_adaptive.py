@@ -18,10 +18,10 @@ import torch
 
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
-from mixplane.load.feedback import Feedback
-from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import MixtureLoader, torch_loader
-from mixplane.load.weight_log import read_weight_log
+from mixplane.load.adaptive.feedback import Feedback
+from mixplane.load.adaptive.weight_log import read_weight_log
+from mixplane.load.tools.synthetic import write_catalog
+from mixplane.load.torch.adapter import MixtureLoader, torch_loader
 
 TESTS = Path(__file__).parent
 RANK_SCRIPT = TESTS / "scripts" / "adaptive_rank.py"

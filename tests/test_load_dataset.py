@@ -10,7 +10,7 @@ import pytest
 
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
-from mixplane.load.synthetic import write_catalog
+from mixplane.load.tools.synthetic import write_catalog
 from mixplane.store import ShardReader
 
 SEQ_LEN = 64
@@ -333,9 +333,9 @@ def test_lineage_of_a_sequence(dataset, tmp_path: Path):
 
 def test_resolved_mixtures_are_cached_until_the_catalog_changes(catalog, dataset, tmp_path):
     from mixplane.catalog import Catalog
-    from mixplane.load.catalog_copy import open_catalog
-    from mixplane.load.plan_cache import entry_folder, load_resolved
-    from mixplane.load.synthetic import write_token_dataset
+    from mixplane.load.remote.catalog_copy import open_catalog
+    from mixplane.load.resolve.plan_cache import entry_folder, load_resolved
+    from mixplane.load.tools.synthetic import write_token_dataset
 
     spec = dataset.spec
     folder = entry_folder(spec, open_catalog(catalog, None), spec.cache_dir)

@@ -13,10 +13,10 @@ import pytest
 
 from mixplane.catalog import Catalog
 from mixplane.load import MixtureDataset
-from mixplane.load.packing import PackedComponent
-from mixplane.load.plan_cache import EpochOrders
-from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.plan.packing import PackedComponent
+from mixplane.load.resolve.plan_cache import EpochOrders
+from mixplane.load.tools.synthetic import write_catalog
+from mixplane.load.torch import torch_loader
 
 SEQ_LEN = 32
 
@@ -103,8 +103,8 @@ def test_the_stream_with_orders_on_disk_is_the_stream_in_memory(catalog, tmp_pat
 COUNTED = """
 import hashlib, os, sys, time
 import numpy as np
-from mixplane.load.packing import PackedComponent
-from mixplane.load.plan_cache import EpochOrders
+from mixplane.load.plan.packing import PackedComponent
+from mixplane.load.resolve.plan_cache import EpochOrders
 
 folder, counter, ready, peers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 build = PackedComponent.build_order
@@ -144,7 +144,7 @@ def test_processes_starting_together_compute_an_order_once(tmp_path):
 KILLED = """
 import os, signal, sys
 import numpy as np
-from mixplane.load.plan_cache import EpochOrders
+from mixplane.load.resolve.plan_cache import EpochOrders
 
 folder, victim = sys.argv[1], sys.argv[2]
 save = np.save

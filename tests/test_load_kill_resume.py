@@ -15,7 +15,7 @@ import psutil
 import pytest
 import yaml
 
-from mixplane.load.synthetic import write_catalog
+from mixplane.load.tools.synthetic import write_catalog
 
 SCRIPT = Path(__file__).parent / "scripts" / "train_loop.py"
 README = Path(__file__).parent.parent / "README.md"

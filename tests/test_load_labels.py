@@ -11,8 +11,8 @@ import torch
 
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
-from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.tools.synthetic import write_catalog
+from mixplane.load.torch import torch_loader
 
 SEQ_LEN = 32
 

@@ -12,9 +12,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixplane.load import transfer
 from mixplane.load._pieces import copy_pieces, number_pieces
-from mixplane.load.transfer import WorkerBatch
+from mixplane.load.torch import transfer
+from mixplane.load.torch.transfer import WorkerBatch
 
 TOKEN_TYPES = [np.uint8, np.uint16, np.uint32]
 OUT_TYPES = [np.uint16, np.int32, np.uint32, np.int64]

@@ -11,7 +11,7 @@ import pytest
 from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
-from mixplane.load.synthetic import write_token_dataset
+from mixplane.load.tools.synthetic import write_token_dataset
 from mixplane.mix import MixtureSpec, MixtureTree
 
 FOLDERS = {

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from mixplane.errors import ConfigError
 from mixplane.load import Layout
-from mixplane.load.packing import PackedComponent, windowed_permutation
-from mixplane.load.ranges import (
+from mixplane.load.plan.packing import PackedComponent, windowed_permutation
+from mixplane.load.plan.ranges import (
     DocumentRanges,
     difference,
     intersection_size,
@@ -199,7 +199,7 @@ def test_a_shuffle_window_is_seeded_and_differs_by_epoch():
 
 def test_an_epoch_cap_beyond_any_stream_is_no_cap():
     """A cap of 4.75e307 epochs overflowed to a 500 in the service's preview."""
-    from mixplane.load.plan import SamplePlan
+    from mixplane.load.plan.samples import SamplePlan
     from mixplane.mix import MixtureSpec, MixtureTree
     from mixplane.mix.blend import NO_CAP
 

@@ -21,8 +21,8 @@ from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import write_bytes
 from mixplane.io.flaky_proxy import Faults, FlakyProxy
 from mixplane.load import MixtureDataset
-from mixplane.load.assemble import plan_block
-from mixplane.load.range_reads import plan_ranges
+from mixplane.load.read.assemble import plan_block
+from mixplane.load.read.range_reads import plan_ranges
 from mixplane.manifest import read_json
 from mixplane.store import ShardReader
 from mixplane.store.checksums import UnitSums, shard_sums, unit_starts
@@ -99,7 +99,7 @@ def test_ranges_fetch_exactly_the_units_of_the_pieces_read(stores, s3_server, tm
 def test_ranges_with_dataloader_workers_resume_exactly(stores, s3_server, tmp_path):
     """Two DataLoader workers, each fetching its own blocks' ranges; stopped after 5 batches
     and resumed from the state dict, the batches are those of one uninterrupted pass."""
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     spec = ranged(mixture(stores["catalog"], tmp_path / "cache", s3_server))
     expected = stores["expected"]["input_ids"][:80]

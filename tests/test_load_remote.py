@@ -17,7 +17,7 @@ from mixplane.catalog import Catalog
 from mixplane.catalog.mirror import mirror_folder
 from mixplane.io.flaky_proxy import FlakyProxy, Gate
 from mixplane.load import MixtureDataset, resolve_mixture
-from mixplane.load.synthetic import write_catalog, write_token_dataset
+from mixplane.load.tools.synthetic import write_catalog, write_token_dataset
 from mixplane.manifest import file_digest
 from mixplane.mix.spec import MixtureSpec
 

@@ -27,9 +27,9 @@ from test_load_remote import upload_catalog
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.flaky_proxy import Faults, FlakyProxy, Gate
 from mixplane.load import MixtureDataset
-from mixplane.load import source as source_module
-from mixplane.load.forecast import block_shards
-from mixplane.load.synthetic import write_catalog
+from mixplane.load.read import source as source_module
+from mixplane.load.read.forecast import block_shards
+from mixplane.load.tools.synthetic import write_catalog
 
 DATASETS = {
     "wiki": {"documents": 240, "seed": 1, "source": "wiki", "mean_tokens": 40},
@@ -302,7 +302,7 @@ def test_a_prefetch_does_not_wait_for_a_reader_of_the_file_it_wanted(stores, s3_
     that the reader's pin holds until the reader is done (which deadlocked `close()`,
     waiting for that prefetch, with the pin still held)."""
     from mixplane.io.locks import close_lock, open_lock
-    from mixplane.load.shard_cache import RemoteFile, ShardCache
+    from mixplane.load.remote.shard_cache import RemoteFile, ShardCache
 
     path = stores["shards"][0]
     body = stores["fs"].cat_file(path)
@@ -441,7 +441,7 @@ def test_workers_take_their_first_batches_from_the_training_process(
     workers' first batches itself, by ranges over large shards (`RANGED_OPENING_BYTES`,
     lowered here), then downloads the shards after them: the batches are the local run's,
     and each shard crosses the wire once for the three processes."""
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     monkeypatch.setattr(source_module, "RANGED_OPENING_BYTES", 0)
     proxy = FlakyProxy(s3_server["endpoint_url"], Faults(match=BIN))
@@ -465,8 +465,8 @@ def test_a_worker_hands_out_its_first_batch_without_a_request(stores, s3_server,
     """A worker's copy of the dataset (as a spawned DataLoader worker gets it) carries its
     first batch: it hands it out before making any request. A weight change reaching the
     worker first drops it, and the batch is read again under the new weights."""
-    from mixplane.load.partition import Layout
-    from mixplane.load.torch_adapter import TorchMixtureDataset
+    from mixplane.load.plan.partition import Layout
+    from mixplane.load.torch.adapter import TorchMixtureDataset
 
     proxy = FlakyProxy(s3_server["endpoint_url"])
     with proxy as proxy_url:

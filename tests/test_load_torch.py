@@ -10,8 +10,8 @@ import torch
 
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
-from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import TorchMixtureDataset, torch_loader
+from mixplane.load.tools.synthetic import write_catalog
+from mixplane.load.torch.adapter import TorchMixtureDataset, torch_loader
 
 BATCH = 4
 LATER = {"wiki": 0.1, "code": 0.1, "web_de": 0.8}
@@ -304,7 +304,7 @@ def test_sample_mode_with_dataloader_batching(spec):
 
 
 def test_streaming_report_for_the_demo(spec):
-    from mixplane.load.preview import stream_through_torch
+    from mixplane.load.tools.preview import stream_through_torch
 
     report = stream_through_torch(spec, batches=25, batch_size=BATCH, num_workers=2)
     assert report["batches"] == 25 and report["sequences"] == 100

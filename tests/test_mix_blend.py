@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mixplane.load.plan import SamplePlan
+from mixplane.load.plan.samples import SamplePlan
 from mixplane.mix import Blend, MixtureSpec, MixtureTree, exact_shares, period_table
 from mixplane.mix.blend import NO_CAP
 from mixplane.mix.split import TreeSplit, make_split

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mixplane.load.synthetic import write_catalog
+from mixplane.load.tools.synthetic import write_catalog
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from conftest import create_bucket
 from mixplane.io.flaky_proxy import Faults, FlakyProxy
 from mixplane.io.plain_get import plain_http_possible
 from mixplane.io.retry import Retry
-from mixplane.load.shard_cache import RemoteFile, ShardCache
+from mixplane.load.remote.shard_cache import RemoteFile, ShardCache
 
 PLAIN = {"key": "k", "secret": "s", "endpoint_url": "http://127.0.0.1:9000",
          "client_kwargs": {"region_name": "eu-west-1"},

@@ -22,7 +22,7 @@ from conftest import Service
 
 from mixplane.catalog.composition import exact
 from mixplane.load import MixtureDataset
-from mixplane.load.telemetry import JobReporter
+from mixplane.load.tools.telemetry import JobReporter
 
 MIXTURE = {
     "seq_len": 128,

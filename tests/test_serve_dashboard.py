@@ -27,7 +27,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from mixplane.catalog import Catalog
 from mixplane.load import MixtureDataset
-from mixplane.load.telemetry import JobReporter
+from mixplane.load.tools.telemetry import JobReporter
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOT = ROOT / "docs" / "images" / "dashboard.png"

@@ -27,9 +27,9 @@ from conftest import Service
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.synthetic import random_properties, write_metadata_shards
-from mixplane.load.catalog_copy import open_catalog
-from mixplane.load.plan_cache import entry_folder, load_resolved
-from mixplane.load.resolve import resolve_mixture
+from mixplane.load.remote.catalog_copy import open_catalog
+from mixplane.load.resolve.plan_cache import entry_folder, load_resolved
+from mixplane.load.resolve.query import resolve_mixture
 from mixplane.mix.spec import MixtureSpec
 from mixplane.serve.guard import allowed_hosts, host_allowed
 from mixplane.serve.jobs import JobStore

@@ -81,7 +81,7 @@ def test_export_holds_every_document_in_order(sources, tmp_path: Path, tokenizer
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory) -> Path:
-    from mixplane.load.synthetic import write_catalog
+    from mixplane.load.tools.synthetic import write_catalog
 
     folder = tmp_path_factory.mktemp("megatron-mixture")
     return Path(

@@ -12,8 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_pipeline import stages_config
 
 from mixplane import Pipeline, PipelineConfig
-from mixplane.load import MixtureDataset, telemetry
-from mixplane.load.telemetry import JobReporter
+from mixplane.load import MixtureDataset
+from mixplane.load.tools import telemetry
+from mixplane.load.tools.telemetry import JobReporter
 from mixplane.process.exporter import ProcessExporter
 
 

@@ -41,10 +41,10 @@ import torch
 from torch import nn
 
 from mixplane.load import MixtureDataset
-from mixplane.load.feedback import Feedback
-from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import torch_loader
-from mixplane.load.weight_log import trajectories
+from mixplane.load.adaptive.feedback import Feedback
+from mixplane.load.adaptive.weight_log import trajectories
+from mixplane.load.tools.synthetic import write_catalog
+from mixplane.load.torch import torch_loader
 from mixplane.mix.policy.ado import EARLIER
 
 ROOT = Path(__file__).resolve().parents[2]

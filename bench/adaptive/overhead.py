@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from mixplane.load import MixtureDataset
-from mixplane.load.feedback import Feedback
-from mixplane.load.synthetic import write_catalog
-from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.adaptive.feedback import Feedback
+from mixplane.load.tools.synthetic import write_catalog
+from mixplane.load.torch import torch_loader
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = 16

@@ -46,7 +46,7 @@ def mixture_spec(catalog: Path, seq_len: int) -> dict:
 
 def prepare(folder: Path, tokens: int, seq_len: int, sequences: int) -> dict:
     """Build (or reuse) the catalog and the packed copies; returns paths and timings."""
-    from mixplane.load.synthetic import write_catalog
+    from mixplane.load.tools.synthetic import write_catalog
 
     folder.mkdir(parents=True, exist_ok=True)
     stamp = folder / "_bench.json"

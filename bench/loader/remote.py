@@ -96,7 +96,7 @@ def prepare(folder: Path, tokens: int, seq_len: int, shard_bytes: int, layout: s
     import numpy as np
 
     from mixplane.load import MixtureDataset
-    from mixplane.load.synthetic import write_catalog
+    from mixplane.load.tools.synthetic import write_catalog
 
     stamp = folder / "_bench.json"
     # format 2: shards with range checksums (.sums)
@@ -376,13 +376,13 @@ def runner(argv: list[str]) -> None:
 
     import mixplane.catalog  # noqa: F401
     from mixplane.load import MixtureDataset
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     torch.set_num_threads(1)
     if OPENING_ENV in os.environ:  # compare a first batch from ranges with one from shards
-        import mixplane.load.source
+        import mixplane.load.read.source
 
-        mixplane.load.source.RANGED_OPENING_BYTES = int(os.environ[OPENING_ENV])
+        mixplane.load.read.source.RANGED_OPENING_BYTES = int(os.environ[OPENING_ENV])
     made = {}
 
     def make_loader():

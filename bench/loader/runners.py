@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from consume import add_run_options, consume, report  # noqa: E402
 from data import WEIGHTS  # noqa: E402
 
-from mixplane.load.torch_adapter import as_is, as_tensors  # noqa: E402
-from mixplane.load.transfer import WorkerBatch  # noqa: E402
+from mixplane.load.torch.adapter import as_is, as_tensors  # noqa: E402
+from mixplane.load.torch.transfer import WorkerBatch  # noqa: E402
 
 
 class MemmapBatches(IterableDataset):
@@ -58,7 +58,7 @@ def memmap_loader(folder: Path, args) -> Iterable:
 
 def mixplane_loader(folder: Path, args, boundaries: str) -> DataLoader:
     from mixplane.load import MixtureDataset
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     dataset = MixtureDataset(folder / "mixture.yaml", dtype="uint16", boundaries=boundaries)
     return torch_loader(dataset, args.batch, num_workers=args.workers)
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     # Libraries load before the clock starts: time to first batch counts the tools' work only.
     if args.tool.startswith("mixplane"):
         import mixplane.catalog  # noqa: F401
-        import mixplane.load.torch_adapter  # noqa: F401
+        import mixplane.load.torch.adapter  # noqa: F401
     if args.tool.startswith("hf"):
         import datasets  # noqa: F401
     if args.tool == "hf-build":

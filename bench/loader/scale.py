@@ -115,7 +115,7 @@ def child(spec_json: str, rank: int, world: int, ready: str | None) -> None:
     import numpy as np
 
     from mixplane.load import Layout, MixtureDataset
-    from mixplane.load.assemble import plan_block
+    from mixplane.load.read.assemble import plan_block
 
     spec = json.loads(spec_json)
     before = status("RssAnon")

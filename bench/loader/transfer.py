@@ -11,7 +11,7 @@ pass-through `collate_fn`, default `prefetch_factor`):
   ordinary way. What it costs is the DataLoader's own cost of asking a worker for a batch and
   moving those bytes. With 0 workers it is the DataLoader's single-process loop.
 - `mixplane`: `torch_loader` over the catalog (plan, packing, reading, per-token
-  `document_ids`), its batches sent by `load/transfer.py`. With 0 workers it reads in the
+  `document_ids`), its batches sent by `load/torch/transfer.py`. With 0 workers it reads in the
   training process and skips the DataLoader's loop.
 - `floor-grouped` (not run by default): the floor with `--per-message` batches in each
   message, split into batches in the training process: what sending several batches per
@@ -55,7 +55,7 @@ def ready_made_loader(batch: dict, workers: int):
     """The floor: the same DataLoader over a dataset that hands out `batch` forever."""
     from torch.utils.data import DataLoader, IterableDataset
 
-    from mixplane.load.torch_adapter import as_is
+    from mixplane.load.torch.adapter import as_is
 
     class Ready(IterableDataset):
         def __iter__(self):
@@ -79,7 +79,7 @@ def run(args) -> dict:
     import torch
 
     from mixplane.load import MixtureDataset
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     torch.set_num_threads(1)
     dataset = MixtureDataset(args.mixture, dtype="uint16")

@@ -163,7 +163,7 @@ def run_demo(
 def stream_batches(mixture: dict[str, Any], batches: int, workers: int) -> dict[str, Any]:
     """Stream `batches` batches through a torch DataLoader; compare realized with requested."""
     from mixplane.load import MixtureDataset
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     dataset = MixtureDataset(mixture)
     names = dataset.names

@@ -33,7 +33,7 @@ def test_the_processing_stack_is_not_installed():
 
 def test_importing_the_loader_imports_no_processing_code():
     code = (
-        "import sys, mixplane.load, mixplane.load.torch_adapter, mixplane.catalog\n"
+        "import sys, mixplane.load, mixplane.load.torch.adapter, mixplane.catalog\n"
         "print(sorted(m for m in sys.modules if m.startswith(('mixplane.process', "
         "'mixplane.stages', 'mixplane.synth', 'mixplane.tokenize', 'mixplane.io.readers'))))"
     )
@@ -44,7 +44,7 @@ def test_importing_the_loader_imports_no_processing_code():
 
 @pytest.fixture(scope="module")
 def mixture(tmp_path_factory) -> Path:
-    from mixplane.load.synthetic import write_catalog
+    from mixplane.load.tools.synthetic import write_catalog
 
     folder = tmp_path_factory.mktemp("lean")
     catalog = write_catalog(
@@ -71,7 +71,7 @@ def mixture(tmp_path_factory) -> Path:
 
 def test_stream_and_resume_with_workers(mixture):
     from mixplane.load import MixtureDataset
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     def take(dataset, count):
         loader = torch_loader(dataset, batch_size=8, num_workers=2)

@@ -18,8 +18,8 @@ import torch
 import torch.distributed as dist
 
 from mixplane.load import MixtureDataset
-from mixplane.load.feedback import Feedback
-from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.adaptive.feedback import Feedback
+from mixplane.load.torch import torch_loader
 
 
 def main() -> None:

@@ -28,8 +28,8 @@ import torch.distributed as dist
 
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
-from mixplane.load.feedback import Feedback
-from mixplane.load.torch_adapter import torch_loader
+from mixplane.load.adaptive.feedback import Feedback
+from mixplane.load.torch import torch_loader
 
 
 def loss_of(batch: dict) -> torch.Tensor:

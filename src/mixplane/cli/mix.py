@@ -32,8 +32,8 @@ def preview(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Requested vs realized token shares per component, epochs, and the first sequences."""
-    from mixplane.load.preview import preview_mixture
-    from mixplane.load.weight_log import read_weight_log
+    from mixplane.load.adaptive.weight_log import read_weight_log
+    from mixplane.load.tools.preview import preview_mixture
 
     changes = read_weight_log(weight_log) if weight_log is not None else None
     report = preview_mixture(mixture, steps=steps, show=show, weight_log=changes)
@@ -88,7 +88,7 @@ def weights(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Each component's weight from each change on, and the loss the policy saw."""
-    from mixplane.load.weight_log import plot_weight_log, read_weight_log, trajectories
+    from mixplane.load.adaptive.weight_log import plot_weight_log, read_weight_log, trajectories
 
     changes = read_weight_log(log)
     found = trajectories(changes)

@@ -150,7 +150,7 @@ def export(
 ) -> None:
     """Export token data to Megatron's .bin/.idx: a dataset, a query's selection, or a
     mixture with the --data-path blend Megatron takes."""
-    from mixplane.load.export import export_mixture, export_selection
+    from mixplane.load.tools.export import export_mixture, export_selection
     from mixplane.store import export_megatron
 
     if format != "megatron":

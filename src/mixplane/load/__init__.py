@@ -9,11 +9,11 @@ Example:
 """
 
 from mixplane.load.dataset import MixtureDataset
-from mixplane.load.partition import Layout
-from mixplane.load.plan import SamplePlan
-from mixplane.load.resolve import resolve_mixture
-from mixplane.load.resolved import ResolvedMixture
-from mixplane.load.state import LoaderState
+from mixplane.load.plan.partition import Layout
+from mixplane.load.plan.resolved import ResolvedMixture
+from mixplane.load.plan.samples import SamplePlan
+from mixplane.load.plan.state import LoaderState
+from mixplane.load.resolve.query import resolve_mixture
 
 __all__ = [
     "Layout",

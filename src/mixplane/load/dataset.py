@@ -17,17 +17,17 @@ from typing import Any, Literal
 import numpy as np
 
 from mixplane.errors import ConfigError
-from mixplane.load.assemble import ReadContext, plan_block
 from mixplane.load.channel import WorkerChannel
-from mixplane.load.forecast import block_shards
-from mixplane.load.partition import Layout
-from mixplane.load.plan import SamplePlan
-from mixplane.load.plan_cache import epoch_orders
-from mixplane.load.resolve import resolve_mixture
-from mixplane.load.resolved import ResolvedMixture
-from mixplane.load.source import TokenSource
-from mixplane.load.state import Cursor, LoaderState
-from mixplane.load.stream import Stream
+from mixplane.load.plan.partition import Layout
+from mixplane.load.plan.resolved import ResolvedMixture
+from mixplane.load.plan.samples import SamplePlan
+from mixplane.load.plan.state import Cursor, LoaderState
+from mixplane.load.read.assemble import ReadContext, plan_block
+from mixplane.load.read.forecast import block_shards
+from mixplane.load.read.source import TokenSource, token_source
+from mixplane.load.read.stream import Stream
+from mixplane.load.resolve.plan_cache import epoch_orders
+from mixplane.load.resolve.query import resolve_mixture
 from mixplane.mix.adaptive import AdaptiveMixer
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
@@ -40,7 +40,7 @@ WORKER_BLOCK_DIVISOR = 8
 # would need instead.
 _NO_INDEX = (
     "To train with PyTorch, build the loader with torch_loader(dataset, batch_size, "
-    "num_workers=...) from mixplane.load.torch_adapter, not DataLoader(dataset); "
+    "num_workers=...) from mixplane.load.torch.adapter, not DataLoader(dataset); "
     "read_positions(positions) reads given positions"
 )
 
@@ -102,7 +102,7 @@ class MixtureDataset:
             runs=resolved.runs() if self.spec.shuffle_window is not None else None,
             orders=epoch_orders(resolved),  # None: not cached, orders kept in memory
         )
-        source = resolved.source(output_dtype(dtype, resolved.datasets))
+        source = token_source(resolved, output_dtype(dtype, resolved.datasets))
         self.context = ReadContext(plan, resolved, source, boundaries)
         self.prefetch = prefetch
         self.read_ahead = read_ahead or max(1, READ_AHEAD_TOKENS // self.spec.seq_len)
@@ -362,7 +362,7 @@ class MixtureDataset:
 
     def weight_log(self) -> list[dict[str, Any]]:
         """Every weight change so far, with what decided it: `{"step", "weights",
-        "details"}` (see `mixplane.load.weight_log` to write and read them)."""
+        "details"}` (see `mixplane.load.adaptive.weight_log` to write and read them)."""
         return [dict(change) for change in self.plan.weight_changes]
 
     def _publish(self) -> None:

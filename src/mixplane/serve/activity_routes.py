@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import FileResponse
 
-from mixplane.load.plan_service import FILE_NAME, PLAN_ID
+from mixplane.load.resolve.plan_service import FILE_NAME, PLAN_ID
 from mixplane.serve import models, scans
 from mixplane.serve.plans import UnknownPlan
 from mixplane.serve.service import Service, deadline, service

@@ -3,7 +3,7 @@ out the plan-cache entry's files, so a thousand ranks make one catalog query, no
 
 The files are those `plan_cache.save_resolved` writes (`plan.json` and one `.npy` per
 array), byte for byte: a rank that downloads them holds what its own resolution would have
-written (`mixplane.load.plan_service` is the other side). The resolution itself runs in a
+written (`mixplane.load.resolve.plan_service` is the other side). The resolution itself runs in a
 scan process (`mixplane.serve.scans.plan`); `PlanStore` remembers what it resolved, so that
 only those files are ever served.
 
@@ -26,7 +26,7 @@ from collections.abc import Collection
 from typing import Any
 
 from mixplane.errors import MixplaneError
-from mixplane.load.plan_service import FILE_NAME, LOCAL_FIELDS, PLAN_ID
+from mixplane.load.resolve.plan_service import FILE_NAME, LOCAL_FIELDS, PLAN_ID
 from mixplane.manifest import file_digest
 from mixplane.mix.spec import MixtureSpec
 

@@ -27,10 +27,10 @@ from mixplane.catalog.dataset import IMAGE_TEXT
 from mixplane.catalog.sample import documents_at, json_value, read_document
 from mixplane.errors import MixplaneError
 from mixplane.lineage import document_origin, trace
-from mixplane.load.catalog_copy import open_catalog
-from mixplane.load.plan_cache import entry_folder
-from mixplane.load.preview import preview_mixture
-from mixplane.load.resolve import resolve_mixture
+from mixplane.load.remote.catalog_copy import open_catalog
+from mixplane.load.resolve.plan_cache import entry_folder
+from mixplane.load.resolve.query import resolve_mixture
+from mixplane.load.tools.preview import preview_mixture
 from mixplane.serve.plans import plan_files, posted_spec, release_memory
 from mixplane.serve.runs import find_runs, run_details
 

@@ -14,7 +14,7 @@ import os
 from pydantic import BaseModel, ConfigDict, Field
 
 from mixplane.errors import ConfigError
-from mixplane.load.plan_service import TOKEN_ENV
+from mixplane.load.resolve.plan_service import TOKEN_ENV
 
 
 class ServeSettings(BaseModel):

@@ -55,7 +55,7 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
             "this mixture is a text mixture (kind: text); read it with MixtureDataset, or set "
             "`kind: image_text` for image-caption components"
         )
-    from mixplane.load.resolve import catalog_path, select_leaf
+    from mixplane.load.resolve.query import catalog_path, select_leaf
 
     tree = MixtureTree(spec)
     if catalog is None:

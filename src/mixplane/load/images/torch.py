@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.images.dataset import ImageTextDataset
-from mixplane.load.torch_adapter import (
+from mixplane.load.torch.adapter import (
     Received,
     as_tensors,
     exit_with_parent,

@@ -2,7 +2,7 @@
 
 A policy is a pure object: it never reads files, talks to other processes or looks at a
 clock, so the same observations always give the same weights. The training loop's feedback
-(`mixplane.load.feedback`) sums each component's per-token losses and token counts over all
+(`mixplane.load.adaptive.feedback`) sums each component's per-token losses and token counts over all
 ranks and hands them to the policy every `update_every` steps, as one `Observation`.
 
 Writing your own policy: subclass `Policy`, give it a `name` and, if it takes options, an

@@ -21,25 +21,43 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import join_url
-from mixplane.io.retry import CorruptRead, describe, is_transient
+from mixplane.io.retry import CorruptRead, Retry, describe, is_transient
 from mixplane.io.sizes import parse_size
 from mixplane.io.urls import S3_CONNECTIONS, url_filesystem
-from mixplane.load.ranges import SHARD_SPAN
-from mixplane.load.shard_cache import RemoteFile
+from mixplane.load.plan.ranges import SHARD_SPAN, ShardKey
+from mixplane.load.remote.shard_cache import RemoteFile, ShardCache
 from mixplane.store.checksums import UnitSums, hash_units
 from mixplane.store.format import SUMS
 
-if TYPE_CHECKING:
-    from mixplane.load.source import TokenSource
+
+class Shards(Protocol):
+    """What a `RangeReader` reads for: the shards and their remote copies (a `TokenSource`;
+    named here so this module needs nothing from the one that uses it)."""
+
+    shards: tuple[ShardKey, ...]
+    remote: np.ndarray  # per shard: True when it is remote
+    cache_mode: str
+    retry: Retry
+    storage_options: dict[str, Any]
+
+    @property
+    def arrays(self) -> Sequence[np.ndarray | None]: ...  # per shard: tokens, once opened
+    @property
+    def cache(self) -> ShardCache: ...
+    def stored_dtype(self, number: int) -> np.dtype: ...
+    def remote_url(self, number: int) -> str: ...
+    def manifest_entry(self, uri: str, name: str) -> dict[str, Any] | None: ...
+    def fetch_whole(self, uri: str, name: str) -> bytes: ...
+
 
 # Join only ranges that touch: bytes in a gap are often read by another block, and fetched
 # twice. A server that answers few requests per second reads faster with a gap (at the
@@ -123,9 +141,9 @@ class _Chunk:
 
 
 class RangeReader:
-    """Fetches and verifies the token ranges of remote pieces for a `TokenSource`."""
+    """Fetches and verifies the token ranges of remote pieces of its source's shards."""
 
-    def __init__(self, source: TokenSource, threads: int = 16):
+    def __init__(self, source: Shards, threads: int = 16):
         self.source = source
         self.threads = threads
         self.gap_bytes = parse_size(os.environ.get(GAP_ENV)) or GAP_BYTES

@@ -25,8 +25,8 @@ import numpy as np
 
 from mixplane.errors import ConfigError
 from mixplane.io.sizes import size_text
-from mixplane.load.assemble import ReadContext
-from mixplane.load.plan import Block
+from mixplane.load.plan.samples import Block
+from mixplane.load.read.assemble import ReadContext
 
 MAX_HORIZON = 256  # blocks
 # How a reader's first block is read: from whole shards, or its pieces by ranges.

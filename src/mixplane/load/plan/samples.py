@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import ConfigError
-from mixplane.load.packing import OrderStore, PackedComponent, Spans
+from mixplane.load.plan.packing import OrderStore, PackedComponent, Spans
 from mixplane.mix.blend import NO_CAP, Blend
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree

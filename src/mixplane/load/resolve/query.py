@@ -25,18 +25,18 @@ from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.io.ahead import in_order
 from mixplane.io.atomic import is_local
 from mixplane.io.locks import locked
-from mixplane.load import ranges as iv
-from mixplane.load.cache import cache_root
-from mixplane.load.catalog_copy import LocalCatalog, open_catalog
-from mixplane.load.plan_cache import (
+from mixplane.load.plan import ranges as iv
+from mixplane.load.plan.ranges import DocumentRanges, ShardKey
+from mixplane.load.plan.resolved import ResolvedMixture, registered_manifests
+from mixplane.load.read.source import TokenSource
+from mixplane.load.remote.catalog_copy import LocalCatalog, open_catalog
+from mixplane.load.remote.location import cache_root
+from mixplane.load.resolve.plan_cache import (
     PresummedRanges,
     entry_folder,
     load_resolved,
     save_resolved,
 )
-from mixplane.load.ranges import DocumentRanges, ShardKey
-from mixplane.load.resolved import ResolvedMixture, registered_manifests
-from mixplane.load.source import TokenSource
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
@@ -78,7 +78,7 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
     if catalog is not None:
         return _resolve(spec, catalog)
     if spec.plan_url:
-        from mixplane.load.plan_service import fetch_resolved
+        from mixplane.load.resolve.plan_service import fetch_resolved
 
         return fetch_resolved(spec)
     local = local_catalog(spec)

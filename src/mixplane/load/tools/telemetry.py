@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from mixplane.io.exporter import prometheus, start_exporter
-from mixplane.load.plan_service import TOKEN_ENV
+from mixplane.load.resolve.plan_service import TOKEN_ENV
 
 T = TypeVar("T")
 QUEUED = 64  # samples waiting to be pushed; older ones are dropped if the service is slow

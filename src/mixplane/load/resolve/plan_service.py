@@ -23,9 +23,9 @@ from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import atomic_open
 from mixplane.io.locks import locked
 from mixplane.io.retry import Retry
-from mixplane.load.cache import cache_root
-from mixplane.load.plan_cache import load_resolved
-from mixplane.load.resolved import ResolvedMixture
+from mixplane.load.plan.resolved import ResolvedMixture
+from mixplane.load.remote.location import cache_root
+from mixplane.load.resolve.plan_cache import load_resolved
 from mixplane.mix.spec import MixtureSpec
 
 TOKEN_ENV = "MIXPLANE_SERVE_TOKEN"  # the service's token, for `mixplane serve` and its clients

@@ -30,7 +30,7 @@ def preview_mixture(
 ) -> dict[str, Any]:
     """Requested vs realized shares, epochs and sample sequences for the first `steps`.
 
-    `weight_log` (a run's weight changes, see `mixplane.load.weight_log`) shows what that
+    `weight_log` (a run's weight changes, see `mixplane.load.adaptive.weight_log`) shows what that
     run's stream was made of.
     """
     dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0)
@@ -151,7 +151,7 @@ def stream_through_torch(
     """
     import time
 
-    from mixplane.load.torch_adapter import torch_loader
+    from mixplane.load.torch import torch_loader
 
     dataset = MixtureDataset(mixture, catalog=catalog)
     names = dataset.names

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from mixplane.io.atomic import join_url
-from mixplane.load.resolve import resolve_mixture
-from mixplane.load.resolved import ResolvedMixture
-from mixplane.load.source import TokenSource
+from mixplane.load.plan.resolved import ResolvedMixture
+from mixplane.load.read.source import TokenSource, token_source
+from mixplane.load.resolve.query import resolve_mixture
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.mix.tree import MixtureTree
 from mixplane.store.megatron import megatron_dtype, write_indexed
@@ -64,7 +64,7 @@ def export_selection(where: str, catalog: str, out: str) -> dict[str, Any]:
 
 
 def export_leaf(resolved: ResolvedMixture, c: int, prefix: str) -> dict[str, Any]:
-    source = resolved.source()
+    source = token_source(resolved)
     dtype = megatron_dtype(source_dtype(resolved))
     options = resolved.spec.storage_options
     return write_indexed(prefix, leaf_documents(resolved, source, c), dtype, options)

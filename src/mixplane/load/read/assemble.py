@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mixplane.load._pieces import copy_pieces, number_pieces
-from mixplane.load.source import TokenSource
+from mixplane.load.read.source import TokenSource
 
 if TYPE_CHECKING:
-    from mixplane.load.plan import Block, SamplePlan
-    from mixplane.load.resolved import ResolvedMixture
+    from mixplane.load.plan.resolved import ResolvedMixture
+    from mixplane.load.plan.samples import Block, SamplePlan
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from mixplane.errors import ConfigError
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.dataset import MixtureDataset
-from mixplane.load.partition import Layout
-from mixplane.load.transfer import WorkerBatch, as_tensors
+from mixplane.load.plan.partition import Layout
+from mixplane.load.torch.transfer import WorkerBatch, as_tensors
 
 PARENT_CHECK_SECONDS = 0.2
 

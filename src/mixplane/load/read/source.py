@@ -31,10 +31,11 @@ from mixplane.io.columns import integers
 from mixplane.io.retry import CorruptRead, Retry, read_whole
 from mixplane.io.sizes import size_text
 from mixplane.io.urls import url_filesystem
-from mixplane.load.cache import cache_root
-from mixplane.load.range_reads import RangeReader
-from mixplane.load.ranges import ShardKey
-from mixplane.load.shard_cache import RemoteFile, ShardCache
+from mixplane.load.plan.ranges import ShardKey
+from mixplane.load.plan.resolved import ResolvedMixture, registered_manifests
+from mixplane.load.read.range_reads import RangeReader
+from mixplane.load.remote.location import cache_root
+from mixplane.load.remote.shard_cache import RemoteFile, ShardCache, cache_limit
 from mixplane.store.dataset import TokenizedDataset, check_token_manifest
 from mixplane.store.format import BIN, SUMS
 from mixplane.store.reader import ShardReader
@@ -433,6 +434,29 @@ class TokenSource:
 
 _NONE = np.zeros(0, dtype=np.int64)
 _LIVE: weakref.WeakSet[TokenSource] = weakref.WeakSet()
+
+
+def token_source(resolved: ResolvedMixture, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
+    """The `TokenSource` that reads a resolved mixture's shards, as its spec says (cache
+    folder, limit and mode; each leaf's shards as one working set).
+
+    Example:
+        >>> source = token_source(resolve_mixture("mixture.yaml"))  # doctest: +SKIP
+    """
+    spec = resolved.spec
+    window = spec.shuffle_window
+    at_once = None if window is None else 2 * window  # the window read and the next
+    return TokenSource(
+        resolved.shards,
+        resolved.eos_id,
+        dtype,
+        spec.storage_options,
+        spec.cache_dir,
+        cache_limit(spec.cache_limit),
+        working_sets=[(resolved.shards_of(c), at_once) for c in range(len(resolved.ranges))],
+        cache_mode=spec.cache,
+        manifests=registered_manifests(resolved.datasets),
+    )
 
 
 def _start_over_in_child() -> None:

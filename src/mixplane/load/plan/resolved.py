@@ -8,9 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mixplane.load.ranges import DocumentRanges, ShardKey
-from mixplane.load.shard_cache import cache_limit
-from mixplane.load.source import TokenSource
+from mixplane.load.plan.ranges import DocumentRanges, ShardKey
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
@@ -44,22 +42,6 @@ class ResolvedMixture:
         if self.used is not None:
             return self.used[c]
         return np.flatnonzero(np.bincount(self.ranges[c].shard, minlength=len(self.shards)))
-
-    def source(self, dtype: np.dtype = np.dtype(np.int64)) -> TokenSource:
-        spec = self.spec
-        window = spec.shuffle_window
-        at_once = None if window is None else 2 * window  # the window read and the next
-        return TokenSource(
-            self.shards,
-            self.eos_id,
-            dtype,
-            spec.storage_options,
-            spec.cache_dir,
-            cache_limit(spec.cache_limit),
-            working_sets=[(self.shards_of(c), at_once) for c in range(len(self.ranges))],
-            cache_mode=spec.cache,
-            manifests=registered_manifests(self.datasets),
-        )
 
 
 def registered_manifests(datasets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -15,7 +15,7 @@ step's last micro-batch the ranks add their sums up in one all-reduce of a small
 tensor (when torch.distributed is initialized, gloo or nccl), read back to the CPU; every
 `update_every` steps the policy decides new weights. A mistake found on one rank rides on
 that all-reduce, so every rank raises at the same step instead of waiting on a rank that
-left (see `mixplane.load.step_sums`).
+left (see `mixplane.load.adaptive.step_sums`).
 
 Weights decided after step s apply from step s + `delay` on every rank and every DataLoader
 worker: each rank decides the same weights from the same sums (checked bit for bit), and
@@ -37,12 +37,12 @@ import torch
 import torch.distributed as dist
 
 from mixplane.errors import ConfigError
+from mixplane.load.adaptive.loss_checks import loss_shape_problem, validation_losses
+from mixplane.load.adaptive.micro_batches import MicroBatches
+from mixplane.load.adaptive.step_sums import Problem, StepSums
+from mixplane.load.adaptive.weight_log import append_weight_change
 from mixplane.load.dataset import MixtureDataset
-from mixplane.load.loss_checks import loss_shape_problem, validation_losses
-from mixplane.load.micro_batches import MicroBatches
-from mixplane.load.step_sums import Problem, StepSums
-from mixplane.load.torch_adapter import MixtureLoader
-from mixplane.load.weight_log import append_weight_change
+from mixplane.load.torch.adapter import MixtureLoader
 
 
 class Feedback:

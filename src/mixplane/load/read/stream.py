@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import ConfigError
-from mixplane.load.assemble import FilledBlock, PlannedBlock, ReadContext, plan_block
-from mixplane.load.forecast import Forecast
-from mixplane.load.partition import Layout
-from mixplane.load.state import Cursor
+from mixplane.load.plan.partition import Layout
+from mixplane.load.plan.state import Cursor
+from mixplane.load.read.assemble import FilledBlock, PlannedBlock, ReadContext, plan_block
+from mixplane.load.read.forecast import Forecast
 
 Block = PlannedBlock | FilledBlock
 
