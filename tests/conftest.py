@@ -127,13 +127,23 @@ def s3_bucket(s3_server):
 
 
 @pytest.fixture(scope="session")
-def demo_work(tmp_path_factory) -> Path:
-    """The demo's work folder (corpus, processed parts, tokens, catalog), built once."""
+def demo_run(tmp_path_factory) -> tuple[Path, list[str], dict]:
+    """The demo's text journey, run once for the session: its work folder, the steps it
+    announced and its report (test_demo checks them; the service tests use the folder)."""
     from mixplane.demo import run_demo
 
     work = tmp_path_factory.mktemp("demo")
-    run_demo(work, docs=1500, workers=2, batches=5, images=0)
-    return work
+    steps: list[str] = []
+    report = run_demo(
+        work, docs=1500, workers=2, batches=25, on_step=lambda name, _: steps.append(name), images=0
+    )
+    return work, steps, report
+
+
+@pytest.fixture(scope="session")
+def demo_work(demo_run) -> Path:
+    """The demo's work folder (corpus, processed parts, tokens, catalog), built once."""
+    return demo_run[0]
 
 
 class Service:

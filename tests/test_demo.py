@@ -7,14 +7,13 @@ from pathlib import Path
 from mixplane.demo import run_demo
 
 
-def test_demo_runs_every_step(tmp_path: Path):
-    steps = []
-    report = run_demo(
-        tmp_path, docs=600, workers=2, batches=25, on_step=lambda n, _: steps.append(n), images=0
-    )
+def test_demo_runs_every_step(demo_run):
+    """The session's demo run (the one the service tests serve): 1,500 documents, 25
+    batches of 8 sequences."""
+    work, steps, report = demo_run
     assert steps == ["synth", "process", "tokenizer", "tokenize", "catalog", "mix"]
     process = report["process"]
-    assert process["documents_in"] == 600
+    assert process["documents_in"] == 1500
     assert process["documents_in"] == process["kept"] + process["excluded"] + process["quarantined"]
     assert "dedup_exact" in process["excluded_by"]
     assert report["tokenize"]["documents"] == process["kept"]
@@ -29,7 +28,7 @@ def test_demo_runs_every_step(tmp_path: Path):
             )
             <= 1
         )
-    assert (tmp_path / "pipeline.yaml").exists() and (tmp_path / "mixture.yaml").exists()
+    assert (work / "pipeline.yaml").exists() and (work / "mixture.yaml").exists()
 
 
 def test_demo_image_journey(tmp_path: Path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mixtures import three_sources
 
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
@@ -55,11 +56,7 @@ def mixture(catalog: str, **fields) -> dict:
         "cache_dir": str(Path(catalog).parent / "cache"),
         "seq_len": SEQ_LEN,
         "seed": 1234,
-        "components": {
-            "wiki": {"where": "source = 'wiki'", "weight": 0.5},
-            "code": {"where": "source = 'code'", "weight": 0.3},
-            "web_de": {"where": "source = 'web' AND language = 'de'", "weight": 0.2},
-        },
+        "components": three_sources(),
     } | fields
 
 

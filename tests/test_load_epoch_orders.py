@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mixtures import three_sources
 
 from mixplane.catalog import Catalog
 from mixplane.load import MixtureDataset
@@ -43,11 +44,7 @@ def mixture(catalog: str, cache: Path, **fields) -> dict:
         "seq_len": SEQ_LEN,
         "seed": 7,
         "eos_id": 0,
-        "components": {
-            "wiki": {"where": "source = 'wiki'", "weight": 0.5},
-            "code": {"where": "source = 'code'", "weight": 0.3},
-            "web_de": {"where": "source = 'web' AND language = 'de'", "weight": 0.2},
-        },
+        "components": three_sources(),
         **fields,
     }
 

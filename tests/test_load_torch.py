@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from mixtures import three_sources
 
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
@@ -34,11 +35,7 @@ def spec(tmp_path_factory) -> dict:
         "seq_len": 32,
         "seed": 5,
         "eos_id": 0,
-        "components": {
-            "wiki": {"where": "source = 'wiki'", "weight": 0.5},
-            "code": {"where": "source = 'code'", "weight": 0.3},
-            "web_de": {"where": "source = 'web' AND language = 'de'", "weight": 0.2},
-        },
+        "components": three_sources(),
     }
 
 

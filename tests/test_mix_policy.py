@@ -5,19 +5,23 @@ L_k(n) = eps_k + beta_k * (n + N0)^-alpha_k: `easy` learns fast and flattens ear
 alpha), `hard` learns slowly for longer (low alpha), `noise` never learns (beta = 0, its
 loss is log(vocabulary size)). The driver runs a policy the way the adaptive mixer does:
 each update, component k gets weight_k * TOKENS_PER_UPDATE tokens, its loss sum comes from
-the curve at the tokens it has had, the policy proposes weights, and the driver normalizes
-them, applies the floor and sets `policy.weights`.
+the curve at the tokens it has had, the policy proposes weights, and the driver sets
+`policy.weights` to them as the adaptive mixer's `floored` makes them (normalized, the
+floor applied).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from mixplane.errors import ConfigError
@@ -41,6 +45,25 @@ NAMES = ["easy", "hard", "noise"]
 VOCAB = 32000
 TOKENS_PER_UPDATE = 2e4
 REFERENCES = {"easy": 1.5, "hard": 2.5, "noise": math.log(VOCAB)}
+
+
+def small_mixture(policy: dict, names: Sequence[str] = ("a", "b")) -> MixtureSpec:
+    """A mixture of equally weighted `names` with `policy` (deciding every step, applied
+    the next unless it says otherwise) and no data: what the mixer and policies need."""
+    return MixtureSpec.parse(
+        {
+            "seq_len": 4,
+            "global_batch_size": 8,
+            "components": {name: {"weight": 1.0} for name in names},
+            "policy": {"update_every": 1, "delay": 1} | policy,
+        }
+    )
+
+
+def mixer(policy: dict, names: Sequence[str] = ("a", "b")) -> AdaptiveMixer:
+    """The adaptive mixer of `small_mixture(policy, names)`, 100 tokens in each component."""
+    spec = small_mixture(policy, names)
+    return AdaptiveMixer(spec, MixtureTree(spec), np.full(len(names), 100.0))
 
 
 @dataclass(frozen=True)
@@ -70,7 +93,8 @@ class Driver:
 
     def __init__(self, policy: Policy, min_weight: float = 0.0, learner: Learner = LEARNER):
         self.policy = policy
-        self.min_weight = min_weight
+        # the adaptive mixer's own floor: a static mixer over the same components
+        self.mixer = mixer({"name": "static", "min_weight": min_weight}, policy.names)
         self.learner = learner
         self.seen = np.zeros(len(policy.names))
         self.step = 0
@@ -87,9 +111,7 @@ class Driver:
         if proposed is None:
             return
         self.proposals.append(np.array(proposed, dtype=np.float64))
-        floor, count = self.min_weight, len(self.policy.names)
-        normalized = normalize(np.asarray(proposed, dtype=np.float64), self.policy.names)
-        self.policy.weights = floor + (1.0 - floor * count) * normalized
+        self.policy.weights = self.mixer.floored(np.asarray(proposed, dtype=np.float64))
 
     def warm_up(self, observations: int) -> None:
         for _ in range(observations):
@@ -408,27 +430,8 @@ def test_excess_loss_above_reference_gains_weight_the_others_lose_it():
 def test_excess_loss_names_the_missing_references():
     with pytest.raises(ConfigError, match=r"no reference loss for hard, noise.*easy, hrad"):
         make("excess_loss", reference_losses={"easy": 1.0, "hrad": 2.0})
-    spec = MixtureSpec.parse(
-        {
-            "seq_len": 4,
-            "global_batch_size": 8,
-            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
-            "policy": {"name": "excess_loss", "reference_losses": {"a": 2.0}},
-        }
-    )
     with pytest.raises(ConfigError, match="no reference loss for b"):
-        AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
-
-
-def two_components(policy: dict) -> MixtureSpec:
-    return MixtureSpec.parse(
-        {
-            "seq_len": 4,
-            "global_batch_size": 8,
-            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
-            "policy": {"update_every": 1, "delay": 1} | policy,
-        }
-    )
+        mixer({"name": "excess_loss", "reference_losses": {"a": 2.0}})
 
 
 def test_doremi_is_refused_with_what_it_is_and_a_state_saved_under_it_loads():
@@ -436,14 +439,14 @@ def test_doremi_is_refused_with_what_it_is_and_a_state_saved_under_it_loads():
     and what to write; a state saved under the old name resumes under the new one."""
     references = {"a": 2.0, "b": 3.0}
     with pytest.raises(ConfigError, match=r"policy 'doremi' is now 'excess_loss': .*not DoReMi"):
-        two_components({"name": "doremi", "reference_losses": references})
-    spec = two_components({"name": "excess_loss", "reference_losses": references})
-    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
-    mixer.add(np.array([30.0, 20.0]), np.array([10.0, 10.0]))
-    mixer.end_step(0)
-    change = mixer.decide(0)
-    saved = mixer.state_dict() | {"policy": "doremi"}  # as an earlier version saved it
-    resumed = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
+        small_mixture({"name": "doremi", "reference_losses": references})
+    policy = {"name": "excess_loss", "reference_losses": references}
+    through = mixer(policy)
+    through.add(np.array([30.0, 20.0]), np.array([10.0, 10.0]))
+    through.end_step(0)
+    change = through.decide(0)
+    saved = through.state_dict() | {"policy": "doremi"}  # as an earlier version saved it
+    resumed = mixer(policy)
     resumed.load_state_dict(saved)
     assert resumed.policy.weights.tolist() == change["details"]["policy_weights"]
 
@@ -667,45 +670,51 @@ def test_a_mixture_from_elsewhere_imports_no_policy_it_names(tmp_path, monkeypat
 def test_huge_finite_proposals_keep_their_proportions():
     """A policy may propose any finite weights: [1e308, 1e308, 1, 1] is half and half on
     the first two, not (through an overflowing sum) uniform."""
-    spec = MixtureSpec.parse(
-        {
-            "seq_len": 4,
-            "global_batch_size": 8,
-            "components": {name: {"weight": 1.0} for name in "abcd"},
-            "policy": {"name": "static", "update_every": 1, "delay": 1, "min_weight": 0.01},
-        }
-    )
-    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.full(4, 100.0))
-    floored = mixer.floored(np.array([1e308, 1e308, 1.0, 1.0]))
+    four = mixer({"name": "static", "min_weight": 0.01}, "abcd")
+    floored = four.floored(np.array([1e308, 1e308, 1.0, 1.0]))
     np.testing.assert_allclose(floored, [0.49, 0.49, 0.01, 0.01], rtol=1e-12)
-    siblings = mixer.sibling_weights(floored)
+    siblings = four.sibling_weights(floored)
     assert siblings == pytest.approx({"a": 0.49, "b": 0.49, "c": 0.01, "d": 0.01})
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    proposed=st.lists(st.floats(0, 1e300), min_size=2, max_size=6).filter(any),
+    floor_share=st.floats(0, 1, exclude_max=True),
+)
+def test_floored_weights_keep_the_floor_the_sum_and_the_proportions(proposed, floor_share):
+    """Every weight is at least min_weight, they sum to 1, and above the floor they keep
+    the proposal's order and proportions (what is left after the floors, shared as
+    proposed)."""
+    count = len(proposed)
+    floor = floor_share / count
+    names = [f"c{index}" for index in range(count)]
+    floored = mixer({"name": "static", "min_weight": floor}, names).floored(np.array(proposed))
+    assert np.all(floored >= floor)
+    assert floored.sum() == pytest.approx(1.0, abs=1e-12)
+    scaled = np.array(proposed) / max(proposed)  # the shares, without overflowing the sum
+    shares = scaled / scaled.sum()
+    np.testing.assert_allclose(floored - floor, (1 - floor * count) * shares, rtol=0, atol=1e-12)
+    order = np.argsort(proposed, kind="stable")
+    assert np.all(np.diff(floored[order]) >= 0)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_the_mixer_takes_no_nonfinite_sums(bad):
     """A nan or inf never reaches a policy's state or the log: the mixer refuses it."""
-    spec = MixtureSpec.parse(
-        {
-            "seq_len": 4,
-            "global_batch_size": 8,
-            "components": {"a": {"weight": 0.5}, "b": {"weight": 0.5}},
-            "policy": {"name": "odm", "update_every": 2, "delay": 1},
-        }
-    )
-    mixer = AdaptiveMixer(spec, MixtureTree(spec), np.array([100.0, 100.0]))
-    mixer.add(np.array([30.0, 20.0]), np.array([10.0, 10.0]))
+    odm = mixer({"name": "odm", "update_every": 2})
+    odm.add(np.array([30.0, 20.0]), np.array([10.0, 10.0]))
     with pytest.raises(ConfigError, match="must be finite"):
-        mixer.add(np.array([bad, 20.0]), np.array([10.0, 10.0]))
+        odm.add(np.array([bad, 20.0]), np.array([10.0, 10.0]))
     with pytest.raises(ConfigError, match="must be finite"):
-        mixer.add(np.array([30.0, 20.0]), np.array([bad, 10.0]))
-    assert mixer.end_step(0) is False
-    assert mixer.end_step(1, skipped=True) is True
-    change = mixer.decide(1)
+        odm.add(np.array([30.0, 20.0]), np.array([bad, 10.0]))
+    assert odm.end_step(0) is False
+    assert odm.end_step(1, skipped=True) is True
+    change = odm.decide(1)
     assert change["details"]["skipped_steps"] == 1
     assert change["details"]["loss"] == [30.0, 20.0]
-    json.dumps(mixer.state_dict(), allow_nan=False)
+    json.dumps(odm.state_dict(), allow_nan=False)
     # a window of skipped steps only decides nothing
-    assert mixer.end_step(2, skipped=True) is False
-    assert mixer.end_step(3, skipped=True) is True
-    assert mixer.decide(3) is None
+    assert odm.end_step(2, skipped=True) is False
+    assert odm.end_step(3, skipped=True) is True
+    assert odm.decide(3) is None

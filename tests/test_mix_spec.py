@@ -6,19 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mixtures import three_sources
 
 from mixplane.errors import ConfigError
 from mixplane.mix import MixtureSpec, MixtureTree, load_mixture
 
-THREE = {
-    "wiki": {"where": "source = 'wiki'", "weight": 0.5},
-    "code": {"where": "source = 'code'", "weight": 0.3},
-    "web_de": {"where": "source = 'web' AND language = 'de'", "weight": 0.2},
-}
-
 
 def spec(**fields) -> MixtureSpec:
-    return MixtureSpec.parse({"seq_len": 16, "components": THREE} | fields)
+    return MixtureSpec.parse({"seq_len": 16, "components": three_sources()} | fields)
 
 
 def test_yaml_and_dict_give_the_same_spec(tmp_path: Path):
