@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections import deque
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -260,8 +260,8 @@ def torch_loader(
     read ahead is `loader.batches_ahead`; a `set_weights` step must be further.
 
     Example:
-        >>> loader = torch_loader(dataset, 8, num_workers=2)  # doctest: +SKIP
-        >>> loader.dataset.per_message, loader.batches_ahead  # 8 x 2048 int64 tokens  # doctest: +SKIP
+        >>> loader = torch_loader(dataset, 8, num_workers=2)  # 8 x 2048 int64  # doctest: +SKIP
+        >>> loader.dataset.per_message, loader.batches_ahead  # doctest: +SKIP
         (2, 5)
     """
     error = "pass batch_size to torch_loader, not to the DataLoader options"
