@@ -291,8 +291,9 @@ def test_batches_per_message_is_chosen_by_batch_size(spec):
     assert torch_loader(MixtureDataset(adaptive), BATCH, num_workers=2).dataset.per_message == 1
     with pytest.raises(ConfigError, match="collate_fn sees whole DataLoader items"):
         torch_loader(dataset, BATCH, num_workers=2, batches_per_message=2, collate_fn=len)
-    with pytest.raises(ConfigError, match="batches_per_message must be >= 1"):
-        torch_loader(dataset, BATCH, num_workers=2, batches_per_message=0)
+    for wrong in (0, 2.5):
+        with pytest.raises(ConfigError, match="batches_per_message must be a whole number >= 1"):
+            torch_loader(dataset, BATCH, num_workers=2, batches_per_message=wrong)
 
 
 @pytest.mark.parametrize(

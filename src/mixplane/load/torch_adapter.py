@@ -68,8 +68,10 @@ class TorchMixtureDataset(IterableDataset):
         # A DataLoader worker hands out this many consecutive batches in one item (whole
         # batches only; a `MixtureLoader` splits them again).
         self.per_message = batches_per_message if batch_size is not None else 1
-        if self.per_message < 1:
-            raise ConfigError(f"batches_per_message must be >= 1, got {batches_per_message}")
+        if not isinstance(self.per_message, int) or self.per_message < 1:
+            raise ConfigError(
+                f"batches_per_message must be a whole number >= 1, got {batches_per_message}"
+            )
         self.tracked = False  # set by MixtureLoader, which follows the batches received
         if dataset.channel is None:
             dataset.channel = WorkerChannel()
