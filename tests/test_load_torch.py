@@ -198,7 +198,7 @@ def test_set_weights_reaches_running_workers(spec):
 def test_a_change_for_a_step_workers_already_handed_out_is_refused(spec):
     spec = stepped(spec)
     dataset = MixtureDataset(spec)
-    loader = torch_loader(dataset, BATCH, num_workers=2)
+    loader = torch_loader(dataset, BATCH, num_workers=2, batches_per_message=1)
     stream = iter(loader)
     next(stream)
     next(stream)
@@ -207,6 +207,79 @@ def test_a_change_for_a_step_workers_already_handed_out_is_refused(spec):
         for _ in range(6):
             next(stream)
     stream.close()  # now, rather than whenever the error's frames are collected
+
+
+def test_resume_between_batches_of_one_message_is_exact(spec):
+    """Three batches a message: a checkpoint taken while batches 4 and 5 wait in the
+    training process (they came with batch 3) resumes the uninterrupted stream, a weight
+    change included; a weight change for a batch already waiting here is refused."""
+    spec = stepped(spec)
+    stop = 4
+    expected = reference(spec, 16, change=(12, LATER))
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, BATCH, num_workers=2, batches_per_message=3)
+    assert loader.batches_ahead == 8  # 2 workers x 1 message of 3, and 2 more in the one held
+    dataset.set_weights(12, LATER)
+    batches, checkpoint = [], None
+    for batch in loader:
+        batches.append(batch)
+        if len(batches) == stop:
+            checkpoint = dataset.state_dict()
+            with pytest.raises(ConfigError, match="in the past: DataLoader workers already"):
+                dataset.set_weights(5, LATER)
+        if len(batches) == stop + 4:
+            break
+    assert checkpoint["consumed"] == stop * BATCH
+
+    dataset = MixtureDataset(spec)
+    loader = torch_loader(dataset, BATCH, num_workers=2, batches_per_message=3)
+    dataset.load_state_dict(checkpoint)
+    same(batches[:stop] + run(loader, 16 - stop), expected)
+
+
+def test_grouped_messages_end_with_the_stream(spec):
+    """At the end of a finite stream the last message holds only the batches left (the last
+    one short), and every rank gets as many sequences as the other."""
+    finite = spec | {"max_epochs": 1}
+    world = 2
+    left = BATCH * 7 + 2  # per rank: 7 whole batches and one of 2, in messages of 3, 3, 2
+    start = MixtureDataset(finite).state_dict()
+    start["consumed"] = MixtureDataset(finite).plan.length - world * left - 1
+    for rank in range(world):
+        inline = MixtureDataset(finite, rank=rank, world_size=world)
+        inline.load_state_dict(start)
+        expected = list(inline.batches(BATCH))
+        dataset = MixtureDataset(finite, rank=rank, world_size=world)
+        loader = torch_loader(dataset, BATCH, num_workers=2, batches_per_message=3)
+        dataset.load_state_dict(start)
+        batches = list(loader)
+        assert [len(b["index"]) for b in batches] == [BATCH] * 7 + [2]
+        same(batches, expected)
+        assert dataset.state_dict()["consumed"] == start["consumed"] + world * left
+
+
+def test_batches_per_message_is_chosen_by_batch_size(spec):
+    """Small batches travel several to a message, not with a collate_fn (it would see
+    whole messages), not for an adaptive mixture (its delay counts single batches), and the
+    DataLoader's prefetch_factor is divided so that workers read about as far ahead."""
+    dataset = MixtureDataset(spec)
+    grouped = torch_loader(dataset, BATCH, num_workers=2)
+    assert grouped.dataset.per_message == 4  # 4 x 32 tokens: a few KiB a batch
+    assert grouped.prefetch_factor == 1 and grouped.batches_ahead == 11
+    assert torch_loader(dataset, BATCH, num_workers=2, prefetch_factor=8).prefetch_factor == 2
+    assert torch_loader(dataset, BATCH, num_workers=0).dataset.per_message == 1
+    single = torch_loader(dataset, BATCH, num_workers=2, collate_fn=lambda batch: batch)
+    assert single.dataset.per_message == 1 and single.batches_ahead == 4
+    adaptive = spec | {
+        "global_batch_size": BATCH,
+        "policy": {"name": "static", "update_every": 2, "delay": 6},
+    }
+    assert torch_loader(MixtureDataset(adaptive), BATCH, num_workers=2).dataset.per_message == 1
+    with pytest.raises(ConfigError, match="collate_fn sees whole DataLoader items"):
+        torch_loader(dataset, BATCH, num_workers=2, batches_per_message=2, collate_fn=len)
+    for wrong in (0, 2.5):
+        with pytest.raises(ConfigError, match="batches_per_message must be a whole number >= 1"):
+            torch_loader(dataset, BATCH, num_workers=2, batches_per_message=wrong)
 
 
 @pytest.mark.parametrize(

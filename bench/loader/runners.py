@@ -27,33 +27,44 @@ from consume import add_run_options, consume, report  # noqa: E402
 from data import WEIGHTS  # noqa: E402
 
 from mixplane.load.torch.adapter import as_is, as_tensors  # noqa: E402
-from mixplane.load.torch.transfer import WorkerBatch  # noqa: E402
+from mixplane.load.torch.transfer import WorkerBatch, group_size, split_group  # noqa: E402
 
 
 class MemmapBatches(IterableDataset):
-    """Contiguous batches of the packed sequences; workers take batches in turn and send
-    them as mixplane's workers send theirs (`WorkerBatch`), so the transfer costs the same."""
+    """Contiguous batches of the packed sequences; workers take groups of `per_message`
+    batches in turn and send them as mixplane's workers send theirs (`WorkerBatch`, as many
+    batches a message as `torch_loader` would put together), so the transfer costs the same."""
 
-    def __init__(self, path: str, batch: int):
-        self.path, self.batch = path, batch
+    def __init__(self, path: str, batch: int, per_message: int = 1):
+        self.path, self.batch, self.per_message = path, batch, per_message
 
     def __iter__(self):
         packed = np.load(self.path, mmap_mode="r")
         info = get_worker_info()
         workers, worker = (info.num_workers, info.id) if info else (1, 0)
-        count = len(packed) // self.batch
-        for index in range(worker, count, workers):
-            batch = {"input_ids": np.array(packed[index * self.batch : (index + 1) * self.batch])}
+        rows = self.batch * (self.per_message if info else 1)
+        count = len(packed) // self.batch * self.batch
+        for start in range(worker * rows, count, workers * rows):
+            batch = {"input_ids": np.array(packed[start : min(start + rows, count)])}
             yield WorkerBatch(batch) if info else as_tensors(batch)
 
 
 def memmap_loader(folder: Path, args) -> Iterable:
     """The same path as `torch_loader`'s: with 0 workers the batches straight from the
-    dataset, with workers a DataLoader that leaves them as they arrive."""
-    dataset = MemmapBatches(str(folder / "packed" / "all.npy"), args.batch)
+    dataset, with workers a DataLoader that leaves them as they arrive, in messages of as
+    many batches as `torch_loader` would send (split again here)."""
+    path = str(folder / "packed" / "all.npy")
     if args.workers == 0:
-        return dataset
-    return DataLoader(dataset, batch_size=None, num_workers=args.workers, collate_fn=as_is)
+        return MemmapBatches(path, args.batch)
+    per_message = group_size(args.batch * args.seq_len * np.dtype(np.uint16).itemsize)
+    loader = DataLoader(
+        MemmapBatches(path, args.batch, per_message),
+        batch_size=None,
+        num_workers=args.workers,
+        collate_fn=as_is,
+        prefetch_factor=-(-2 // per_message),
+    )
+    return (batch for group in loader for batch in split_group(group, args.batch))
 
 
 def mixplane_loader(folder: Path, args, boundaries: str) -> DataLoader:

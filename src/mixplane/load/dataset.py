@@ -111,6 +111,9 @@ class MixtureDataset:
         self.channel: WorkerChannel | None = None
         self._start: dict[str, Any] | None = None  # where the workers of this pass start
         self.generation = 0  # counts loaded states; passes begun before one are stale
+        # Sequences of this rank already in this process but not yet received by the loop:
+        # the rest of a DataLoader item that holds several batches (set by `Received`).
+        self.held = 0
         self._stream: Stream | None = None
         # DataLoader workers' first batches, read by the training process (by positions).
         self.worker_openings: dict[bytes, dict[str, np.ndarray]] = {}
@@ -275,6 +278,7 @@ class MixtureDataset:
         # Always a new split from the consumed position, so that the first block of the pass
         # is worker 0's: a DataLoader asks its workers in turn, starting with worker 0.
         consumed = self.consumed
+        self.held = 0
         self.cursor = Cursor(consumed, 0, (self.layout.world_size, workers, block))
         self._start = {"base": consumed, "split": list(self.cursor.split)}
         self._publish()
@@ -412,6 +416,7 @@ class MixtureDataset:
             self.adaptive.load_state_dict(loaded.policy)
         self.plan.replace_weight_changes(loaded.weight_changes)
         self.worker_openings.clear()
+        self.held = 0
         self.cursor = Cursor(loaded.consumed, 0, (self.layout.world_size, 1, 1))
         self.generation += 1
         if self.channel is not None:
@@ -431,6 +436,14 @@ class MixtureDataset:
             raise ConfigError(
                 f"set_weights at step {step} (sequence {position}) is in the past: this rank "
                 f"has read up to sequence {self.consumed}; change weights from a later step"
+            )
+        arrived = self.consumed + self.layout.world_size * self.held
+        if position < arrived:
+            raise ConfigError(
+                f"set_weights at step {step} (sequence {position}) is in the past: DataLoader "
+                f"workers already handed out the batches up to sequence {arrived}, which wait "
+                "here for the loop; change weights from a later step (at least "
+                "loader.batches_ahead batches ahead)"
             )
         self.plan.set_weights(step, weights, details)
         self.worker_openings.clear()  # read under the old weights

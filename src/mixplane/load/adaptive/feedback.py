@@ -20,8 +20,9 @@ left (see `mixplane.load.adaptive.step_sums`).
 Weights decided after step s apply from step s + `delay` on every rank and every DataLoader
 worker: each rank decides the same weights from the same sums (checked bit for bit), and
 tells its workers through the loader's channel before it takes its next batch. The delay
-must cover how far the workers read ahead (`num_workers x prefetch_factor` batches); that is
-checked here, not left to chance.
+must cover how far the workers read ahead (`loader.batches_ahead`: `num_workers x
+prefetch_factor` batches, more if they travel several to a message); that is checked here,
+not left to chance.
 """
 
 from __future__ import annotations
@@ -325,12 +326,13 @@ def check_delay(loader: MixtureLoader, step_size: int, delay: int) -> None:
     if workers == 0:
         return
     world = loader.dataset.dataset.layout.world_size
-    ahead = workers * (loader.prefetch_factor or 2) * loader.dataset.block * world
+    batches = loader.batches_ahead
+    ahead = batches * loader.dataset.block * world
     needed = 1 + math.ceil(ahead / step_size)
     if delay < needed:
         raise ConfigError(
             f"policy delay {delay} is shorter than the read-ahead of {workers} DataLoader "
-            f"workers x prefetch_factor {loader.prefetch_factor} batches ({ahead} sequences, "
-            f"{step_size} a step): set delay: {needed} or more in the mixture's policy, or "
-            "read ahead less"
+            f"workers ({batches} batches: prefetch_factor {loader.prefetch_factor} items of "
+            f"{loader.dataset.per_message} batches each; {ahead} sequences, {step_size} a "
+            f"step): set delay: {needed} or more in the mixture's policy, or read ahead less"
         )

@@ -16,6 +16,13 @@ encoding of document numbers (finding the runs cost more than their bytes), and 
 batches in one shared-memory file (a new file per batch costs more than the pipe, at 1 MB
 as at 24 MB).
 
+The DataLoader also pays a fixed cost per message, whatever its size (asking a worker for
+it, waking the training process, unpickling a dict): about 0.4 ms of CPU with two workers,
+nearly three times that of moving the 96 KiB of a batch of 8 x 2048 uint16 tokens (from
+the bench's floor with 1 and 4 batches a message). Small batches therefore travel several
+to a message, a group of consecutive batches of the stream that the training process
+splits again (`group_size` chooses how many, `split_group` splits them).
+
 Example:
     >>> import pickle
     >>> batch = {"ids": np.arange(6).reshape(2, 3), "doc": np.zeros((2, 3), np.int32)}
@@ -35,6 +42,12 @@ import torch
 # from 128 KiB of document numbers on (16 x 2048) and cost a little at 64 KiB (8 x 2048).
 NARROW_FROM = 1 << 17
 NARROWER = [np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)]
+# Batches are grouped into messages of up to about this many bytes, at most MAX_GROUP of
+# them: measured with two workers, 4 batches of 8 x 2048 tokens (96 KiB each) a message cost
+# less than half the CPU per batch of one (docs/benchmarks.md, "Worker transfer"), while
+# batches of 512 KiB and more gain little from company.
+GROUP_BYTES = 1 << 19
+MAX_GROUP = 4
 UNSIGNED = {4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
@@ -80,6 +93,33 @@ def arrived(arrays: Mapping[str, np.ndarray], widths: Mapping[str, str]) -> dict
     return as_tensors(
         {key: a.astype(widths[key]) if key in widths else a for key, a in arrays.items()}
     )
+
+
+def group_size(batch_bytes: int) -> int:
+    """How many batches of `batch_bytes` bytes travel in one message: up to `GROUP_BYTES` a
+    message, at most `MAX_GROUP` batches, at least one.
+
+    Example:
+        >>> group_size(96 << 10), group_size(192 << 10), group_size(768 << 10)
+        (4, 2, 1)
+    """
+    return max(1, min(MAX_GROUP, GROUP_BYTES // max(1, batch_bytes)))
+
+
+def split_group(group: Mapping[str, torch.Tensor], rows: int) -> list[dict[str, torch.Tensor]]:
+    """The batches of `rows` rows in a message of consecutive batches, as views (the last
+    one shorter if the stream ended within it).
+
+    Example:
+        >>> group = {"index": torch.arange(5), "ids": torch.zeros(5, 3)}
+        >>> [b["index"].tolist() for b in split_group(group, 2)]
+        [[0, 1], [2, 3], [4]]
+    """
+    total = len(next(iter(group.values())))
+    return [
+        {key: value[start : start + rows] for key, value in group.items()}
+        for start in range(0, total, rows)
+    ]
 
 
 def as_tensors(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
