@@ -200,7 +200,7 @@ class MixtureSpec(BaseModel):
         description="how remote shards are read: shards (copied whole into the machine's "
         "cache, read from there) or ranges (only the bytes of the document pieces read, "
         "fetched in ranged requests and checked against the shards' .sums; for shards too "
-        "big or too many to cache whole)",
+        "big or too many to cache whole; text mixtures only)",
     )
     storage_options: dict[str, Any] = Field(default_factory=dict)
     plan_url: str | None = Field(
@@ -247,6 +247,11 @@ class MixtureSpec(BaseModel):
         if ignored:
             raise ValueError(
                 f"an image_text mixture weighs samples, not tokens; remove {', '.join(ignored)}"
+            )
+        if self.cache == "ranges":
+            raise ValueError(
+                "cache: ranges reads the pieces of token shards; an image_text mixture copies "
+                "its remote shards whole into the machine's cache (cache: shards)"
             )
         if _caps_epochs(self.weighting, self.components):
             raise ValueError(
@@ -332,8 +337,6 @@ IMAGE_TEXT_UNUSED = frozenset(
         "labels",
         "append_eos",
         "eos_id",
-        "cache",
-        "cache_limit",
         "plan_url",
     }
 )

@@ -30,9 +30,11 @@ from mixplane.load.images.batch import (
     CaptionTokenizer,
     ImagePreprocess,
 )
+from mixplane.load.images.files import ImageShardFiles
 from mixplane.load.images.plan import BatchLayout, EpochPlan
 from mixplane.load.images.resolve import ResolvedImages, resolve_images
 from mixplane.load.images.shards import is_shards, resolve_shards
+from mixplane.load.remote.shard_cache import cache_limit
 from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.store.images import ImageShardReader
@@ -75,6 +77,11 @@ class ImageTextDataset:
     `.tar`, a brace or glob pattern, or a list of these (see `shards.resolve_shards`).
     Every sample is read, shuffled by `seed` (default 0), with the same determinism and
     resumable state; nothing is registered. `storage_options` reach remote shards.
+
+    Remote shards of a catalog's datasets are read from the machine's node cache (the one
+    token shards use: the spec's `cache_dir`, `cache_limit`), downloaded once per machine
+    and checked against the registered sizes and hashes (see `images.files`); shards named
+    directly have nothing registered to check and are read in place, uncached.
 
         dataset = ImageTextDataset("clean-images/", batch_size=256, tokenizer=tokenizer)
 
@@ -137,6 +144,13 @@ class ImageTextDataset:
         self._passes = 0  # counts passes in this process; an older one may not continue
         # Set up by the PyTorch adapter: how this process reaches its DataLoader workers.
         self.channel: WorkerChannel | None = None
+        self.files = ImageShardFiles(
+            self.resolved.shards,
+            self.resolved.manifests,
+            self.resolved.storage_options,
+            self.spec.cache_dir,
+            cache_limit(self.spec.cache_limit),
+        )
         self._readers: OrderedDict[int, ImageShardReader] = OrderedDict()
         self._pid = os.getpid()
 
@@ -245,19 +259,35 @@ class ImageTextDataset:
         }
 
     def reader(self, shard: int) -> ImageShardReader:
-        """The reader of shard number `shard` (opened once per process, a few hundred kept)."""
-        if self._pid != os.getpid():  # a forked copy does not share open files
+        """The reader of shard number `shard` (opened once per process, a few hundred kept;
+        a remote shard's cached files stay pinned while its reader is kept)."""
+        if self._pid != os.getpid():  # a forked copy shares no open files or pins
             self._readers, self._pid = OrderedDict(), os.getpid()
         found = self._readers.get(shard)
         if found is None:
-            uri, stem = self.resolved.shards[shard]
-            found = ImageShardReader(uri, stem, self.resolved.storage_options)
+            found = self.files.open(shard)
             self._readers[shard] = found
             while len(self._readers) > READERS_KEPT:
-                self._readers.popitem(last=False)
+                dropped, _ = self._readers.popitem(last=False)
+                self.files.release(dropped)
         else:
             self._readers.move_to_end(shard)
         return found
+
+    def cache_stats(self) -> dict[str, Any]:
+        """What this process's node cache did (`ShardCache.stats`: downloads, hits, bytes,
+        retries, `peak_bytes`); empty when no shard is cached."""
+        return self.files.stats()
+
+    def close(self) -> None:
+        """Close this process's shard readers and drop their pins in the node cache (a
+        later read opens them again)."""
+        if self._pid == os.getpid():
+            for shard in list(self._readers):
+                del self._readers[shard]
+                self.files.release(shard)
+        self._readers = OrderedDict()
+        self.files.close()
 
     def describe(self, shard: int, sample: int, key: str | None = None) -> str:
         uri, stem = self.resolved.shards[shard]

@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError
+from mixplane.io.atomic import is_local
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
@@ -42,6 +43,9 @@ class ResolvedImages:
     weights: np.ndarray  # per leaf: its share of samples
     fingerprint: str  # of the spec and the exact data versions
     storage_options: dict[str, Any] = field(default_factory=dict)
+    # Remote datasets' manifests as registered (the files of the shards read, with sizes
+    # and hashes), by folder: what the node cache checks their copies against.
+    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def counts(self) -> list[int]:
@@ -55,7 +59,7 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
             "this mixture is a text mixture (kind: text); read it with MixtureDataset, or set "
             "`kind: image_text` for image-caption components"
         )
-    from mixplane.load.resolve.query import catalog_path, select_leaf
+    from mixplane.load.resolve.query import catalog_path, registered_manifest, select_leaf
 
     tree = MixtureTree(spec)
     if catalog is None:
@@ -66,6 +70,7 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
     shard_dataset: list[str] = []
     per_leaf: list[np.ndarray] = []
     infos: dict[str, str] = {}
+    manifests: dict[str, dict[str, Any]] = {}
     with catalog.session() as session:
         for leaf in tree.leaves:
             keys = []
@@ -90,6 +95,10 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
                     "mixture draws only from image-text datasets"
                 )
             infos[version.ref] = version.fingerprint
+            if not is_local(version.uri):
+                stems = {stem for uri, stem in numbering if uri == version.uri}
+                registered = session.registry.manifest(version.name, version.version)
+                manifests[version.uri] = registered_manifest(registered, stems)
     per_leaf = settle_overlaps(tree.names, per_leaf, spec.overlap)
     counts = [len(keys) for keys in per_leaf]
     weights = tree.leaf_weights(counts)
@@ -105,6 +114,7 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
         weights=weights,
         fingerprint=hashlib.sha256(content).hexdigest()[:32],
         storage_options=dict(spec.storage_options),
+        manifests=manifests,
     )
 
 

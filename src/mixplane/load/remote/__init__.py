@@ -1,5 +1,5 @@
 """Remote files on the machine: where the cache lives (`location`), the copy of a remote
-catalog (`catalog_copy`) and the node cache of token shards (`shard_cache`).
+catalog (`catalog_copy`) and the node cache of token and image shards (`shard_cache`).
 
 Three kinds of remote file are copied to the machine, and each has its own cache because
 what makes each correct differs:
@@ -10,8 +10,8 @@ what makes each correct differs:
 - shard metadata (`mixplane.catalog.mirror`, in the catalog layer because catalog queries
   over object storage use it without any loader): immutable files of a registered version,
   small, copied whole and kept, with nothing to evict;
-- token shards (`shard_cache`): large, bounded by a byte limit, pinned while mapped and
-  evicted by the loader's own knowledge of when each file is next read.
+- token and image shards (`shard_cache`): large, bounded by a byte limit, pinned while
+  read and evicted by the loader's own knowledge of when each file is next read.
 
 What they share is written once, in `mixplane.io`: the file locks that let one process of
 the machine copy while the others wait (`io.locks`), atomic writes and the removal of a

@@ -1,5 +1,5 @@
 """Where the machine's cache lives: remote catalogs (`catalog_copy`), shard metadata
-(`catalog.mirror`), token shards (`shard_cache`) and resolved plans (`plan_cache`).
+(`catalog.mirror`), token and image shards (`shard_cache`) and resolved plans (`plan_cache`).
 
 Example:
     >>> cache_root("/tmp/cache")

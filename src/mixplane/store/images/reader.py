@@ -2,8 +2,9 @@
 the `.idx` (see `store.images.format`).
 
 Opening a shard reads the index (24 bytes + 8 per sample) and the tar's size; local tars
-are read with `pread`, remote ones with ranged reads through fsspec. Reading many samples
-in index order merges neighbouring ranges into one read.
+are read with `pread`, remote ones with ranged reads through fsspec, or from local copies
+of the tar and its index (`copies`, e.g. the loader's node cache). Reading many samples in
+index order merges neighbouring ranges into one read.
 """
 
 from __future__ import annotations
@@ -33,16 +34,27 @@ class ImageShardReader:
         (120, (0, 5632))
         >>> sorted(shard.sample(0))  # doctest: +SKIP
         ['__key__', 'jpg', 'json', 'txt']
+
+    `copies`: local files holding the shard's tar and index (a cache's verified copies of
+    remote ones), read instead of `folder_url`; the shard keeps its URLs' names in messages.
     """
 
-    def __init__(self, folder_url: str, stem: str, storage_options: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        folder_url: str,
+        stem: str,
+        storage_options: dict[str, Any] | None = None,
+        copies: tuple[str, str] | None = None,
+    ):
         self.folder = folder_url.rstrip("/")
         self.stem = stem
         self.storage_options = storage_options or {}
         self.tar_url = join_url(self.folder, stem + TAR)
         self.idx_url = join_url(self.folder, stem + IDX)
         self.meta_url = join_url(self.folder, stem + META)
-        self._local = is_local(self.tar_url)
+        self._copies = copies
+        self._local = copies is not None or is_local(self.tar_url)
+        self._tar_file = copies[0] if copies else local_path(self.tar_url) if self._local else None
         self._fd: int | None = None
         self._fs, self._tar_path = url_filesystem(self.tar_url, self.storage_options)
         self.offsets = decode_index(self._read_index(), self.idx_url)
@@ -115,6 +127,9 @@ class ImageShardReader:
         return f"{self.tar_url} sample {index}"
 
     def _read_index(self) -> bytes:
+        if self._copies is not None:
+            with open(self._copies[1], "rb") as handle:
+                return handle.read()
         fs, path = url_filesystem(self.idx_url, self.storage_options)
         try:
             with fs.open(path, "rb") as handle:
@@ -125,7 +140,7 @@ class ImageShardReader:
     def _size(self) -> int:
         try:
             if self._local:
-                return os.path.getsize(local_path(self.tar_url))
+                return os.path.getsize(self._tar_file)  # type: ignore[arg-type]
             return int(self._fs.size(self._tar_path))
         except FileNotFoundError:
             raise MixplaneError(f"{self.tar_url} is missing beside its index") from None
@@ -134,7 +149,7 @@ class ImageShardReader:
         if not self._local:
             return self._fs.cat_file(self._tar_path, start=start, end=end)
         if self._fd is None:
-            self._fd = os.open(local_path(self.tar_url), os.O_RDONLY)
+            self._fd = os.open(self._tar_file, os.O_RDONLY)  # type: ignore[arg-type]
         data = os.pread(self._fd, end - start, start)
         if len(data) != end - start:
             raise MixplaneError(f"{self.tar_url}: ends at byte {start + len(data)}, before {end}")

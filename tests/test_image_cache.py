@@ -1,0 +1,193 @@
+"""Remote image shards through the node cache: a real S3 server on loopback behind a proxy
+that injects faults, two ranks sharing one cache folder, corrupted bytes, a size limit, and
+shards named directly (not cached)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import s3fs
+from conftest import create_bucket
+from test_image_loader import BATCH, dataset, same, spec
+
+from mixplane.catalog import Catalog
+from mixplane.errors import ConfigError, MixplaneError
+from mixplane.io.flaky_proxy import Faults, FlakyProxy
+from mixplane.load.images.synthetic import write_image_catalog, write_image_dataset
+from mixplane.load.images.torch import image_text_loader
+
+DATASETS = {
+    "photos": {"samples": 24, "seed": 1, "shards": 3, "size": (40, 56)},
+    "art": {"samples": 16, "seed": 2, "shards": 2, "size": (40, 56)},
+}
+SHARD_FILES = r"\.(tar|idx)($|\?)"  # what the cache downloads (not the metadata)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, s3_server):
+    """The same image datasets on local disk and on the S3 server, each with a catalog, and
+    the epoch the local one gives."""
+    folder = tmp_path_factory.mktemp("image-stores")
+    local = write_image_catalog(str(folder / "local"), DATASETS)
+    bucket = create_bucket(s3_server, "image-cache")
+    fs = s3fs.S3FileSystem(**s3_server)
+    remote = Catalog(str(folder / "remote.duckdb"), storage_options=s3_server)
+    for name, options in DATASETS.items():
+        written = folder / "upload" / name
+        write_image_dataset(str(written), **({"source": name} | options))
+        fs.put(str(written) + "/", f"{bucket}/images/{name}/", recursive=True)
+        remote.register(f"s3://{bucket}/images/{name}", name=name)
+    files = sorted(f"/{p}" for p in fs.glob(f"{bucket}/images/*/*") if p.endswith((".tar", ".idx")))
+    return {
+        "local": local,
+        "catalog": str(folder / "remote.duckdb"),
+        "bucket": bucket,
+        "fs": fs,
+        "files": files,  # as the proxy sees their paths
+        "bytes": sum(fs.size(path) for path in files),
+        "expected": list(dataset(spec(local))),
+    }
+
+
+def remote(stores: dict, folder: Path, options: dict, **fields) -> dict:
+    return spec(stores["catalog"], cache_dir=str(folder), storage_options=options, **fields)
+
+
+def through(url: str, s3_server: dict) -> dict:
+    return dict(s3_server, endpoint_url=url)
+
+
+def shard_gets(proxy: FlakyProxy, stores: dict) -> dict[str, int]:
+    return {path: proxy.gets[path] for path in stores["files"]}
+
+
+def test_faults_on_the_wire_give_the_local_batches_within_the_limit(stores, s3_server, tmp_path):
+    limit = stores["bytes"]  # every shard's tar and index, and not a byte more
+    proxy = FlakyProxy(s3_server["endpoint_url"], Faults(every=2, match=SHARD_FILES, burst=2))
+    with proxy as url:
+        data = dataset(
+            remote(stores, tmp_path / "cache", through(url, s3_server), cache_limit=limit)
+        )
+        got = list(data)
+    same(got, stores["expected"])  # byte for byte, whatever the wire did
+    stats = data.cache_stats()
+    assert stats["peak_bytes"] == limit
+    assert stats["downloads"] == len(stores["files"])  # each file once, whatever the faults
+    assert {"error", "reset", "cut", "slow", "flip"} <= set(proxy.counters)
+    # Corrupted bodies were caught (by the client or by the manifest's hash) and refetched.
+    assert stats["retry"]["retries"] + stats["hash_mismatches"] >= proxy.counters["flip"]
+    # Pinned while its readers are open, let go when the dataset closes.
+    assert data.files.cache.pinned_bytes() == limit
+    data.close()
+    assert data.files.cache.pinned_bytes() == 0
+
+
+def test_two_ranks_on_one_cache_download_each_file_once(stores, s3_server, tmp_path):
+    proxy = FlakyProxy(s3_server["endpoint_url"])
+    with proxy as url:
+        mixture = remote(stores, tmp_path / "cache", through(url, s3_server))
+        ranks = [dataset(mixture, rank, 2) for rank in range(2)]
+        got: list[list[dict] | None] = [None, None]
+
+        def read(rank: int) -> None:
+            got[rank] = list(ranks[rank])
+
+        threads = [threading.Thread(target=read, args=(rank,)) for rank in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    for rank in range(2):  # rank r's batches are every other batch of one rank's stream
+        same(got[rank], stores["expected"][rank::2])  # type: ignore[arg-type]
+    assert set(shard_gets(proxy, stores).values()) == {1}  # every file once for the machine
+    downloads = [r.cache_stats()["downloads"] for r in ranks]
+    assert sum(downloads) == len(stores["files"])
+
+
+def test_dataloader_workers_share_the_machines_copies(stores, s3_server, tmp_path):
+    proxy = FlakyProxy(s3_server["endpoint_url"])
+    with proxy as url:
+        data = dataset(remote(stores, tmp_path / "cache", through(url, s3_server)))
+        got = [{k: v.numpy() for k, v in batch.items()} for batch in image_text_loader(data, 2)]
+    same(got, stores["expected"])
+    assert set(shard_gets(proxy, stores).values()) == {1}
+
+
+def test_a_flipped_byte_on_the_wire_is_fetched_again(stores, s3_server, tmp_path):
+    faults = Faults(every=2, kinds=("flip",), match=SHARD_FILES)
+    proxy = FlakyProxy(s3_server["endpoint_url"], faults)
+    with proxy as url:
+        options = dict(through(url, s3_server), config_kwargs={"retries": {"max_attempts": 1}})
+        data = dataset(remote(stores, tmp_path / "cache", options))
+        got = list(data)
+    same(got, stores["expected"])
+    stats = data.cache_stats()
+    # Every flipped body failed the registered hash, and the file was downloaded again.
+    assert stats["hash_mismatches"] == proxy.counters["flip"] > 0
+    assert stats["downloads"] == len(stores["files"])
+
+
+def test_a_changed_remote_shard_is_refused_and_never_handed_out(stores, s3_server, tmp_path):
+    # A tar's middle byte: inside an image, which read in place would decode to other pixels.
+    fs = stores["fs"]
+    path = next(name for name in stores["files"] if name.endswith(".tar")).lstrip("/")
+    original = fs.cat_file(path)
+    changed = bytearray(original)
+    changed[len(changed) // 2] ^= 0x01  # same size: only the hash can tell
+    fs.pipe_file(path, bytes(changed))
+    try:
+        data = dataset(remote(stores, tmp_path / "cache", s3_server))
+        data.files.retry.base_seconds = 0.001
+        with pytest.raises(MixplaneError, match=path.rsplit("/", 1)[-1] + ".*manifest"):
+            list(data)
+        assert data.cache_stats()["hash_mismatches"] == data.files.retry.attempts
+        copy = Path(data.files.cache.path(f"s3://{path}"))
+        assert copy.parent.exists() and not copy.exists()  # no copy under its name
+        assert not list(copy.parent.glob("*.partial"))
+    finally:
+        fs.pipe_file(path, original)
+
+
+def test_a_limit_below_the_mixtures_shards_is_refused_before_downloading(
+    stores, s3_server, tmp_path
+):
+    with FlakyProxy(s3_server["endpoint_url"]) as url:
+        limit = stores["bytes"] - 1
+        data = dataset(
+            remote(stores, tmp_path / "cache", through(url, s3_server), cache_limit=limit)
+        )
+        with pytest.raises(ConfigError, match=f"at least {stores['bytes']:,} bytes"):
+            next(iter(data))
+    assert not list((tmp_path / "cache").rglob("*.tar"))
+    with pytest.raises(ConfigError, match="cache: ranges"):
+        dataset(remote(stores, tmp_path / "cache", s3_server, cache="ranges"))
+
+
+def test_shards_named_directly_are_read_in_place_uncached(stores, s3_server, tmp_path, monkeypatch):
+    """Without a catalog nothing registered says what the bytes must be: no cache."""
+    monkeypatch.setenv("MIXPLANE_CACHE", str(tmp_path / "cache"))
+    local = Path(stores["local"]).parent / "photos"
+    url = f"s3://{stores['bucket']}/images/photos/"
+    want = list(dataset(str(local), seed=3))
+    with FlakyProxy(s3_server["endpoint_url"]) as proxy_url:
+        data = dataset(url, seed=3, storage_options=through(proxy_url, s3_server))
+        got = list(data)
+    same(got, want)
+    assert data.cache_stats() == {} and not any(data.files.cached)
+    assert not (tmp_path / "cache").exists()
+    assert len(got) == DATASETS["photos"]["samples"] // BATCH
+
+
+def test_a_dropped_reader_lets_its_shard_go(stores, s3_server, tmp_path, monkeypatch):
+    from mixplane.load.images import dataset as dataset_module
+
+    monkeypatch.setattr(dataset_module, "READERS_KEPT", 2)
+    data = dataset(remote(stores, tmp_path / "cache", s3_server))
+    got = list(data)
+    same(got, stores["expected"])
+    kept = list(data._readers)
+    assert len(kept) == 2  # the others were dropped, and their pins with them
+    held = sum(file.size for number in kept for file in data.files.files(number))
+    assert data.files.cache.pinned_bytes() == held < stores["bytes"]
