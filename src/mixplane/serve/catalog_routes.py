@@ -23,9 +23,15 @@ router = APIRouter(prefix="/api", tags=["catalog"])
 MAX_SAMPLES = 50
 EVERYTHING = "TRUE"
 
-DatasetRefs = list[Annotated[str, StringConstraints(pattern=models.DATASETS)]] | None
+# Bounded so that the longest documented query fits the request head (`server.py`).
+DatasetRefs = (
+    list[Annotated[str, StringConstraints(pattern=models.DATASETS, max_length=4096)]] | None
+)
 DatasetsQuery = Query(
-    None, description="NAME@N or NAME (latest), repeated or comma-separated; default: all"
+    None,
+    max_length=8,
+    description="NAME@N or NAME (latest), repeated (at most 8 times) or comma-separated; "
+    "default: all",
 )
 WhereQuery = Query(EVERYTHING, max_length=10_000, description="a predicate over properties")
 
