@@ -79,7 +79,11 @@ def run(args) -> dict:
     import torch
 
     from mixplane.load import MixtureDataset
-    from mixplane.load.torch import torch_loader
+
+    try:
+        from mixplane.load.torch import torch_loader
+    except ImportError:  # a --baseline-src from before the loader's split into sub-packages
+        from mixplane.load.torch_adapter import torch_loader
 
     torch.set_num_threads(1)
     dataset = MixtureDataset(args.mixture, dtype="uint16")
