@@ -169,7 +169,12 @@ def drive(args) -> None:
                         flat, f"{ours}/{figure}", f"{theirs}/{figure}"
                     )
         summary[key] = figures | {"rounds": measured}
-    output = {"settings": vars(args) | {"data": str(args.data)}, "load": os.getloadavg()}
+    # Paths relative to the project where they lie in it; another source tree only by name.
+    data = args.data.resolve()
+    data = data.relative_to(ROOT) if data.is_relative_to(ROOT) else data
+    baseline = args.baseline_src and "BEFORE/src"
+    settings = vars(args) | {"data": str(data), "baseline_src": baseline}
+    output = {"settings": settings, "load": os.getloadavg()}
     target = ROOT / "bench" / "results" / "loader-transfer.json"
     target.write_text(json.dumps(output | {"results": summary}, indent=2, default=str) + "\n")
     print_table(summary, args.tools)
