@@ -16,7 +16,7 @@ from warcio.warcwriter import WARCWriter
 from mixplane import run_pipeline
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
-from mixplane.process.stage import build_stage
+from mixplane.stages.build import build_stage
 from mixplane.stages.extract import Extract, looks_like_html
 
 NAV = """<header><nav><ul><li><a href="/">Home</a></li><li><a href="/news">News</a></li>

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from mixplane.document import Document, Drop
 from mixplane.io.atomic import write_bytes
 from mixplane.manifest import read_json
-from mixplane.process.global_stage import GlobalStage, MergeRun, WorkArea, plan_segments
 from mixplane.process.pipeline import run_pipeline
-from mixplane.process.stage import Stage
+from mixplane.process.segment_plan import plan_segments
+from mixplane.stages.base import Stage
+from mixplane.stages.global_stage import GlobalStage, MergeRun, WorkArea
 
 
 class Crash(BaseException):

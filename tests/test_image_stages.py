@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw, ImageEnhance, ImageFile
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
 from mixplane.media import IMAGE_EXTENSIONS, image_of, set_image
-from mixplane.process.stage import build_stage
+from mixplane.stages.build import build_stage
 from mixplane.stages.image.caption import CaptionFilter
 from mixplane.stages.image.decode import DecodeImage
 from mixplane.stages.image.phash import hamming, phash

@@ -10,7 +10,7 @@ from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
-from mixplane.process.stage import build_stage
+from mixplane.stages.build import build_stage
 from mixplane.stages.langid import LanguageId
 from mixplane.stages.langid.codes import MODEL_CODES, fold_to_codes
 from mixplane.stages.langid.model import NgramLanguageModel

@@ -33,7 +33,14 @@ ABOVE_STORE = (
     "mixplane.cli",
     "mixplane.synth",
 )
-HIGHER = {"mixplane.io": ("mixplane.store", *ABOVE_STORE), "mixplane.store": ABOVE_STORE}
+# Stages implement the contract in `stages.base` and `stages.global_stage`; how a pipeline
+# runs them is `process`'s business, above them.
+ABOVE_STAGES = tuple(name for name in ABOVE_STORE if name != "mixplane.stages")
+HIGHER = {
+    "mixplane.io": ("mixplane.store", *ABOVE_STORE),
+    "mixplane.store": ABOVE_STORE,
+    "mixplane.stages": ABOVE_STAGES,
+}
 PROCESSING = ("mixplane.process", "mixplane.stages", "mixplane.synth", "mixplane.io.readers")
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
-from mixplane.process.stage import build_stage
+from mixplane.stages.build import build_stage
 from mixplane.stages.normalize import Normalize
 
 

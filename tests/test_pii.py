@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
-from mixplane.process.stage import build_stage
+from mixplane.stages.build import build_stage
 from mixplane.stages.pii import KINDS, Pii, detectors, find_pii, luhn_valid
 
 

@@ -10,7 +10,7 @@ import pytest
 from mixplane import run_pipeline
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
-from mixplane.process.stage import build_stage
+from mixplane.stages.build import build_stage
 
 FILTERS = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
 PROSE = "\n".join(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mixplane.document import Document, Drop
-from mixplane.process.stage import build_stage
+from mixplane.stages.build import build_stage
 
 GOOD = "\n".join(
     [

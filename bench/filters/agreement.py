@@ -77,7 +77,7 @@ def run_peer(python: str, mode: str, docs_path: Path, out_path: Path) -> list[di
 
 
 def our_decisions(docs: list[dict], options: dict) -> list[dict]:
-    from mixplane.process.stage import build_stage
+    from mixplane.stages.build import build_stage
 
     stages = {name: build_stage(name, options) for name in FILTERS}
     rows = []

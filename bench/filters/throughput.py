@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from bench.filters.corpus import build_corpus  # noqa: E402
 from bench.peer_venv import ensure_venv  # noqa: E402
 from mixplane.document import Document  # noqa: E402
-from mixplane.process.stage import build_stage  # noqa: E402
+from mixplane.stages.build import build_stage  # noqa: E402
 from mixplane.stages.text import clear_caches  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "filters"

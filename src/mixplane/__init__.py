@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from mixplane.document import Document, Drop
     from mixplane.process.config import PipelineConfig
     from mixplane.process.pipeline import Pipeline, run_pipeline
-    from mixplane.process.stage import Stage
+    from mixplane.stages.base import Stage
 
 _LAZY = {
     "Document": "mixplane.document",
@@ -29,7 +29,7 @@ _LAZY = {
     "PipelineConfig": "mixplane.process.config",
     "Pipeline": "mixplane.process.pipeline",
     "run_pipeline": "mixplane.process.pipeline",
-    "Stage": "mixplane.process.stage",
+    "Stage": "mixplane.stages.base",
 }
 
 

@@ -22,8 +22,8 @@ from typing import Any
 from mixplane.document import Document, Drop
 from mixplane.error_text import without_addresses
 from mixplane.process.sinks import Sinks
-from mixplane.process.stage import Stage
 from mixplane.process.stats import count, count_errored
+from mixplane.stages.base import Stage
 
 # A traceback of a deep recursion runs to megabytes: keep its start and its end.
 TRACEBACK_CHARS = 32 << 10

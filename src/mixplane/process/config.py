@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError
 from mixplane.io.readers.base import MAX_RECORD_BYTES
-from mixplane.process.stage import SourceScoped, Stage, build_stage
+from mixplane.stages.base import SourceScoped, Stage
+from mixplane.stages.build import build_stage
+from mixplane.stages.global_stage import GlobalStage
 
 
 class InputConfig(BaseModel):
@@ -63,8 +65,6 @@ class StageConfig(BaseModel):
         stage = build_stage(self.name, self.options)
         if self.sources is None:
             return stage
-        from mixplane.process.global_stage import GlobalStage
-
         if isinstance(stage, GlobalStage):
             raise ConfigError(f"stage {self.name!r} sees the whole corpus; it takes no 'sources'")
         return SourceScoped(inner=stage, sources=frozenset(self.sources))

@@ -16,14 +16,15 @@ from mixplane.io.atomic import join_url, remove_stale_temporaries, write_bytes
 from mixplane.manifest import file_fingerprint, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute
-from mixplane.process.global_stage import GlobalStage, plan_segments
 from mixplane.process.harmonize import harmonize
 from mixplane.process.outcome import mostly_quarantined, stage_errors_message
 from mixplane.process.runner import load_stages, run_task
+from mixplane.process.segment_plan import plan_segments
 from mixplane.process.segments import remove_work, run_segments
 from mixplane.process.sources import check_declared_sources, check_stage_sources
 from mixplane.process.stats import merge_stats
 from mixplane.process.tasks import Task, plan_tasks, scan_inputs
+from mixplane.stages.global_stage import GlobalStage
 
 # Where every input record ended up, as the manifest records it.
 COUNTS = ("documents_in", "kept", "excluded", "quarantined", "errored")

@@ -19,7 +19,6 @@ from mixplane.manifest import read_json
 from mixplane.process.apply import apply_stage
 from mixplane.process.config import PipelineConfig
 from mixplane.process.sinks import Sinks, remove_outputs
-from mixplane.process.stage import Stage
 from mixplane.process.stats import (
     check_balance,
     count_quarantined,
@@ -27,6 +26,7 @@ from mixplane.process.stats import (
     new_task_stats,
 )
 from mixplane.process.tasks import Task
+from mixplane.stages.base import Stage
 
 BATCH = 512
 # A batch also ends at this many characters of text, so a run of large records (each under

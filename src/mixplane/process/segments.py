@@ -30,7 +30,6 @@ from mixplane.manifest import read_json
 from mixplane.process.apply import apply_stage, sort_results
 from mixplane.process.config import PipelineConfig
 from mixplane.process.executors import ExecutorSettings, execute, ray_session
-from mixplane.process.global_stage import GlobalStage, MergeRun, Segment, WorkArea
 from mixplane.process.runner import (
     BATCH,
     BATCH_CHARS,
@@ -42,6 +41,7 @@ from mixplane.process.runner import (
     stage_errors,
     write_marker,
 )
+from mixplane.process.segment_plan import ExecutorRun, Segment
 from mixplane.process.sinks import Sinks, remove_outputs
 from mixplane.process.stats import (
     COUNTED_BY,
@@ -52,6 +52,7 @@ from mixplane.process.stats import (
     new_task_stats,
 )
 from mixplane.process.tasks import Task
+from mixplane.stages.global_stage import GlobalStage, WorkArea
 
 WORK = "_work"
 
@@ -285,7 +286,7 @@ def _merge(
         return done["summary"]
     started = time.perf_counter()
     key = f"{config.output.rstrip('/')}\n{config.outputs_hash()}\n{index}"
-    run = MergeRun(settings, hashlib.sha256(key.encode()).hexdigest()[:16])
+    run = ExecutorRun(settings, hashlib.sha256(key.encode()).hexdigest()[:16])
     summary = stage.merge(work, [task.index for task in tasks], run)
     summary = summary | {"seconds": round(time.perf_counter() - started, 3)}
     content = {"config_hash": config.outputs_hash(), "summary": summary}

@@ -25,7 +25,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, PrivateAttr
 
 from mixplane.document import Document, Drop
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 

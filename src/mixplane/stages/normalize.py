@@ -23,7 +23,7 @@ from ftfy import TextFixerConfig, fix_text
 from pydantic import Field, PrivateAttr
 
 from mixplane.document import Document, Drop
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 
 # Line breaks other than \n (after CRLF became \n): CR, NEL, vertical tab, form feed,
 # Unicode line and paragraph separators.

@@ -19,8 +19,7 @@ from pydantic import Field
 
 from mixplane.document import Document, Drop
 from mixplane.io.urls import url_filesystem
-from mixplane.process.global_stage import GlobalStage, MergeRun, WorkArea
-from mixplane.process.stage import Result
+from mixplane.stages.base import Result
 from mixplane.stages.dedup.candidates import (
     RECHECK_WINDOW,
     MergePlan,
@@ -42,6 +41,7 @@ from mixplane.stages.dedup.clusters import (
 from mixplane.stages.dedup.decisions import read_decisions, write_decisions
 from mixplane.stages.dedup.index import DedupIndex, write_index_run
 from mixplane.stages.dedup.runs import Run, load_arrays, read_ids, write_run
+from mixplane.stages.global_stage import GlobalStage, MergeRun, WorkArea
 
 KEYS_PER_UNIT = 1 << 22  # keys of one band sorted together in a merge unit (~100 MB)
 VERIFY_CHUNK = 1 << 18  # candidate pairs verified per task

@@ -14,7 +14,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from mixplane.document import Document, Drop
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 from mixplane.stages.dedup.text import SPACELESS
 
 # Ideographic space and punctuation (、。「」...) and the full-width forms of ASCII

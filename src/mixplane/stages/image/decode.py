@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 from mixplane.document import Document, Drop
 from mixplane.io.image_header import Header, open_header
 from mixplane.media import extension_for, image_of, no_image, set_image
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 from mixplane.stages.image.background import (
     BLANK_CONTRAST,
     Background,

@@ -37,7 +37,7 @@ from mixplane.document import Document, Drop
 from mixplane.error_text import describe_error
 from mixplane.io.readers.base import image_media
 from mixplane.media import IMAGE_EXTENSIONS
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 
 _CONTENT_TYPES = {
     "image/jpeg": "jpg",

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 
 from mixplane.document import Document, Drop
 from mixplane.media import extension_for, image_of, no_image, set_image
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 from mixplane.stages.image.background import Background, flatten, parse_colour
 from mixplane.stages.image.decode import check_header
 from mixplane.stages.image.imaging import (

@@ -13,7 +13,7 @@ from pydantic import Field, PrivateAttr
 
 from mixplane.document import Document, Drop
 from mixplane.errors import ConfigError
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 from mixplane.stages.image.background import flatten
 from mixplane.stages.image.decode import upright_image
 from mixplane.stages.image.imaging import DEFAULT_MAX_PIXELS

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, field_validator
 
 from mixplane.document import Document, Drop
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 from mixplane.stages.langid.codes import (
     CJK_SHARE_FOR_SCRIPT_RULE,
     MODEL_CODES,

@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, PrivateAttr
 
 from mixplane.document import Document, Drop
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 from mixplane.stages.pii.detectors import KINDS, Span, find_pii
 
 Kind = Literal["email", "phone", "ip_address", "credit_card"]

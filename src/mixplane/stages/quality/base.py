@@ -28,7 +28,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from mixplane.document import Document, Drop
-from mixplane.process.stage import Result, Stage
+from mixplane.stages.base import Result, Stage
 from mixplane.stages.text import TextAnalysis, analyze
 
 

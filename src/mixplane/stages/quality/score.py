@@ -16,7 +16,8 @@ from pydantic import Field, PrivateAttr
 
 from mixplane.document import Document
 from mixplane.errors import ConfigError
-from mixplane.process.stage import Result, Stage, build_stage
+from mixplane.stages.base import Result, Stage
+from mixplane.stages.build import build_stage
 from mixplane.stages.quality.base import QualityFilter
 
 FilterName = Literal["gopher_quality", "gopher_repetition", "c4", "fineweb", "wordlist"]
