@@ -17,9 +17,10 @@ from tokenizers import Tokenizer
 
 from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError
-from mixplane.load.images import BadImageError, BatchLayout, EpochPlan, ImageTextDataset
+from mixplane.load.images import BadImageError, EpochPlan, ImageTextDataset
 from mixplane.load.images.batch import ImagePreprocess
 from mixplane.load.images.synthetic import caption_tokenizer, write_image_catalog
+from mixplane.load.plan.partition import Layout
 from mixplane.mix.spec import MixtureSpec
 from mixplane.store.images import ImageShardReader
 
@@ -82,15 +83,15 @@ def test_natural_weights_visit_every_sample_once_an_epoch(counts, seed):
 )
 def test_ranks_and_workers_split_whole_global_batches(length, world, batch, workers, start):
     start = min(start, length)
-    count = BatchLayout(0, world, batch).count(length, start)
+    count = Layout(0, world, block=batch).whole_batches(start, length)
     assert count == (length - start) // (world * batch)
     seen = []
     for rank in range(world):
         mine = []
         for worker in range(workers):
-            layout = BatchLayout(rank, world, batch, workers, worker)
-            for number in layout.own_batches(length, start):
-                mine.append((number, layout.positions(start, number).tolist()))
+            layout = Layout(rank, world, workers, worker, block=batch)
+            for number in layout.own_batches(start, length):
+                mine.append((number, layout.batch_positions(start, number).tolist()))
         assert len(mine) == count  # every rank the same number of batches
         seen += [p for _, positions in sorted(mine) for p in positions]
     assert sorted(seen) == list(range(start, start + count * world * batch))
@@ -237,7 +238,7 @@ def test_worker_batches_are_sent_in_the_shared_memory_they_were_decoded_into(cat
 
 def _at_epoch(mixture: dict, epoch: int) -> ImageTextDataset:
     data = dataset(mixture)
-    data.load_state_dict(data.state_dict() | {"epoch": epoch, "position": 0})
+    data.load_state_dict(data.state_dict() | {"consumed": epoch * data.epoch_length})
     return data
 
 
@@ -254,7 +255,7 @@ def test_resume_continues_exactly(catalog, workers):
         if len(received) == 7:
             break
     state = data.state_dict()
-    assert (state["epoch"], state["position"]) == (0, 7 * BATCH)
+    assert state["consumed"] == 7 * BATCH
     resumed = dataset(spec(catalog))
     resumed.load_state_dict(state)
     rest = list(image_text_loader(resumed, num_workers=workers))
@@ -274,7 +275,7 @@ def test_elastic_resume_from_two_to_three_ranks_has_no_gap_and_no_duplicate(cata
             seen += next(stream)["index"].tolist()
     state = before[1].state_dict()
     assert state == before[0].state_dict()  # ranks advance in step
-    assert state["position"] == 5 * 2 * BATCH
+    assert state["consumed"] == 5 * 2 * BATCH
     after = [dataset(natural, rank, 3) for rank in range(3)]
     counts = []
     for data in after:
@@ -370,10 +371,15 @@ def test_states_are_checked(catalog):
     state = data.state_dict()
     with pytest.raises(ConfigError, match="another mixture"):
         dataset(spec(catalog, seed=9)).load_state_dict(state)
-    with pytest.raises(ConfigError, match="not an image-text loader state"):
-        data.load_state_dict({"format": "mixplane-loader"})
-    with pytest.raises(ConfigError, match="out of range"):
-        data.load_state_dict(state | {"position": 10_000})
+    with pytest.raises(ConfigError, match="not a mixplane loader state"):
+        data.load_state_dict({"format": "mixplane-image-loader"})
+    with pytest.raises(ConfigError, match="negative position"):
+        data.load_state_dict(state | {"consumed": -1})
+    with pytest.raises(ConfigError, match="weight changes"):
+        data.load_state_dict(state | {"weight_changes": [{"step": 0, "weights": {"art": 1}}]})
+    far = data.state_dict() | {"consumed": 3 * data.epoch_length + 5}
+    data.load_state_dict(far)  # any position: epoch 3, five samples in
+    assert (data.epoch, data.position) == (3, 5)
     stream = iter(data)
     next(stream)
     data.load_state_dict(state)

@@ -400,13 +400,7 @@ class MixtureDataset:
         Ranks advance in step, so every rank's state holds the same position: each new rank
         may load its own old rank's state or rank 0's.
         """
-        loaded = LoaderState.from_dict(dict(state))
-        if loaded.fingerprint != self.fingerprint:
-            raise ConfigError(
-                "the loader state was saved for another mixture or other data versions "
-                f"(state {loaded.fingerprint}, this loader {self.fingerprint}); resume with "
-                "the same mixture spec and catalog versions"
-            )
+        loaded = LoaderState.matching(state, self.fingerprint)
         if self._stream is not None:
             self._stream.close()
             self._stream = None

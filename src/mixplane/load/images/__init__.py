@@ -16,7 +16,7 @@ Example:
 
 from mixplane.load.images.batch import CLIP_MEAN, CLIP_STD, BadImageError
 from mixplane.load.images.dataset import ImageTextDataset
-from mixplane.load.images.plan import BatchLayout, EpochPlan
+from mixplane.load.images.plan import EpochPlan
 from mixplane.load.images.resolve import ResolvedImages, resolve_images
 from mixplane.load.images.shards import resolve_shards
 
@@ -24,7 +24,6 @@ __all__ = [
     "CLIP_MEAN",
     "CLIP_STD",
     "BadImageError",
-    "BatchLayout",
     "EpochPlan",
     "ImageTextDataset",
     "ResolvedImages",

@@ -31,16 +31,16 @@ from mixplane.load.images.batch import (
     ImagePreprocess,
 )
 from mixplane.load.images.files import ImageShardFiles
-from mixplane.load.images.plan import BatchLayout, EpochPlan
+from mixplane.load.images.plan import EpochPlan
 from mixplane.load.images.resolve import ResolvedImages, resolve_images
 from mixplane.load.images.shards import is_shards, resolve_shards
+from mixplane.load.plan.partition import Layout
+from mixplane.load.plan.state import LoaderState
 from mixplane.load.remote.shard_cache import cache_limit
 from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.store.images import ImageShardReader
 
-STATE_FORMAT = "mixplane-image-loader"
-STATE_VERSION = 1
 READERS_KEPT = 256  # open shard readers per process (each may hold a file descriptor)
 
 
@@ -129,7 +129,7 @@ class ImageTextDataset:
             seed=self.spec.seed,
             resolution=self.spec.weight_resolution,
         )
-        self.layout = BatchLayout(rank, world_size, batch_size)
+        self.layout = Layout(rank, world_size, block=batch_size)
         if self.batches_per_epoch == 0:
             raise ConfigError(
                 f"an epoch of {self.epoch_length} samples holds no global batch of batch_size "
@@ -176,16 +176,16 @@ class ImageTextDataset:
 
     @property
     def batch_size(self) -> int:
-        return self.layout.batch_size
+        return self.layout.block
 
     @property
     def batches_per_epoch(self) -> int:
         """Batches every rank reads in a whole epoch."""
-        return self.layout.count(self.epoch_length, 0)
+        return self.layout.whole_batches(0, self.epoch_length)
 
     def __len__(self) -> int:
         """Batches this rank reads in the rest of the current epoch."""
-        return self.layout.count(self.epoch_length, self.position)
+        return self.layout.whole_batches(self.position, self.epoch_length)
 
     def sources(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`(component, shard number, sample in shard)` of global positions `index` (as in
@@ -306,8 +306,8 @@ class ImageTextDataset:
 
     def _main_pass(self, number: int, generation: int) -> Iterator[dict[str, np.ndarray]]:
         epoch, start, layout = self.epoch, self.position, self.layout
-        for batch in range(layout.count(self.epoch_length, start)):
-            read = self.read(epoch * self.epoch_length + layout.positions(start, batch))
+        for batch in range(layout.whole_batches(start, self.epoch_length)):
+            read = self.read(epoch * self.epoch_length + layout.batch_positions(start, batch))
             if generation != self.generation or number != self._passes:
                 raise ConfigError(
                     "this iteration was overtaken by load_state_dict or a newer iteration of "
@@ -326,13 +326,13 @@ class ImageTextDataset:
         the start the training process published; the position here does not move."""
         start, first = self.position, self.epoch * self.epoch_length
         layout = dataclasses.replace(self.layout, workers=workers, worker=worker)
-        for batch in layout.own_batches(self.epoch_length, start):
-            yield self.read(first + layout.positions(start, batch), allocate)
+        for batch in layout.own_batches(start, self.epoch_length):
+            yield self.read(first + layout.batch_positions(start, batch), allocate)
 
     def _advance(self, position: int) -> None:
         """Received everything below `position`; past the last whole batch, a new epoch."""
         self.position = position
-        if self.layout.count(self.epoch_length, position) == 0:
+        if self.layout.whole_batches(position, self.epoch_length) == 0:
             self.epoch, self.position = self.epoch + 1, 0
 
     # -- DataLoader workers (see images.torch) -----------------------------------------------
@@ -361,11 +361,11 @@ class ImageTextDataset:
                 "pass (iter(loader)) after load_state_dict"
             )
         layout = self.layout
-        expected = self.epoch * self.epoch_length + self.position + layout.rank * layout.batch_size
-        if first != expected or count != layout.batch_size:
+        expected = self.epoch * self.epoch_length + self.position + layout.rank
+        if first != expected or count != layout.block:
             raise ConfigError(
                 f"the DataLoader delivered a batch of {count} at position {first} where "
-                f"{layout.batch_size} at {expected} was next: batches must arrive whole and in "
+                f"{layout.block} at {expected} was next: batches must arrive whole and in "
                 "order (do not pass in_order=False or another batch_size)"
             )
         self._advance(self.position + layout.global_batch)
@@ -373,53 +373,29 @@ class ImageTextDataset:
     # -- state -------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """What the training loop has received: a small dict to save with a checkpoint."""
+        """What the training loop has received: a small dict to save with a checkpoint (the
+        text loader's `LoaderState`, counting epoch x epoch_length + position)."""
         if self.channel is not None and self.channel.untracked_workers():
             raise ConfigError(
                 "this dataset was read by DataLoader workers through a loader that does not "
                 "follow what the training loop received, so its position here is stale; build "
                 "the loader with image_text_loader(dataset, num_workers=...)"
             )
-        return {
-            "format": STATE_FORMAT,
-            "version": STATE_VERSION,
-            "fingerprint": self.fingerprint,
-            "epoch": self.epoch,
-            "position": self.position,
-            "epoch_length": self.epoch_length,
-        }
+        consumed = self.epoch * self.epoch_length + self.position
+        return LoaderState(self.fingerprint, consumed).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state saved by any rank, with any world size, batch size or worker
         count: from the same epoch and global position in it (ranks advance in step, so all
         their states are equal). The epoch then holds the whole global batches that fit in
         its remaining samples; if none fits, the next epoch starts."""
-        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+        loaded = LoaderState.matching(state, self.fingerprint)
+        if loaded.weight_changes or loaded.policy is not None:
             raise ConfigError(
-                "not an image-text loader state (expected a dict from "
-                "ImageTextDataset.state_dict())"
+                "the loader state holds weight changes, which image-text mixtures do not take; "
+                "it was saved by a text loader"
             )
-        if state.get("version") != STATE_VERSION:
-            raise ConfigError(
-                f"image-text loader state version {state.get('version')}; this mixplane reads "
-                f"version {STATE_VERSION}"
-            )
-        if state.get("fingerprint") != self.fingerprint:
-            raise ConfigError(
-                "the loader state was saved for another mixture or other data versions "
-                f"(state {state.get('fingerprint')}, this loader {self.fingerprint}); resume "
-                "with the same mixture spec and catalog versions"
-            )
-        try:
-            epoch, position = int(state["epoch"]), int(state["position"])
-        except (KeyError, TypeError, ValueError) as error:
-            raise ConfigError(f"image-text loader state is malformed: {error}") from None
-        if epoch < 0 or not 0 <= position <= self.epoch_length:
-            raise ConfigError(
-                f"image-text loader state is out of range (epoch {epoch}, position {position} "
-                f"of {self.epoch_length})"
-            )
-        self.epoch = epoch
+        self.epoch, position = divmod(loaded.consumed, self.epoch_length)
         self._advance(position)
         self.generation += 1
         if self.channel is not None:

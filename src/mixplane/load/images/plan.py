@@ -8,12 +8,11 @@ overall (counting across epochs) is sample `perm[k mod n]` of its pass `k // n`,
 a permutation seeded by (seed, component, pass): a component weighted above its natural share
 starts a new shuffled pass, one weighted below continues its pass in the next epoch.
 
-Global batches are `batch_size * world_size` consecutive positions; rank r takes its slice
-`[r * batch_size, (r + 1) * batch_size)` of each. An epoch delivers only whole global batches:
-the last `length mod global_batch` positions of an epoch (fewer than one global batch) are
-dropped, so every rank gets the same number of batches. A rank's DataLoader workers take its
-batches in turn (worker w of N: batches w, w + N, ...), so a DataLoader that asks them in turn
-yields them in order. Nothing here reads files.
+Ranks and DataLoader workers split an epoch's positions as they split a text stream
+(`mixplane.load.plan.partition.Layout`, with the batch size as its block): rank r of W takes
+positions r, r + W, ... An epoch delivers only whole global batches (`batch_size x W`): the
+last `length mod global_batch` positions of an epoch are dropped, so every rank gets the same
+number of batches. Nothing here reads files.
 
 Example:
     >>> plan = EpochPlan([6, 3], [2 / 3, 1 / 3], seed=0)
@@ -24,18 +23,12 @@ Example:
     [0, 0, 1, 0, 0, 1, 0, 0, 1]
     >>> sorted(members[components == 0].tolist()), sorted(members[components == 1].tolist())
     ([0, 1, 2, 3, 4, 5], [0, 1, 2])
-    >>> batches = BatchLayout(rank=1, world_size=2, batch_size=2)
-    >>> batches.count(plan.length, start=0)  # 9 // 4: the last position is dropped
-    2
-    >>> batches.positions(start=0, batch=1).tolist()
-    [6, 7]
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -103,39 +96,3 @@ class EpochPlan:
             mask = (components == component) & (passes == epoch_pass)
             members[mask] = self.permutation(component, epoch_pass)[within[mask]]
         return components.astype(np.int64), members
-
-
-@dataclass(frozen=True)
-class BatchLayout:
-    """Which positions of an epoch one rank (and one of its DataLoader workers) reads."""
-
-    rank: int = 0
-    world_size: int = 1
-    batch_size: int = 1
-    workers: int = 1
-    worker: int = 0
-
-    def __post_init__(self) -> None:
-        if self.world_size < 1 or not 0 <= self.rank < self.world_size:
-            raise ConfigError(f"rank {self.rank} is not in [0, world_size {self.world_size})")
-        if self.batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.workers < 1 or not 0 <= self.worker < self.workers:
-            raise ConfigError(f"worker {self.worker} of {self.workers} is out of range")
-
-    @property
-    def global_batch(self) -> int:
-        return self.batch_size * self.world_size
-
-    def count(self, length: int, start: int) -> int:
-        """Global batches left in an epoch of `length` positions from position `start`."""
-        return max(0, (length - start) // self.global_batch)
-
-    def positions(self, start: int, batch: int) -> np.ndarray:
-        """This rank's positions in the `batch`-th global batch after `start`."""
-        first = start + batch * self.global_batch + self.rank * self.batch_size
-        return np.arange(first, first + self.batch_size, dtype=np.int64)
-
-    def own_batches(self, length: int, start: int) -> Iterator[int]:
-        """The batch numbers (after `start`) that this worker reads, in order."""
-        return iter(range(self.worker, self.count(length, start), self.workers))

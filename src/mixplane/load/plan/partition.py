@@ -7,6 +7,11 @@ a DataLoader, which takes batches from its workers in turn, yields the rank's st
 whatever N is. Only whole rows of W positions are handed out, so every rank gets as many
 sequences as the others even when the stream ends.
 
+Text and image-text loaders split their streams this same way. A loader that hands out whole
+batches of an epoch (image-text) counts in global batches of `block x world_size` positions:
+batch b of rank r is its local indices [b x block, (b + 1) x block), and worker w of N reads
+batches w, w + N, ...
+
 Example:
     >>> layout = Layout(rank=1, world_size=4, workers=2, worker=1, block=2)
     >>> local = layout.owned(start=0, count=6)
@@ -14,6 +19,10 @@ Example:
     [2, 3, 6, 7, 10, 11]
     >>> layout.positions(base=100, local=local).tolist()
     [109, 113, 125, 129, 141, 145]
+    >>> layout.whole_batches(base=0, length=35), list(layout.own_batches(base=0, length=35))
+    (4, [1, 3])
+    >>> layout.batch_positions(base=0, batch=1).tolist()
+    [9, 13]
 """
 
 from __future__ import annotations
@@ -63,3 +72,21 @@ class Layout:
         if length is None:
             return None
         return max(0, (length - base) // self.world_size)
+
+    @property
+    def global_batch(self) -> int:
+        """Positions in one batch of every rank together."""
+        return self.block * self.world_size
+
+    def whole_batches(self, base: int, length: int) -> int:
+        """Batches of `block` every rank gets from `base` to a stream end at `length`."""
+        return max(0, (length - base) // self.global_batch)
+
+    def batch_positions(self, base: int, batch: int) -> np.ndarray:
+        """Global positions of this rank's `batch`-th batch after `base`."""
+        local = np.arange(batch * self.block, (batch + 1) * self.block, dtype=np.int64)
+        return self.positions(base, local)
+
+    def own_batches(self, base: int, length: int) -> range:
+        """The batch numbers (after `base`) that this worker reads, in order."""
+        return range(self.worker, self.whole_batches(base, length), self.workers)

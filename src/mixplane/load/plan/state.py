@@ -6,7 +6,8 @@ adaptive mixture, the state of its policy, which decides the changes still to co
 `consumed` counts the global positions that all ranks together have received (ranks
 advance in step): every position below it was delivered to some rank's training loop, none
 above it. Resuming with any world size or DataLoader worker count re-splits the stream from
-there.
+there. An image-text loader saves the same state: its positions count across epochs
+(epoch x epoch_length + position in the epoch), and it has no weight changes.
 
 Example:
     >>> state = LoaderState(fingerprint="abc", consumed=96, weight_changes=[])
@@ -19,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -90,4 +92,16 @@ class LoaderState:
             raise ConfigError(f"loader state is incomplete or malformed: {error}") from None
         if consumed < 0:
             raise ConfigError(f"loader state has a negative position ({consumed})")
+        return state
+
+    @classmethod
+    def matching(cls, data: Any, fingerprint: str) -> LoaderState:
+        """`from_dict`, refusing a state saved for another mixture or other data versions."""
+        state = cls.from_dict(dict(data) if isinstance(data, Mapping) else data)
+        if state.fingerprint != fingerprint:
+            raise ConfigError(
+                "the loader state was saved for another mixture or other data versions "
+                f"(state {state.fingerprint}, this loader {fingerprint}); resume with the "
+                "same mixture spec and catalog versions"
+            )
         return state
