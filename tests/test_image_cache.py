@@ -118,6 +118,21 @@ def test_two_ranks_on_one_cache_download_each_file_once(stores, s3_server, tmp_p
     assert sum(downloads) == len(stores["files"])
 
 
+def test_the_epoch_s_shards_download_ahead_in_the_order_it_first_reads_them(
+    stores, s3_server, tmp_path
+):
+    data = dataset(remote(stores, tmp_path / "cache", s3_server))
+    order = data.forecast()  # starts the downloads
+    index = np.concatenate([batch["index"] for batch in stores["expected"]])
+    reads = data.sources(index)[1].tolist()  # the shard of each sample, in reading order
+    assert order == list(dict.fromkeys(reads))
+    data.files.cache.finish_prefetch()
+    same(list(data), stores["expected"])
+    stats = data.cache_stats()
+    assert stats["downloads"] == len(stores["files"])
+    assert stats.get("misses", 0) == 0  # no read waited for a download
+
+
 def test_dataloader_workers_share_the_machines_copies(stores, s3_server, tmp_path):
     proxy = FlakyProxy(s3_server["endpoint_url"])
     with proxy as url:

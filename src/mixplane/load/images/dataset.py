@@ -41,6 +41,7 @@ from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.store.images import ImageShardReader
 
+FORECAST_POSITIONS = 1 << 16  # positions whose shards are ordered by first use; then the rest
 READERS_KEPT = 256  # open shard readers per process (each may hold a file descriptor)
 
 
@@ -258,6 +259,20 @@ class ImageTextDataset:
             "index": index,
         }
 
+    def forecast(self) -> list[int]:
+        """Shard numbers in the order the rest of the current epoch first reads them (those
+        first read beyond the next `FORECAST_POSITIONS` positions after, by number); remote
+        shards start downloading in that order, ahead of the reads."""
+        start = self.epoch * self.epoch_length + self.position
+        stop = (self.epoch + 1) * self.epoch_length
+        _, shards, _ = self.sources(np.arange(start, min(stop, start + FORECAST_POSITIONS)))
+        found, first = np.unique(shards, return_index=True)
+        soonest = found[np.argsort(first, kind="stable")].tolist()
+        listed = set(soonest)
+        order = soonest + [n for n in range(len(self.resolved.shards)) if n not in listed]
+        self.files.prefetch(order)
+        return order
+
     def reader(self, shard: int) -> ImageShardReader:
         """The reader of shard number `shard` (opened once per process, a few hundred kept;
         a remote shard's cached files stay pinned while its reader is kept)."""
@@ -306,6 +321,7 @@ class ImageTextDataset:
 
     def _main_pass(self, number: int, generation: int) -> Iterator[dict[str, np.ndarray]]:
         epoch, start, layout = self.epoch, self.position, self.layout
+        self.forecast()
         for batch in range(layout.whole_batches(start, self.epoch_length)):
             read = self.read(epoch * self.epoch_length + layout.batch_positions(start, batch))
             if generation != self.generation or number != self._passes:
@@ -326,6 +342,7 @@ class ImageTextDataset:
         the start the training process published; the position here does not move."""
         start, first = self.position, self.epoch * self.epoch_length
         layout = dataclasses.replace(self.layout, workers=workers, worker=worker)
+        self.forecast()
         for batch in layout.own_batches(start, self.epoch_length):
             yield self.read(first + layout.batch_positions(start, batch), allocate)
 

@@ -7,7 +7,8 @@ registered, and pinned while a reader has them open. The epoch order shuffles ea
 component's samples over all of its shards, so every shard is read throughout an epoch: a
 `cache_limit` must hold all the shards the mixture reads (refused before any download
 otherwise), and the cache is told they are all needed now, so only other mixtures' files
-make room.
+make room. The loader forecasts the order in which an epoch first reads them (a function of
+the plan) and downloads them in that order ahead of the reads (`prefetch`).
 
 Shards named directly (without a catalog) have no registered manifest: nothing says what
 their bytes must be, and a copy keyed by URL would outlive a rewrite of the shard, so they
@@ -81,6 +82,12 @@ class ImageShardFiles:
             for file in (tar, idx)[: len(copies)]:
                 cache.release(file.url)
             raise
+
+    def prefetch(self, order: Sequence[int]) -> None:
+        """Download the remote shards `order` lists, soonest first, in the background."""
+        files = [file for n in order if self.cached[n] for file in self.files(n)]
+        if files:
+            self.cache.prefetch(files)
 
     def release(self, number: int) -> None:
         """Drop the pins `open(number)` took: the cache may evict the shard's files."""

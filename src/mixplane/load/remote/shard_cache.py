@@ -208,6 +208,12 @@ class ShardCache:
             with self._lock:
                 self._prefetching.discard(file.url)
 
+    def finish_prefetch(self) -> None:
+        """Wait until every download `prefetch` started or queued is over."""
+        if self._prefetcher is not None:
+            self._prefetcher.shutdown(wait=True)
+            self._prefetcher = None
+
     def close(self) -> None:
         """Stop prefetching and drop every pin of this process."""
         if self._prefetcher is not None:
