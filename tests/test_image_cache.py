@@ -4,6 +4,7 @@ shards named directly (not cached)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -188,8 +189,11 @@ def test_a_limit_below_the_mixtures_shards_is_refused_before_downloading(
         with pytest.raises(ConfigError, match=f"at least {stores['bytes']:,} bytes"):
             next(iter(data))
     assert not list((tmp_path / "cache").rglob("*.tar"))
-    with pytest.raises(ConfigError, match="cache: ranges"):
-        dataset(remote(stores, tmp_path / "cache", s3_server, cache="ranges"))
+    # With ranges the cache holds the indexes alone: the same limit is room enough.
+    ranged = dataset(
+        remote(stores, tmp_path / "cache", s3_server, cache="ranges", cache_limit=limit)
+    )
+    same([next(iter(ranged))], stores["expected"][:1])
 
 
 def test_shards_named_directly_are_read_in_place_uncached(stores, s3_server, tmp_path, monkeypatch):
@@ -218,3 +222,79 @@ def test_a_dropped_reader_lets_its_shard_go(stores, s3_server, tmp_path, monkeyp
     assert len(kept) == 2  # the others were dropped, and their pins with them
     held = sum(file.size for number in kept for file in data.files.files(number))
     assert data.files.cache.pinned_bytes() == held < stores["bytes"]
+
+
+# -- cache: ranges ------------------------------------------------------------------------
+
+
+def test_ranges_read_samples_from_storage_and_cache_only_the_indexes(stores, s3_server, tmp_path):
+    """`cache: ranges` under every kind of fault on the wire: the local batches, byte for
+    byte; the cache holds the indexes alone; flipped bytes were caught by the samples'
+    digests (boto's own retries are off, so nothing else could) and read again."""
+    faults = Faults(every=3, match=r"\.tar($|\?)", burst=2)
+    proxy = FlakyProxy(s3_server["endpoint_url"], faults)
+    with proxy as url:
+        options = dict(through(url, s3_server), config_kwargs={"retries": {"max_attempts": 1}})
+        data = dataset(remote(stores, tmp_path / "cache", options, cache="ranges"))
+        data.files.retry.base_seconds = 0.001
+        got = list(data)
+    same(got, stores["expected"])
+    stats = data.cache_stats()
+    indexes = [name for name in stores["files"] if name.endswith(".idx")]
+    assert stats["downloads"] == len(indexes)
+    cached = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.suffix in (".tar", ".idx"))
+    assert cached and all(name.endswith(".idx") for name in cached)
+    assert stats["ranges"]["requests"] > 0 and {"flip", "cut", "error"} <= set(proxy.counters)
+    assert stats["retry"]["retried"].get("CorruptRead", 0) >= proxy.counters["flip"]
+
+
+def test_ranges_refuse_a_sample_that_never_matches_its_digest(stores, s3_server, tmp_path):
+    from mixplane.store.images.format import decode_index
+
+    fs = stores["fs"]
+    data = dataset(remote(stores, tmp_path / "cache", s3_server, cache="ranges"))
+    data.files.retry.base_seconds = 0.001
+    where = data.locate(int(stores["expected"][0]["index"][0]))  # the first sample read
+    tar = f"{where['folder']}/{where['shard']}.tar".removeprefix("s3://")
+    offsets, _ = decode_index(fs.cat_file(tar.removesuffix(".tar") + ".idx"), "idx")
+    original = fs.cat_file(tar)
+    changed = bytearray(original)
+    changed[int(offsets[where["sample"]]) + 600] ^= 0x01  # its image: same size, other bytes
+    fs.pipe_file(tar, bytes(changed))
+    try:
+        name = f"{where['shard']}.tar"
+        with pytest.raises(MixplaneError, match=rf"{name}: samples .* hash to .* the index says"):
+            next(iter(data))
+    finally:
+        fs.pipe_file(tar, original)
+
+
+def test_ranges_refuse_shards_whose_index_has_no_digests(s3_server, tmp_path):
+    """A version 1 index (written before sample digests) cannot check a ranged read: the
+    loader says so instead of reading unchecked bytes."""
+    from mixplane.manifest import MANIFEST, file_digest
+    from mixplane.store.images.format import decode_index, encode_index
+
+    folder = tmp_path / "old"
+    write_image_dataset(str(folder), source="old", **DATASETS["art"])
+    manifest = json.loads((folder / MANIFEST).read_text())
+    for entry in manifest["outputs"]:
+        if entry["path"].endswith(".idx"):
+            idx = folder / entry["path"]
+            idx.write_bytes(encode_index(decode_index(idx.read_bytes(), entry["path"])[0], None))
+            entry["size"], entry["hash"] = file_digest(str(idx))
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    bucket = create_bucket(s3_server, "image-v1")
+    fs = s3fs.S3FileSystem(**s3_server)
+    fs.put(str(folder) + "/", f"{bucket}/old/", recursive=True)
+    catalog = Catalog(str(tmp_path / "catalog.duckdb"), storage_options=s3_server)
+    catalog.register(f"s3://{bucket}/old", name="old")
+    mixture = spec(
+        str(tmp_path / "catalog.duckdb"),
+        cache_dir=str(tmp_path / "cache"),
+        storage_options=s3_server,
+        cache="ranges",
+        components={"old": {"datasets": ["old"]}},
+    )
+    with pytest.raises(ConfigError, match="version 1 image index.*cache: shards"):
+        next(iter(dataset(mixture)))

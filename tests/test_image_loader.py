@@ -23,6 +23,7 @@ from mixplane.load.images.synthetic import caption_tokenizer, write_image_catalo
 from mixplane.load.plan.partition import Layout
 from mixplane.mix.spec import MixtureSpec
 from mixplane.store.images import ImageShardReader
+from mixplane.store.images.format import decode_index, encode_index, sample_digest
 
 BATCH = 4
 SIZE = 32
@@ -351,6 +352,14 @@ def test_bad_image_bytes_name_dataset_shard_and_sample(tmp_path):
     with open(tmp_path / "broken" / "part-00000.tar", "r+b") as tar:
         tar.seek(start + 512)  # past the image member's header: its JPEG bytes
         tar.write(b"\0" * 64)
+    # Written so (its digest kept in the index): not a shard damaged since, a bad image.
+    idx = tmp_path / "broken" / "part-00000.idx"
+    offsets, digests = decode_index(idx.read_bytes(), "idx")
+    digests = digests.copy()
+    digests[5] = sample_digest(
+        (tmp_path / "broken" / "part-00000.tar").read_bytes()[start : int(offsets[6])]
+    )
+    idx.write_bytes(encode_index(offsets, digests))
     data = ImageTextDataset(
         {"kind": "image_text", "catalog": path, "components": {"all": {"weight": 1}}},
         batch_size=8,

@@ -160,18 +160,33 @@ def test_damaged_index_or_tar_is_reported(tmp_path):
     idx = tmp_path / "part-00002.idx"
     good = idx.read_bytes()
     idx.write_bytes(good[:-8])
-    with pytest.raises(MixplaneError, match="part-00002.idx: index has 72 bytes, expected 80"):
+    with pytest.raises(MixplaneError, match="part-00002.idx: index has 120 bytes, expected 128"):
         ImageShardReader(str(tmp_path), "part-00002")
     idx.write_bytes(b"NOTANIDX" + good[8:])
     with pytest.raises(MixplaneError, match="not a mixplane image index"):
         ImageShardReader(str(tmp_path), "part-00002")
-    # An offset moved into the middle of a member: the header checksum catches it.
-    offsets = decode_index(good, "x").copy()
+    # An offset moved into the middle of a member: the sample's digest catches it, and in
+    # a version 1 index (no digests) the tar header's checksum does.
+    offsets, digests = decode_index(good, "x")
+    offsets = offsets.copy()
     offsets[2] += 512
-    idx.write_bytes(encode_index(offsets))
+    idx.write_bytes(encode_index(offsets, digests))
+    reader = ImageShardReader(str(tmp_path), "part-00002")
+    with pytest.raises(MixplaneError, match="sample 2: its bytes hash to .* the index says"):
+        reader.sample(2)
+    idx.write_bytes(encode_index(offsets, None))
     reader = ImageShardReader(str(tmp_path), "part-00002")
     with pytest.raises(MixplaneError, match="sample 2 .*checksum"):
         reader.sample(2)
+    # Bytes of a sample changed in place: only the digest can tell.
+    idx.write_bytes(good)
+    tar = tmp_path / "part-00002.tar"
+    intact = tar.read_bytes()
+    start = int(decode_index(good, "x")[0][1]) + 600  # inside sample 1's image data
+    tar.write_bytes(intact[:start] + bytes([intact[start] ^ 0xFF]) + intact[start + 1 :])
+    with pytest.raises(MixplaneError, match="sample 1: its bytes hash to"):
+        ImageShardReader(str(tmp_path), "part-00002").sample(1)
+    tar.write_bytes(intact)
     idx.write_bytes(good)
     tar = tmp_path / "part-00002.tar"
     tar.write_bytes(tar.read_bytes()[:-1024])
@@ -195,12 +210,18 @@ def test_parse_members_rejects_mixed_keys_and_repeats():
 @given(st.lists(st.integers(1, 1 << 20), max_size=50))
 def test_index_roundtrip_property(blocks):
     offsets = np.concatenate([[0], np.cumsum(np.asarray(blocks, dtype=np.int64) * 512)])
-    data = encode_index(offsets)
-    assert len(data) == HEADER_SIZE + 8 * (len(blocks) + 1)
-    assert decode_index(data, "x.idx").tolist() == offsets.tolist()
-    for cut in {0, 1, HEADER_SIZE - 1, len(data) - 1}:
-        with pytest.raises(MixplaneError):
-            decode_index(data[:cut], "x.idx")
+    digests = [hash(("sample", n)) % (1 << 64) for n in range(len(blocks))]
+    for kept in (digests, None):  # version 2, and version 1 (no digests)
+        data = encode_index(offsets, kept)
+        digest_bytes = 0 if kept is None else 8 * len(blocks)
+        assert len(data) == HEADER_SIZE + 8 * (len(blocks) + 1) + digest_bytes
+        got_offsets, got_digests = decode_index(data, "x.idx")
+        assert got_offsets.tolist() == offsets.tolist()
+        assert (got_digests is None) == (kept is None)
+        assert kept is None or got_digests.tolist() == kept
+        for cut in {0, 1, HEADER_SIZE - 1, len(data) - 1}:
+            with pytest.raises(MixplaneError):
+                decode_index(data[:cut], "x.idx")
 
 
 @settings(max_examples=100, deadline=None)

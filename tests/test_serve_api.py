@@ -278,13 +278,11 @@ def test_an_empty_mixture_is_invalid_by_the_spec_as_by_the_service(demo_service,
     image_text = {"kind": "image_text", "components": {"a": {"weight": 1}}}
     assert validator(spec, "MixtureRequest").is_valid({"mixture": image_text})
     assert not validator(spec, "MixtureRequest").is_valid({"mixture": image_text | {"seq_len": 8}})
-    # Remote image shards are cached whole: a limit and `cache: shards` are theirs, ranges not.
-    assert validator(spec, "MixtureRequest").is_valid(
-        {"mixture": image_text | {"cache": "shards", "cache_limit": "1GB"}}
-    )
-    assert not validator(spec, "MixtureRequest").is_valid(
-        {"mixture": image_text | {"cache": "ranges"}}
-    )
+    # Remote image shards take a limit and both cache modes, as token shards do.
+    for mode in ("shards", "ranges"):
+        assert validator(spec, "MixtureRequest").is_valid(
+            {"mixture": image_text | {"cache": mode, "cache_limit": "1GB"}}
+        )
 
 
 def test_dataset_references_columns_and_names_have_their_patterns(demo_service, spec):

@@ -198,9 +198,9 @@ class MixtureSpec(BaseModel):
     cache: Literal["shards", "ranges"] = Field(
         "shards",
         description="how remote shards are read: shards (copied whole into the machine's "
-        "cache, read from there) or ranges (only the bytes of the document pieces read, "
-        "fetched in ranged requests and checked against the shards' .sums; for shards too "
-        "big or too many to cache whole; text mixtures only)",
+        "cache, read from there) or ranges (only the bytes of the document pieces or image "
+        "samples read, fetched in ranged requests and checked against the shards' .sums or "
+        "the image index's sample digests; for shards too big or too many to cache whole)",
     )
     storage_options: dict[str, Any] = Field(default_factory=dict)
     plan_url: str | None = Field(
@@ -247,11 +247,6 @@ class MixtureSpec(BaseModel):
         if ignored:
             raise ValueError(
                 f"an image_text mixture weighs samples, not tokens; remove {', '.join(ignored)}"
-            )
-        if self.cache == "ranges":
-            raise ValueError(
-                "cache: ranges reads the pieces of token shards; an image_text mixture copies "
-                "its remote shards whole into the machine's cache (cache: shards)"
             )
         if _caps_epochs(self.weighting, self.components):
             raise ValueError(

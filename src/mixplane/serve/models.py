@@ -197,7 +197,6 @@ def _mixture_rules(schema: dict[str, Any]) -> None:
     schema["properties"]["components"]["propertyNames"] = {"pattern": COMPONENT.pattern}
     image_text = {"properties": {"kind": {"const": "image_text"}}, "required": ["kind"]}
     unused = [{"required": [name]} for name in sorted(IMAGE_TEXT_UNUSED)]
-    unused.append({"properties": {"cache": {"const": "ranges"}}, "required": ["cache"]})
     needs_steps = [
         {
             "if": {"properties": {part: test}, "required": [part]},

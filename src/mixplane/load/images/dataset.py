@@ -151,6 +151,7 @@ class ImageTextDataset:
             self.resolved.storage_options,
             self.spec.cache_dir,
             cache_limit(self.spec.cache_limit),
+            ranges=self.spec.cache == "ranges",
         )
         self._readers: OrderedDict[int, ImageShardReader] = OrderedDict()
         self._pid = os.getpid()

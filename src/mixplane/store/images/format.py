@@ -1,4 +1,4 @@
-"""The image shard format "mixplane-images", version 1: names, tar members and the index.
+"""The image shard format "mixplane-images", version 2: names, tar members and the index.
 
 A shard is three files sharing a stem (`part-NNNNN`):
 
@@ -7,7 +7,10 @@ A shard is three files sharing a stem (`part-NNNNN`):
   ustar headers with fixed mode, owner and time, so identical samples give identical bytes.
 - `.idx`: a 24-byte header `<8sIIQ` (magic `MXIMGIDX`, version, reserved 0, sample count
   n), then n + 1 little-endian uint64 byte offsets: where each sample's first header starts,
-  and last where the last sample ends (the two zero end blocks follow it).
+  and last where the last sample ends (the two zero end blocks follow it); then (version 2)
+  n little-endian uint64 xxh3_64 digests, one of each sample's bytes `[offset_i,
+  offset_i+1)`, so a sample read by a ranged request is checked on its own. Version 1
+  indexes (no digests) are still read; their samples cannot be read by ranges.
 - `.meta.parquet`: one row per sample, in the same order.
 
 Everything here is pure: building and parsing bytes, choosing names. `docs/images-format.md`
@@ -19,11 +22,13 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+import xxhash
 
 from mixplane.errors import MixplaneError
 
 FORMAT_NAME = "mixplane-images"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no sample digests
 MAGIC = b"MXIMGIDX"
 # magic, version (uint32), reserved (uint32, 0), sample count (uint64)
 HEADER = struct.Struct("<8sIIQ")
@@ -195,27 +200,40 @@ def _check_header(header: bytes, where: str) -> tuple[str, int]:
     return name.decode("utf-8", "replace"), size
 
 
-def encode_index(offsets: np.ndarray | list[int]) -> bytes:
-    """A whole `.idx` file for samples starting at `offsets[:-1]` and ending at `offsets[-1]`.
+def sample_digest(data: bytes | memoryview) -> int:
+    """The digest the index keeps of a sample's bytes (headers, data and padding)."""
+    return xxhash.xxh3_64_intdigest(data)
+
+
+def encode_index(offsets: np.ndarray | list[int], digests: np.ndarray | list[int] | None) -> bytes:
+    """A whole `.idx` file for samples starting at `offsets[:-1]` and ending at `offsets[-1]`,
+    with each sample's digest (version 2), or without (`None`: version 1).
 
     Example:
-        >>> data = encode_index([0, 2048, 4096])
-        >>> len(data), decode_index(data, "x.idx").tolist()
-        (48, [0, 2048, 4096])
+        >>> data = encode_index([0, 2048, 4096], [7, 9])
+        >>> offsets, digests = decode_index(data, "x.idx")
+        >>> len(data), offsets.tolist(), digests.tolist()
+        (64, [0, 2048, 4096], [7, 9])
     """
     offsets = np.asarray(offsets, dtype=OFFSET_DTYPE)
     if len(offsets) == 0:
         raise ValueError("an index has at least one offset (the end of the samples)")
+    if digests is None:
+        return HEADER.pack(MAGIC, 1, 0, len(offsets) - 1) + offsets.tobytes()
+    digests = np.asarray(digests, dtype=OFFSET_DTYPE)
+    if len(digests) != len(offsets) - 1:
+        raise ValueError(f"{len(offsets) - 1} samples need as many digests, got {len(digests)}")
     header = HEADER.pack(MAGIC, FORMAT_VERSION, 0, len(offsets) - 1)
-    return header + offsets.tobytes()
+    return header + offsets.tobytes() + digests.tobytes()
 
 
-def decode_index(data: bytes | memoryview, where: str) -> np.ndarray:
-    """The n + 1 offsets of an `.idx` file's bytes, checked: magic, version, length, offsets
-    starting at 0, increasing, on 512-byte boundaries. Raises `MixplaneError` naming `where`.
+def decode_index(data: bytes | memoryview, where: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The n + 1 offsets of an `.idx` file's bytes and its n sample digests (None in a
+    version 1 index), checked: magic, version, length, offsets starting at 0, increasing, on
+    512-byte boundaries. Raises `MixplaneError` naming `where`.
 
     Example:
-        >>> decode_index(encode_index([0, 1536]), "x.idx").tolist()
+        >>> decode_index(encode_index([0, 1536], None), "x.idx")[0].tolist()
         [0, 1536]
     """
     raw = memoryview(data).cast("B")
@@ -224,12 +242,13 @@ def decode_index(data: bytes | memoryview, where: str) -> np.ndarray:
     magic, version, _reserved, count = HEADER.unpack_from(raw)
     if magic != MAGIC:
         raise MixplaneError(f"{where}: not a mixplane image index (magic {magic!r})")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise MixplaneError(
-            f"{where}: image format version {version}; this mixplane reads version "
-            f"{FORMAT_VERSION}, upgrade mixplane to read it"
+            f"{where}: image format version {version}; this mixplane reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}, upgrade mixplane to read it"
         )
-    expected = HEADER_SIZE + (count + 1) * OFFSET_DTYPE.itemsize
+    digest_count = count if version >= 2 else 0
+    expected = HEADER_SIZE + (count + 1 + digest_count) * OFFSET_DTYPE.itemsize
     if len(raw) != expected:
         raise MixplaneError(
             f"{where}: index has {len(raw)} bytes, expected {expected} for {count} samples; "
@@ -243,7 +262,10 @@ def decode_index(data: bytes | memoryview, where: str) -> np.ndarray:
         raise MixplaneError(
             f"{where}: sample offsets are not increasing multiples of {BLOCK}; the index is corrupt"
         )
-    return offsets
+    if version < 2:
+        return offsets, None
+    start = HEADER_SIZE + (count + 1) * OFFSET_DTYPE.itemsize
+    return offsets, np.frombuffer(raw, dtype=OFFSET_DTYPE, offset=start, count=count)
 
 
 def tar_size(offsets: np.ndarray) -> int:

@@ -1,24 +1,36 @@
 """Reading one image shard by sample: any sample is one range read of the tar, located by
 the `.idx` (see `store.images.format`).
 
-Opening a shard reads the index (24 bytes + 8 per sample) and the tar's size; local tars
-are read with `pread`, remote ones with ranged reads through fsspec, or from local copies
-of the tar and its index (`copies`, e.g. the loader's node cache). Reading many samples in
-index order merges neighbouring ranges into one read.
+Opening a shard reads the index (24 bytes + 16 per sample) and the tar's size; local tars
+are read with `pread`, remote ones with ranged reads through fsspec (retried, see
+`io.retry`), or from local copies of the tar and its index (`copies`, e.g. the loader's node
+cache; a copy of the index alone reads the tar by ranges). Reading many samples in index
+order merges neighbouring ranges into one read. Every sample read is checked against the
+digest its index keeps (version 2): a remote read that does not match is fetched again, a
+local one is reported at once.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import is_local, join_url, local_path
+from mixplane.io.retry import CorruptRead, Retry, read_exact
 from mixplane.io.urls import url_filesystem
-from mixplane.store.images.format import IDX, META, TAR, decode_index, parse_members, tar_size
+from mixplane.store.images.format import (
+    IDX,
+    META,
+    TAR,
+    decode_index,
+    parse_members,
+    sample_digest,
+    tar_size,
+)
 
 # Samples closer than this in the tar are fetched in one read (the gap is read and dropped:
 # cheaper than another request on object storage, and than another syscall locally).
@@ -37,6 +49,8 @@ class ImageShardReader:
 
     `copies`: local files holding the shard's tar and index (a cache's verified copies of
     remote ones), read instead of `folder_url`; the shard keeps its URLs' names in messages.
+    A copy of the index alone (`(None, idx_copy)`) reads the remote tar by ranges.
+    `on_read(bytes)` hears of every remote read.
     """
 
     def __init__(
@@ -44,7 +58,9 @@ class ImageShardReader:
         folder_url: str,
         stem: str,
         storage_options: dict[str, Any] | None = None,
-        copies: tuple[str, str] | None = None,
+        copies: tuple[str | None, str] | None = None,
+        retry: Retry | None = None,
+        on_read: Callable[[int], None] | None = None,
     ):
         self.folder = folder_url.rstrip("/")
         self.stem = stem
@@ -53,11 +69,14 @@ class ImageShardReader:
         self.idx_url = join_url(self.folder, stem + IDX)
         self.meta_url = join_url(self.folder, stem + META)
         self._copies = copies
-        self._local = copies is not None or is_local(self.tar_url)
-        self._tar_file = copies[0] if copies else local_path(self.tar_url) if self._local else None
+        tar_copy = copies[0] if copies else None
+        self._local = tar_copy is not None or is_local(self.tar_url)
+        self._tar_file = tar_copy or (local_path(self.tar_url) if self._local else None)
         self._fd: int | None = None
         self._fs, self._tar_path = url_filesystem(self.tar_url, self.storage_options)
-        self.offsets = decode_index(self._read_index(), self.idx_url)
+        self.retry = retry or Retry()
+        self.on_read = on_read
+        self.offsets, self.digests = decode_index(self._read_index(), self.idx_url)
         size = self._size()
         if size != tar_size(self.offsets):
             raise MixplaneError(
@@ -86,8 +105,7 @@ class ImageShardReader:
 
     def sample(self, index: int) -> dict[str, Any]:
         """Sample `index`: its members' bytes by extension, and `"__key__"`."""
-        start, end = self.byte_range(index)
-        return parse_members(self._read(start, end), self._where(index))
+        return self.samples([index])[0]
 
     def samples(self, indices: Iterable[int]) -> list[dict[str, Any]]:
         """Samples `indices`, in the order given; samples near each other in the tar are
@@ -98,9 +116,8 @@ class ImageShardReader:
         # The runs cut the sorted sequence in order, so `order` names each sample's slot.
         slots = iter(order)
         for run in _runs([wanted[i] for i in order], self.offsets):
-            first, last = run[0], run[-1]
-            base = int(self.offsets[first])
-            data = memoryview(self._read(base, int(self.offsets[last + 1])))
+            base = int(self.offsets[run[0]])
+            data = memoryview(self._read_run(run))
             for sample in run:
                 lo, hi = int(self.offsets[sample]) - base, int(self.offsets[sample + 1]) - base
                 found[next(slots)] = parse_members(data[lo:hi], self._where(sample))
@@ -145,9 +162,38 @@ class ImageShardReader:
         except FileNotFoundError:
             raise MixplaneError(f"{self.tar_url} is missing beside its index") from None
 
+    def _read_run(self, run: list[int]) -> bytes:
+        """The bytes of samples `run` (increasing, read in one piece), checked."""
+        start, end = int(self.offsets[run[0]]), int(self.offsets[run[-1] + 1])
+        if self._local:
+            return self._checked(run, self._read(start, end))
+        where = f"{self.tar_url}: samples {run[0]}-{run[-1]} (bytes {start}-{end})"
+        return self.retry.call(lambda: self._checked(run, self._read(start, end)), where)
+
+    def _checked(self, run: list[int], data: bytes) -> bytes:
+        """`data` if each sample of `run` in it has the digest the index keeps."""
+        if self.digests is None:
+            return data
+        base, view = int(self.offsets[run[0]]), memoryview(data)
+        for sample in run:
+            lo, hi = int(self.offsets[sample]) - base, int(self.offsets[sample + 1]) - base
+            found, kept = sample_digest(view[lo:hi]), int(self.digests[sample])
+            if found != kept:
+                message = (
+                    f"{self._where(sample)}: its bytes hash to {found:016x}, the index says "
+                    f"{kept:016x}"
+                )
+                if self._local:
+                    raise MixplaneError(f"{message}; the shard is corrupt")
+                raise CorruptRead(message)
+        return data
+
     def _read(self, start: int, end: int) -> bytes:
         if not self._local:
-            return self._fs.cat_file(self._tar_path, start=start, end=end)
+            data = read_exact(self._fs, self._tar_path, start, end)
+            if self.on_read is not None:
+                self.on_read(len(data))
+            return data
         if self._fd is None:
             self._fd = os.open(self._tar_file, os.O_RDONLY)  # type: ignore[arg-type]
         data = os.pread(self._fd, end - start, start)

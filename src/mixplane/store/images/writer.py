@@ -27,6 +27,7 @@ from mixplane.store.images.format import (
     META,
     TAR,
     encode_index,
+    sample_digest,
     sample_key,
     tar_member,
 )
@@ -91,6 +92,7 @@ class ImageShardWriter:
         self.key_prefix = key_prefix
         self.documents = 0
         self._offsets = [0]
+        self._digests: list[int] = []
         self._stack = ExitStack()
         self._tar: HashingWriter = self._stack.enter_context(
             atomic_open(join_url(self.folder, stem + TAR), storage_options)
@@ -122,6 +124,7 @@ class ImageShardWriter:
         data = b"".join(members)
         self._tar.write(data)
         self._offsets.append(self._offsets[-1] + len(data))
+        self._digests.append(sample_digest(data))
         self._rows.append(_meta_row(doc, key, fields))
         self.documents += 1
         if len(self._rows) >= META_ROWS:
@@ -137,7 +140,7 @@ class ImageShardWriter:
         tar_size, tar_hash = self._tar.size, self._tar.fingerprint
         self._stack.close()
         with atomic_open(join_url(self.folder, self.stem + IDX), self.storage_options) as index:
-            index.write(encode_index(self._offsets))
+            index.write(encode_index(self._offsets, self._digests))
         self._flush()
         self._meta.close(FIXED)
         meta_size, meta_hash = self._meta.written
