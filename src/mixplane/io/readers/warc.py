@@ -100,7 +100,11 @@ def _read_from(
             record = next(records)
         except StopIteration:
             yield from held
-            if gz and (cut := stream.frame_start_position()) is not None and cut > (last or -1):
+            if (
+                gz
+                and (cut := stream.frame_start_position()) is not None
+                and cut > (-1 if last is None else last)
+            ):
                 # FastWARC stops quietly at a gzip member cut short.
                 where = f"{shard.url}@{cut}"
                 yield Quarantined(where, "WARC ends inside a record (gzip member cut short)", b"")
