@@ -5,8 +5,11 @@ offset and reason, every other record kept)."""
 from __future__ import annotations
 
 import gzip
+import html
+import re
 import uuid
 import zlib
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,6 +25,7 @@ from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, Shard, read
 from mixplane.io.readers.charsets import decode_page
 from mixplane.process.config import InputConfig
 from mixplane.process.tasks import plan_tasks, scan_inputs
+from mixplane.synth import generate_corpus
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10" + bytes(range(256)) * 4
 
@@ -359,3 +363,49 @@ def test_a_paths_list_makes_one_task_per_listed_file(tmp_path: Path, compress: b
         {"input": {"paths": str(paths), "base": f"{tmp_path}/"}, "output": str(tmp_path / "o")}
     )
     assert (result.stats["tasks"], result.stats["kept"]) == (3, 9)
+
+
+# The synthetic corpus's realistic web profile.
+
+
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory) -> dict[str, Path]:
+    """The same small corpus written compact and realistic."""
+    root = tmp_path_factory.mktemp("profiles")
+    for profile in ("compact", "realistic"):
+        generate_corpus(str(root / profile), 500, 5, web_profile=profile)
+    return {profile: root / profile for profile in ("compact", "realistic")}
+
+
+def web_documents(corpus: Path) -> dict[str, Document]:
+    docs = {}
+    for path in sorted((corpus / "raw/web").glob("*.warc.gz")):
+        found, bad = split(read_file(path))
+        assert not bad
+        docs |= {d.id: d for d in found}
+    return docs
+
+
+def test_realistic_pages_are_crawl_sized_in_many_charsets_with_the_same_truth(profiles):
+    compact, realistic = profiles["compact"], profiles["realistic"]
+    for truth in ("truth/documents.parquet", "truth/duplicates.jsonl", "truth/pii.jsonl"):
+        assert (compact / truth).read_bytes() == (realistic / truth).read_bytes()
+    small, dressed = web_documents(compact), web_documents(realistic)
+    assert set(small) == set(dressed)
+    cut = {i for i, d in dressed.items() if d.metadata["warc_truncated"] == "length"}
+    assert 0 < len(cut) < len(dressed) / 10
+    for doc_id, doc in dressed.items():
+        page = html.unescape(doc.text)  # legacy charsets spell other characters as references
+        article = re.search(r"<article>.*</article>", small[doc_id].text, flags=re.S)
+        assert doc_id in cut or article is None or html.unescape(article.group()) in page
+        if doc_id not in cut:
+            assert 20_000 <= len(doc.text.encode(doc.metadata["charset"])) <= 200_000
+    charsets = Counter(d.metadata["charset"] for d in dressed.values())
+    assert {"utf-8", "cp1252", "shift_jis"} <= set(charsets) and {"gbk", "gb18030"} & set(charsets)
+    declared = Counter(d.metadata["http_content_type"] for d in dressed.values())
+    assert declared["text/html"] > 0 and declared["text/html; charset=windows-1252"] > 0
+
+
+def test_an_unknown_web_profile_is_refused(tmp_path: Path):
+    with pytest.raises(ConfigError, match="web profile must be one of compact, realistic"):
+        generate_corpus(str(tmp_path), 10, 1, web_profile="huge")

@@ -58,7 +58,8 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     The id is the record's WARC-Record-ID. Metadata: `url` (WARC-Target-URI), `warc_date`,
     `warc_record_id`, `content_type` (the media type, without parameters),
     `http_content_type` (the HTTP header as sent, None without HTTP) and `charset` (the codec
-    the payload was decoded with, see `charsets`).
+    the payload was decoded with, see `charsets`) and `warc_truncated` (the crawler's
+    WARC-Truncated reason, such as `length`, when it kept only the start of the page).
 
     Example:
         >>> docs = list(read(Shard("crawl.warc.gz", "crawl.warc.gz", "warc"),
@@ -197,6 +198,7 @@ def _record_results(record: WarcRecord, shard: Shard, options: ReadOptions, stat
         "content_type": media or None,
         "http_content_type": http_type,
         "charset": codec,
+        "warc_truncated": headers.get("WARC-Truncated"),
     }
     yield Document(doc_id, text, default_source(shard, options), metadata)
 
