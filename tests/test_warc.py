@@ -103,6 +103,7 @@ def test_documents_carry_the_crawl_metadata(tmp_path: Path, compress: bool):
         "content_type": "text/html",
         "http_content_type": "text/html; charset=utf-8",
         "charset": "utf-8",
+        "warc_truncated": None,
     }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 
 from resiliparse.parse.encoding import detect_encoding, map_encoding_to_html5
 
@@ -63,24 +64,32 @@ def codec_name(label: str | None) -> str | None:
     return map_encoding_to_html5(label)
 
 
-def candidates(data: bytes, declared: str | None, html: bool) -> list[str]:
-    """The codecs to try for `data`, in order: BOM, HTTP header, meta tag, detected, UTF-8."""
-    found = [codec for bom, codec in _BOMS if data.startswith(bom)]
-    found.append(codec_name(declared))
-    if html:
-        found.append(codec_name(meta_charset(data)))
-    found.append(detect_encoding(data))
-    found.append("utf-8")
-    return list(dict.fromkeys(codec for codec in found if codec))
+def candidates(data: bytes, declared: str | None, html: bool) -> Iterator[str]:
+    """The codecs to try for `data`, in order: BOM, HTTP header, meta tag, detected, UTF-8.
+    Lazily: detection (the costly step) runs only when the declared charsets fail."""
+    seen = set()
+    steps = (
+        lambda: next((codec for bom, codec in _BOMS if data.startswith(bom)), None),
+        lambda: codec_name(declared),
+        lambda: codec_name(meta_charset(data)) if html else None,
+        lambda: detect_encoding(data),
+        lambda: "utf-8",
+    )
+    for step in steps:
+        codec = step()
+        if codec and codec not in seen:
+            seen.add(codec)
+            yield codec
 
 
 def decode_page(data: bytes, declared: str | None, html: bool = True) -> tuple[str, str, bool]:
     """`(text, codec, replaced)`: the page's text, the codec that read it, and whether bytes
     it could not read became U+FFFD (only when no candidate reads the whole page)."""
-    tried = candidates(data, declared, html)
-    for codec in tried:
+    first = None
+    for codec in candidates(data, declared, html):
+        first = first or codec
         try:
             return data.decode(codec), codec, False
         except (UnicodeDecodeError, LookupError):
             continue
-    return data.decode(tried[0], errors="replace"), tried[0], True
+    return data.decode(first or "utf-8", errors="replace"), first or "utf-8", True
