@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from readme_blocks import readme_block
 
 from mixplane import run_pipeline
 from mixplane.document import Document
@@ -410,3 +412,30 @@ def test_realistic_pages_are_crawl_sized_in_many_charsets_with_the_same_truth(pr
 def test_an_unknown_web_profile_is_refused(tmp_path: Path):
     with pytest.raises(ConfigError, match="web profile must be one of compact, realistic"):
         generate_corpus(str(tmp_path), 10, 1, web_profile="huge")
+
+
+def test_readme_common_crawl_config_runs_on_a_crawl_mirror(profiles, s3_bucket, tmp_path: Path):
+    """The README's Common Crawl input as written, its list and base pointed at a copy of
+    the crawl's layout on the loopback S3 server instead of data.commoncrawl.org."""
+    import s3fs
+
+    bucket, storage = s3_bucket
+    config = yaml.safe_load(readme_block("yaml", "warc.paths.gz"))
+    (spec,) = config["input"]
+    assert spec["base"] == "https://data.commoncrawl.org/"
+    listed = spec["paths"].removeprefix(spec["base"])
+    folder = listed.rsplit("/", 1)[0]
+    names = [f"{folder}/segments/1/warc/CC-MAIN-{i:05d}.warc.gz" for i in range(2)]
+    s3 = s3fs.S3FileSystem(**storage)
+    files = sorted((profiles["compact"] / "raw/web").glob("*.warc.gz"))[:2]
+    for name, local in zip(names, files, strict=True):
+        s3.put(str(local), f"{bucket}/{name}")
+    s3.pipe(f"{bucket}/{listed}", gzip.compress("\n".join(names).encode() + b"\n"))
+    spec |= {"paths": f"s3://{bucket}/{listed}", "base": f"s3://{bucket}/"}
+    config |= {"output": str(tmp_path / config["output"]), "storage_options": storage}
+    result = run_pipeline(config)
+    assert result.stats["tasks"] == 2 and result.stats["quarantined"] == 0
+    assert result.stats["kept"] > 0 and result.stats["excluded_by"]["langid"]
+    rows = pq.read_table(tmp_path / "cc-clean", columns=["url", "source", "language"]).to_pylist()
+    assert {row["source"] for row in rows} == {"cc"} and {r["language"] for r in rows} == {"en"}
+    assert all(row["url"].startswith("https://") for row in rows)
