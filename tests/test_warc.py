@@ -439,3 +439,11 @@ def test_readme_common_crawl_config_runs_on_a_crawl_mirror(profiles, s3_bucket, 
     rows = pq.read_table(tmp_path / "cc-clean", columns=["url", "source", "language"]).to_pylist()
     assert {row["source"] for row in rows} == {"cc"} and {r["language"] for r in rows} == {"en"}
     assert all(row["url"].startswith("https://") for row in rows)
+
+
+def test_a_listed_file_that_does_not_exist_fails_with_its_name(tmp_path: Path):
+    (tmp_path / "a.warc.gz").write_bytes(gz(*pages(2)))
+    (tmp_path / "warc.paths").write_text("a.warc.gz\nmissing.warc.gz\n")
+    config = {"input": {"paths": str(tmp_path / "warc.paths"), "base": str(tmp_path)}}
+    with pytest.raises(InputError, match=r"missing.warc.gz: no such file \(named by a paths list"):
+        run_pipeline(config | {"output": str(tmp_path / "o")})
