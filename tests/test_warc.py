@@ -211,6 +211,7 @@ def test_gzip_member_cut_mid_file_loses_only_that_record(tmp_path: Path):
     assert [d.metadata["url"] for d in docs] == [f"https://s.example/{i}" for i in (0, 2, 3)]
     assert offset(bad) == len(members[0])
     assert bad.error.startswith("unreadable WARC data: Gzip decompression error")
+    assert bad.raw == cut  # the skipped bytes, as they are in the file
     assert f"reading again at offset {len(members[0]) + len(cut)}" in bad.error
 
 

@@ -31,6 +31,7 @@ from mixplane.io.readers.base import (
     read_bounded,
 )
 from mixplane.io.readers.charsets import charset_label, decode_page
+from mixplane.io.readers.lines import PREFIX
 from mixplane.io.readers.warcframes import GZIP_MAGIC, next_record_start, record_end
 from mixplane.io.urls import url_filesystem
 
@@ -140,13 +141,16 @@ def _broken(
         skipped = "to the end of the file"
     else:
         skipped = f"{resume - after} bytes, reading again at offset {resume}"
+    # The skipped bytes as they are in the file (compressed, in a gzip file), up to PREFIX.
+    handle.seek(after)
+    raw = handle.read(PREFIX if resume is None else min(PREFIX, resume - after))
     if broken:
         ids = [r.id if isinstance(r, Document) else r.doc_id for r in held]
         error = f"broken WARC record: {broken} (skipped {skipped})"
-        yield Quarantined(f"{url}@{last}", error, b"", next(iter(ids), None), "broken WARC record")
+        yield Quarantined(f"{url}@{last}", error, raw, next(iter(ids), None), "broken WARC record")
     else:
         error = f"unreadable WARC data: {error} (skipped {skipped})"
-        yield Quarantined(f"{url}@{after}", error, b"", reason="unreadable WARC data")
+        yield Quarantined(f"{url}@{after}", error, raw, reason="unreadable WARC data")
     return resume
 
 
