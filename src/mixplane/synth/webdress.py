@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mixplane.synth.lexicon import between
@@ -87,41 +88,44 @@ def _grow(html: str, rng: random.Random, target: int) -> str:
     return html.replace("</footer>", f'<div class="sitemap">{sitemap}</div></footer>', 1)
 
 
-def _css(rng: random.Random, size: int) -> str:
-    rules, total = [], 0
+def _repeat(size: int, piece: Callable[[], str]) -> str:
+    """Pieces drawn one after another until they hold `size` characters."""
+    pieces, total = [], 0
     while total < size:
+        pieces.append(piece())
+        total += len(pieces[-1])
+    return "".join(pieces)
+
+
+def _css(rng: random.Random, size: int) -> str:
+    def rule() -> str:
         a, b = rng.choice(_WORDS), rng.choice(_WORDS)
-        rule = (
+        return (
             f".{a}-{b}-{between(rng, 1, 99)}{{margin:{between(rng, 0, 40)}px;"
             f"color:#{rng.getrandbits(24):06x};display:{rng.choice(('flex', 'block', 'none'))}}}"
         )
-        rules.append(rule)
-        total += len(rule)
-    return "".join(rules)
+
+    return _repeat(size, rule)
 
 
 def _script(rng: random.Random, size: int) -> str:
-    parts, total = [], 0
-    while total < size:
+    def function() -> str:
         name = f"{rng.choice(_WORDS)}{rng.choice(_WORDS).title()}{between(rng, 1, 999)}"
         step = between(rng, 2, 64)
-        part = (
+        return (
             f"function {name}(e,t){{var n=document.querySelectorAll('.{rng.choice(_WORDS)}');"
             f"for(var r=0;r<n.length;r++){{n[r].setAttribute('data-{name}',t+r*{step})}}"
             f"return e&&e.{rng.choice(_WORDS)}||{between(rng, 0, 9999)}}}"
         )
-        parts.append(part)
-        total += len(part)
-    return "".join(parts)
+
+    return _repeat(size, function)
 
 
 def _links(rng: random.Random, size: int) -> str:
-    items, total = [], 0
-    while total < size:
+    def item() -> str:
         path = "/".join(rng.choice(_WORDS) for _ in range(between(rng, 1, 3)))
-        item = (
+        return (
             f'<li><a href="/{path}/{between(rng, 1, 9999)}">{rng.choice(_WORDS).title()}</a></li>'
         )
-        items.append(item)
-        total += len(item)
-    return "<ul>" + "".join(items) + "</ul>"
+
+    return "<ul>" + _repeat(size, item) + "</ul>"
