@@ -162,6 +162,14 @@ def test_any_bytes_decode_to_a_page(data: bytes, declared: str | None):
         assert text.encode(codec) == data or codec in ("utf-8-sig", "utf-16")
 
 
+def test_a_page_cut_inside_its_last_character_keeps_its_charset():
+    page = JAPANESE.removesuffix("</p>")
+    data = page.encode()[:-1]  # the last character's last byte is gone
+    assert decode_page(data, None) == (page[:-1] + "\ufffd", "utf-8", True)
+    broken = data[:40] + b"\xff" + data[40:]  # a bad byte inside: no codec reads it all
+    assert decode_page(broken, None)[1:] == ("utf-8", True)
+
+
 def test_wet_conversion_records_are_plain_text(tmp_path: Path):
     text = "Plain text extracted by the crawler.\nSecond line: naïve café.".encode()
     wet = record(text, "https://a.example/x", kind="conversion", content_type="text/plain")

@@ -2,12 +2,13 @@
 
 The order follows what browsers do, simplified: a byte-order mark, then the charset of the
 HTTP `Content-Type` header, then an HTML `<meta charset>` or `<meta http-equiv>` in the
-first `META_SCAN` bytes, then detection from the bytes (uchardet, through resiliparse),
-then UTF-8. Labels are mapped as the WHATWG encoding standard says (`iso-8859-1` and
-`us-ascii` are read as windows-1252, `gb2312` as GBK); a label Python does not know is
-skipped. The first candidate that decodes the whole payload strictly wins; when none does,
-the first candidate decodes it with U+FFFD for the bytes it cannot read, so a page with a
-few broken bytes is kept rather than lost.
+first `META_SCAN` bytes, then detection from the bytes: UTF-8 when the page is valid UTF-8
+(text in a legacy charset almost never is, and most of the web is UTF-8), else the charset
+uchardet guesses (through resiliparse). Labels are mapped as the WHATWG encoding standard
+says (`iso-8859-1` and `us-ascii` are read as windows-1252, `gb2312` as GBK); a label Python
+does not know is skipped. The first candidate that decodes the whole payload strictly wins;
+when none does, the first candidate decodes it with U+FFFD for the bytes it cannot read, so
+a page with a few broken bytes is kept rather than lost.
 
 Example:
     >>> decode_page("caf\\xe9".encode("latin-1"), "iso-8859-1")
@@ -65,15 +66,16 @@ def codec_name(label: str | None) -> str | None:
 
 
 def candidates(data: bytes, declared: str | None, html: bool) -> Iterator[str]:
-    """The codecs to try for `data`, in order: BOM, HTTP header, meta tag, detected, UTF-8.
-    Lazily: detection (the costly step) runs only when the declared charsets fail."""
+    """The codecs to try for `data`, in order: BOM, HTTP header, meta tag, then detection:
+    UTF-8, then uchardet's guess. Lazily: uchardet (the costly step) runs only when
+    the others fail."""
     seen = set()
     steps = (
         lambda: next((codec for bom, codec in _BOMS if data.startswith(bom)), None),
         lambda: codec_name(declared),
         lambda: codec_name(meta_charset(data)) if html else None,
-        lambda: detect_encoding(data),
         lambda: "utf-8",
+        lambda: detect_encoding(data),
     )
     for step in steps:
         codec = step()
@@ -90,6 +92,11 @@ def decode_page(data: bytes, declared: str | None, html: bool = True) -> tuple[s
         first = first or codec
         try:
             return data.decode(codec), codec, False
-        except (UnicodeDecodeError, LookupError):
+        except UnicodeDecodeError as error:
+            if error.reason == "unexpected end of data":
+                # A page cut inside its last character (a crawler's size limit): the codec
+                # is right, only that character is lost.
+                return data.decode(codec, errors="replace"), codec, True
+        except LookupError:
             continue
     return data.decode(first or "utf-8", errors="replace"), first or "utf-8", True
