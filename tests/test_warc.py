@@ -456,3 +456,13 @@ def test_a_listed_file_that_does_not_exist_fails_with_its_name(tmp_path: Path):
     config = {"input": {"paths": str(tmp_path / "warc.paths"), "base": str(tmp_path)}}
     with pytest.raises(InputError, match=r"missing.warc.gz: no such file \(named by a paths list"):
         run_pipeline(config | {"output": str(tmp_path / "o")})
+
+
+def test_synth_cli_writes_the_realistic_profile(cli, tmp_path: Path):
+    code, _, err = cli("synth", str(tmp_path / "c"), "--docs", "40", "--web-profile", "realistic")
+    assert code == 0, err
+    docs = [d for p in (tmp_path / "c/raw/web").glob("*.warc.gz") for d in read_file(p)]
+    assert docs and all(isinstance(d, Document) for d in docs)
+    assert max(len(d.text) for d in docs) >= 20_000
+    code, _, err = cli("synth", str(tmp_path / "d"), "--docs", "5", "--web-profile", "huge")
+    assert code == 2 and "web profile must be one of compact, realistic, got 'huge'" in err
