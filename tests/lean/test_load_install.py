@@ -19,6 +19,8 @@ import yaml
 PROCESSING = [
     "trafilatura",
     "warcio",
+    "fastwarc",
+    "resiliparse",
     "ftfy",
     "py3langid",
     "tokenizers",

@@ -84,7 +84,17 @@ def storage_options(value: str | None) -> dict[str, Any]:
 # Optional packages and the extra that installs each (see pyproject.toml).
 EXTRA_OF_MODULE = {
     **dict.fromkeys(
-        ["trafilatura", "warcio", "ftfy", "py3langid", "tokenizers", "tiktoken", "sentencepiece"],
+        [
+            "trafilatura",
+            "warcio",
+            "fastwarc",
+            "resiliparse",
+            "ftfy",
+            "py3langid",
+            "tokenizers",
+            "tiktoken",
+            "sentencepiece",
+        ],
         "process",
     ),
     "aiohttp": "http",

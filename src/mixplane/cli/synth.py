@@ -51,6 +51,12 @@ def synth(
         "--url-base",
         help="With --images: prefix of the URLs in raw/urls/urls.jsonl (serve raw/urls there).",
     ),
+    web_profile: str = typer.Option(
+        "compact",
+        "--web-profile",
+        help="compact: small UTF-8 pages; realistic: 20-200 KB pages with boilerplate, legacy "
+        "charsets (windows-1252, Shift_JIS, GB2312) and a few cut at a size limit, as crawled.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Generate web (WARC and HTML), wiki, code and forum files in several languages, with
@@ -74,7 +80,9 @@ def synth(
     from mixplane.synth import generate_corpus
 
     docs = DEFAULT_DOCS if docs is None else docs
-    make = partial(generate_corpus, out, docs, seed, faults, overwrite=overwrite)
+    make = partial(
+        generate_corpus, out, docs, seed, faults, overwrite=overwrite, web_profile=web_profile
+    )
     _generate(out, docs, make, print_summary, as_json)
 
 

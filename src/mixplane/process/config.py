@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError
@@ -28,10 +37,23 @@ class InputConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    path: str | list[str] = Field(description="URL, glob or brace pattern (or a list of them)")
+    path: str | list[str] | None = Field(
+        None, description="URL, glob or brace pattern (or a list of them)"
+    )
+    paths: str | None = Field(
+        None,
+        description="instead of path: a file listing input files, one a line (plain or gzip, "
+        "as Common Crawl's warc.paths.gz); each listed file is one task",
+    )
+    base: str | None = Field(
+        None,
+        description="prefix joined to the relative entries of 'paths' "
+        "(for Common Crawl: https://data.commoncrawl.org/ or s3://commoncrawl/)",
+    )
     format: str = Field(
         "auto",
-        description="jsonl, parquet, text, html, warc, hf_disk, webdataset, image_folder or auto",
+        description="jsonl, parquet, text, html, warc (WARC and WET), hf_disk, webdataset, "
+        "image_folder or auto",
     )
     text_key: str = Field("text", description="field holding the document text (or caption)")
     id_key: str = Field("id", description="field holding the document id")
@@ -43,7 +65,29 @@ class InputConfig(BaseModel):
         None, description="field holding an image URL (the fetch_images stage downloads it)"
     )
 
+    @model_validator(mode="after")
+    def _one_source(self) -> InputConfig:
+        if (self.path is None) == (self.paths is None):
+            raise ValueError("set one of 'path' (files or patterns) and 'paths' (a list file)")
+        if self.base is not None and self.paths is None:
+            raise ValueError("'base' resolves the entries of 'paths'; it needs 'paths'")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_lists(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        # Inputs written before 'paths' existed keep their outputs hash.
+        data = handler(self)
+        for key in ("path", "paths", "base"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
     def patterns(self) -> list[str]:
+        """The input's patterns, or for a `paths` input the list file."""
+        if self.path is None:
+            return [str(self.paths)]
         return [self.path] if isinstance(self.path, str) else list(self.path)
 
 

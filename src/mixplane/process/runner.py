@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from mixplane.document import Document
+from mixplane.errors import InputError
 from mixplane.io.atomic import join_url, write_bytes
 from mixplane.io.readers import Quarantined, ReadOptions, ReadStats, reader_for
 from mixplane.io.urls import url_filesystem
@@ -137,11 +138,18 @@ def read_task(
     options = input_read_options(config, task.input_index)
     for shard in task.shards:
         tally = files.setdefault(shard.url, new_file_stats())
-        for record in reader_for(shard.format)(shard, options, read_stats):
-            tally["documents_in"] += 1
-            if isinstance(record, Quarantined):
-                count_quarantined(tally, "read", record.stat_reason(), record.error)
-            yield record
+        try:
+            for record in reader_for(shard.format)(shard, options, read_stats):
+                tally["documents_in"] += 1
+                if isinstance(record, Quarantined):
+                    count_quarantined(tally, "read", record.stat_reason(), record.error)
+                yield record
+        except FileNotFoundError:
+            # Files from a `paths` list are not looked at before their task reads them.
+            raise InputError(
+                f"{shard.url}: no such file (named by a paths list, or removed since the run "
+                "was planned); fix the list or restore the file, then run again to resume"
+            ) from None
 
 
 def input_read_options(config: PipelineConfig, index: int) -> ReadOptions:

@@ -11,10 +11,12 @@ import posixpath
 from dataclasses import dataclass, field
 
 from mixplane.errors import InputError
+from mixplane.io.pathlists import read_path_list
 from mixplane.io.readers import Shard, detect_format, parquet
 from mixplane.io.readers.imagefolder import folder_images
 from mixplane.io.readers.parquet import row_group_sizes
 from mixplane.io.readers.pipes import is_pipe
+from mixplane.io.readers.warc import wat_refused
 from mixplane.io.urls import (
     compression_of,
     expand_braces,
@@ -32,7 +34,9 @@ class InputFile:
     `row_groups` holds the byte sizes of the pieces a task may take a range of: Parquet row
     groups, or the images of an image folder. `unreadable` says why a file cannot be read
     at all (a `.parquet` file that is empty, truncated or not Parquet); processing
-    quarantines such a file as one record.
+    quarantines such a file as one record. `listed`: the file came from a `paths` list; it
+    is read whole, as one task, and its size (0) is not looked up, so that planning a list
+    of a hundred thousand remote files costs one request, not one per file.
     """
 
     url: str
@@ -42,6 +46,7 @@ class InputFile:
     input_index: int
     row_groups: tuple[int, ...] = field(default=())
     unreadable: str = ""
+    listed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,8 @@ def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputF
         name = _relative(url, common)
         if is_pipe(url):
             files.append(InputFile(url, name, fmt, 0, index))  # a command's output size is unknown
+        elif inputs[index].paths is not None:
+            files.append(InputFile(url, name, fmt, 0, index, listed=True))
         elif fmt == "image_folder":
             sizes = tuple(size for _, size in folder_images(url, storage_options))
             if not sizes:
@@ -122,6 +129,8 @@ def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
     """`(url, root)` of each file (or image folder, or command) an input names."""
     if spec.format == "image_folder":
         return _image_folders(spec, storage_options)
+    if spec.paths is not None:
+        return _listed(spec, storage_options)
     patterns = spec.patterns()
     found = [(url, "") for p in patterns if is_pipe(p) for url in expand_braces(p)]
     files = [pattern for pattern in patterns if not is_pipe(pattern)]
@@ -129,6 +138,17 @@ def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
         files = _hf_patterns(files, spec.format, storage_options)
         found += _without_tar_sidecars(expand_inputs(files, storage_options))
     return found
+
+
+def _listed(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
+    """`(url, root)` of each file a `paths` list names: the root is the base
+    (names stay the listed relative paths) or, for an absolute entry, its folder."""
+    base = spec.base.rstrip("/") if spec.base else None
+    urls = read_path_list(str(spec.paths), spec.base, storage_options)
+    inside = f"{base}/" if base else None
+    return [
+        (url, base if inside and url.startswith(inside) else posixpath.dirname(url)) for url in urls
+    ]
 
 
 def _without_tar_sidecars(found: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -178,9 +198,11 @@ def _hf_patterns(patterns: list[str], fmt: str, storage_options: dict) -> list[s
 
 
 def _format_of(url: str, spec: InputConfig) -> str | None:
+    fmt = spec.format if spec.format != "auto" else detect_format(url)
+    if fmt == "wat":
+        raise wat_refused(url)
     if spec.format != "auto":
-        return spec.format
-    fmt = detect_format(url)
+        return fmt
     if fmt is None:
         raise InputError(f"{url}: cannot tell the format from the name; set 'format' on the input")
     return fmt
@@ -229,6 +251,7 @@ def plan_tasks(files: list[InputFile], task_bytes: int) -> list[Task]:
             and len(cuts) == 1
             and file.size <= group_bytes
             and not is_pipe(file.url)
+            and not file.listed
         )
         shards = [Shard(file.url, file.name, file.format, start, end) for start, end, _ in cuts]
         if small and planned and planned[-1].takes(file, group_bytes):

@@ -41,7 +41,9 @@ MAX_ATTEMPTS = 100
 class CorpusBuilder:
     """Writes `documents` documents under `out` from `seed`; see `generate_corpus`."""
 
-    def __init__(self, out: str, documents: int, seed: int, truth: TruthWriter):
+    def __init__(
+        self, out: str, documents: int, seed: int, truth: TruthWriter, web_profile: str = "compact"
+    ):
         self.out = out
         self.truth = truth
         self.rng = random.Random(f"mixplane-synth:{seed}")
@@ -50,7 +52,10 @@ class CorpusBuilder:
         self.sites = drafts.make_sites(self.rng)
         self.files = {
             source: RollingFiles(
-                out, source, file_sizes(source, self.counts[source]), open_sink(source, self.rng)
+                out,
+                source,
+                file_sizes(source, self.counts[source]),
+                open_sink(source, self.rng, web_profile),
             )
             for source in FILE_NAMES
         }

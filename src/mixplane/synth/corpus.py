@@ -2,7 +2,8 @@
 
 Layout under the output folder:
 
-- `raw/web/web-NNNN.warc.gz` (WARC responses) and `raw/web_html/page-NNNNNN.html`
+- `raw/web/web-NNNN.warc.gz` (WARC responses, compact or realistic: see `webdress`) and
+  `raw/web_html/page-NNNNNN.html`
 - `raw/wiki/wiki-NNNN.jsonl.zst`, `raw/code/code-NNNN.jsonl.gz`, `raw/forum/forum-NNNN.parquet`
 - `truth/summary.json`, `truth/duplicates.jsonl` (one line per generated pair),
   `truth/documents.parquet` (labels per document), `truth/pii.jsonl` (planted PII and
@@ -24,6 +25,7 @@ from mixplane.synth.layout import ID_ROOT
 from mixplane.synth.sinks import write_json
 from mixplane.synth.summary import SynthSummary, summarize
 from mixplane.synth.truth import TRUTH_FILES, TruthWriter
+from mixplane.synth.webdress import PROFILES
 
 PROGRESS_EVERY = 500
 
@@ -36,12 +38,16 @@ def generate_corpus(
     *,
     overwrite: bool = False,
     on_progress: Callable[[int], None] | None = None,
+    web_profile: str = "compact",
 ) -> SynthSummary:
     """Write `docs` documents under `out` and return what was written.
 
     `faults` adds broken files beside the clean ones (their records are not counted in
     `docs`). An existing `raw/` or `truth/` folder is an error unless `overwrite` is set.
-    `on_progress(done)` is called every few hundred documents.
+    `on_progress(done)` is called every few hundred documents. `web_profile` "realistic"
+    writes the WARC pages as a crawl holds them (20-200 KB of boilerplate, legacy charsets,
+    a few cut at a size limit: see `webdress`) with the same documents, ids and truth;
+    "compact" (the default) writes them small and in UTF-8.
 
     Example:
         >>> summary = generate_corpus("/tmp/corpus", docs=2000, seed=1)  # doctest: +SKIP
@@ -50,9 +56,11 @@ def generate_corpus(
     """
     if docs < 0:
         raise ConfigError(f"--docs must be zero or more, got {docs}")
+    if web_profile not in PROFILES:
+        raise ConfigError(f"web profile must be one of {', '.join(PROFILES)}, got {web_profile!r}")
     _prepare(out, overwrite)
     truth = TruthWriter(out)
-    builder = CorpusBuilder(out, docs, seed, truth)
+    builder = CorpusBuilder(out, docs, seed, truth, web_profile)
     for done, source in enumerate(builder.order, 1):
         builder.add(source)
         if on_progress is not None and (done % PROGRESS_EVERY == 0 or done == docs):

@@ -97,9 +97,13 @@ class RollingFiles:
             self.sink = None
 
 
-def open_sink(source: str, rng: random.Random) -> Callable[[str], Any]:
+def open_sink(
+    source: str, rng: random.Random, web_profile: str = "compact"
+) -> Callable[[str], Any]:
     if source == "web":
-        return lambda url: WarcSink(url, record_uuid(rng), timestamp(rng, 3000, 30))
+        return lambda url: WarcSink(
+            url, record_uuid(rng), timestamp(rng, 3000, 30), profile=web_profile
+        )
     if source == "forum":
         return lambda url: ParquetSink(url, FORUM_SCHEMA)
     return JsonlSink

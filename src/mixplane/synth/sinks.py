@@ -23,6 +23,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from mixplane.io.atomic import atomic_open, join_url
+from mixplane.synth.webdress import dress
 
 ZSTD_LEVEL = 3
 GZIP_LEVEL = 6
@@ -80,8 +81,17 @@ class ParquetSink:
 class WarcSink:
     """A `.warc.gz` file of `response` records behind one `warcinfo` record."""
 
-    def __init__(self, url: str, info_id: str, date: str, handle: BinaryIO | None = None):
-        """Write to `url`, or into `handle` (an open binary file) when one is given."""
+    def __init__(
+        self,
+        url: str,
+        info_id: str,
+        date: str,
+        handle: BinaryIO | None = None,
+        profile: str = "compact",
+    ):
+        """Write to `url`, or into `handle` (an open binary file) when one is given.
+        `profile` "realistic" dresses each page as `webdress` says."""
+        self._profile = profile
         self._stack = ExitStack()
         self._raw = handle if handle is not None else self._stack.enter_context(atomic_open(url))
         self._writer = WARCWriter(self._raw, gzip=True)
@@ -102,12 +112,16 @@ class WarcSink:
 
     def write(self, record_id: str, url: str, date: str, html: str) -> None:
         """Write a 200 response carrying `html`; `record_id` is a `urn:uuid:` string."""
-        body = html.encode("utf-8")
+        body, content_type, length, extra = html.encode("utf-8"), "text/html; charset=utf-8", 0, {}
+        if self._profile == "realistic":
+            page = dress(html, record_id)
+            body, content_type, length = page.body, page.content_type, page.length
+            extra = {"WARC-Truncated": "length"} if page.truncated else {}
         headers = StatusAndHeaders(
             "200 OK",
             [
-                ("Content-Type", "text/html; charset=utf-8"),
-                ("Content-Length", str(len(body))),
+                ("Content-Type", content_type),
+                ("Content-Length", str(length or len(body))),
                 ("Server", "nginx"),
             ],
             protocol="HTTP/1.1",
@@ -119,6 +133,7 @@ class WarcSink:
             "WARC-Date": date,
             "WARC-Payload-Digest": _sha1(body),
             "WARC-Block-Digest": _sha1(headers.headers_buff + body),
+            **extra,
         }
         record = self._writer.create_warc_record(
             url,

@@ -48,6 +48,8 @@ def find_input_files(inputs: list[InputConfig], storage_options: dict) -> list[I
 
 
 def _resolve(spec: InputConfig, storage_options: dict) -> InputConfig:
+    if spec.paths is not None:
+        return spec  # a list of files, not folders
     patterns = []
     for pattern in spec.patterns():
         fs, path = url_filesystem(pattern, storage_options)

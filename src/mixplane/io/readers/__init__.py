@@ -38,6 +38,8 @@ _SUFFIXES = {
     ".htm": "html",
     ".xhtml": "html",
     ".warc": "warc",
+    ".wet": "warc",  # Common Crawl's text files: WARC conversion records
+    ".wat": "wat",  # Common Crawl's metadata files: refused, see readers.warc
     ".arrow": "hf_disk",
     ".tar": "webdataset",
 }
