@@ -29,6 +29,15 @@ from mixplane.process.tasks import Task, plan_tasks, scan_inputs
 COUNTS = ("documents_in", "kept", "excluded", "quarantined", "errored")
 
 
+def stage_records(config: PipelineConfig) -> list[dict[str, str]]:
+    """Each stage's name and provenance (engine, library version), in pipeline order."""
+    records = []
+    for spec in config.stages:
+        stage = spec.build()
+        records.append({"name": stage.stage_name(), **stage.provenance()})
+    return records
+
+
 @dataclass
 class PipelineResult:
     """What a run produced: merged statistics, per-task results and the manifest's URL."""
@@ -130,6 +139,7 @@ class Pipeline:
                 "kind": "process",
                 "config": config.model_dump(mode="json", exclude={"storage_options"}),
                 "config_hash": config.outputs_hash(),
+                "stages": stage_records(config),
                 "inputs": inputs,
                 "outputs": outputs,
                 "parents": find_parent_manifests([i["url"] for i in inputs], options),

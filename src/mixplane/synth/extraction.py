@@ -13,6 +13,8 @@ order. Kinds:
   definitions, as API docs write them.
 - `short_tables`: several short sections, each a heading, a sentence and a small table of
   short cells (the shape of a docs page's option tables).
+- `index_table`: an index: a table whose cells hold lists of linked entries.
+- `linked_list`: release notes: a list of sentences, each linking to its issue.
 
 Example:
     >>> pages = known_answer_pages(seed=1, count=5)
@@ -35,13 +37,19 @@ from mixplane.synth.languages import LANGUAGES
 from mixplane.synth.lexicon import Language, Topic, between, pick
 from mixplane.synth.webpages import _document, make_site
 
-KINDS = ("article", "article_table", "data_table", "definition_table", "short_tables")
+KINDS = (
+    "article", "article_table", "data_table", "definition_table", "short_tables",
+    "index_table", "linked_list",
+)  # fmt: skip
 _WORD = re.compile(r"\w+")
 # Han, kana and Hangul: one token per character, as those scripts do not space words.
 _CJK_RANGE = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _CJK = re.compile(f"[{_CJK_RANGE}]")
 _CJK_SPLIT = re.compile(f"[{_CJK_RANGE}]|[^{_CJK_RANGE}]+")
-TABLE_KINDS = frozenset({"article_table", "data_table", "definition_table", "short_tables"})
+TABLE_KINDS = frozenset(
+    {"article_table", "data_table", "definition_table", "short_tables", "index_table"}
+)
+LIST_KINDS = frozenset({"linked_list"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +63,11 @@ class KnownPage:
     kind: str
 
     @property
-    def table_heavy(self) -> bool:
-        return self.kind in TABLE_KINDS
+    def group(self) -> str:
+        """`tables`, `lists` or `prose`: how benchmarks report the page."""
+        if self.kind in TABLE_KINDS:
+            return "tables"
+        return "lists" if self.kind in LIST_KINDS else "prose"
 
 
 class _Main:
@@ -83,6 +94,30 @@ class _Main:
             f"<tbody>{''.join(body)}</tbody></table>"
         )
         self.text += [" ".join(header)] + [" ".join(row) for row in rows]
+
+    def linked_list(self, items: list[tuple[str, str, str]], tag: str = "ul") -> None:
+        """Items of (text before, link text, text after), the link in the middle."""
+        lis = "".join(
+            f'<li>{escape(before, quote=False)}<a href="/{index}">{escape(link, quote=False)}'
+            f"</a>{escape(after, quote=False)}</li>"
+            for index, (before, link, after) in enumerate(items)
+        )
+        self.html.append(f"<{tag}>{lis}</{tag}>")
+        self.text += ["".join(item) for item in items]
+
+    def index_table(self, columns: list[list[str]]) -> None:
+        """A one-row table, each cell a list of linked entries (an index page)."""
+        cells = "".join(
+            "<td><ul>"
+            + "".join(
+                f'<li><a href="#{i}">{escape(entry, quote=False)}</a></li>'
+                for i, entry in enumerate(column)
+            )
+            + "</ul></td>"
+            for column in columns
+        )
+        self.html.append(f'<table class="indextable"><tr>{cells}</tr></table>')
+        self.text += [entry for column in columns for entry in column]
 
 
 def known_answer_pages(
@@ -127,12 +162,29 @@ def known_answer_page(rng: random.Random, language: Language, kind: str, number:
             main.block("h2", pick(rng, language.headings))
             main.block("p", prose.paragraph(language, rng, topic, 1))
             main.table(*_data_table(rng, language, topic, between(rng, 2, 4)))
+    elif kind == "index_table":
+        main.block("p", prose.paragraph(language, rng, topic, 1))
+        main.index_table(
+            [
+                [_entry(rng, language, topic) for _ in range(between(rng, 8, 30))]
+                for _ in range(between(rng, 2, 3))
+            ]
+        )
+    elif kind == "linked_list":
+        main.block("p", prose.paragraph(language, rng, topic, 1))
+        for _ in range(between(rng, 1, 3)):
+            main.block("h2", pick(rng, language.headings))
+            main.linked_list(
+                [_linked_sentence(rng, language, topic) for _ in range(between(rng, 4, 12))]
+            )
     else:
         raise ValueError(f"unknown page kind {kind!r}; kinds: {', '.join(KINDS)}")
     body = (
         '<div class="share"><a href="/share/fb">f</a> <a href="/share/x">x</a> '
-        f"<a href=\"/share/mail\">{escape(language.ui['share'])}</a></div>\n"
-        "<article>\n" + "\n".join(main.html) + "\n</article>\n"
+        f'<a href="/share/mail">{escape(language.ui["share"])}</a></div>\n'
+        "<article>\n"
+        + "\n".join(main.html)
+        + "\n</article>\n"
         + _comments(rng, language, topic)
         + "\n"
         + _sidebar(rng, language)
@@ -166,6 +218,24 @@ def _data_table(
     return header, body
 
 
+def _entry(rng: random.Random, language: Language, topic: Topic) -> str:
+    """An index entry: a name and where it is defined."""
+    name = f"{_word(rng, language, topic)}_{_word(rng, language, topic)}".lower()
+    return f"{name}() ({_word(rng, language, topic)})"
+
+
+def _linked_sentence(rng: random.Random, language: Language, topic: Topic) -> tuple[str, str, str]:
+    """A sentence split around a link on one of its words, and a trailing issue number."""
+    sentence = prose.sentences(language, rng, topic, 1)[0]
+    issue = f" (#{between(rng, 1000, 99999)})"
+    words = sentence.split(" ")
+    if len(words) < 3:  # unspaced scripts: link a run of characters
+        cut = between(rng, 1, max(1, len(sentence) - 4))
+        return sentence[:cut], sentence[cut : cut + 3], sentence[cut + 3 :] + issue
+    at = between(rng, 1, len(words) - 2)
+    return " ".join(words[:at]) + " ", words[at], " " + " ".join(words[at + 1 :]) + issue
+
+
 def _definition_table(
     rng: random.Random, language: Language, topic: Topic, rows: int
 ) -> tuple[list[str], list[list[str]]]:
@@ -189,7 +259,8 @@ def _comments(rng: random.Random, language: Language, topic: Topic) -> str:
         )
     if not posts:
         return ""
-    return f'<section class="comments" id="comments"><h3>Comments</h3><ol>{"".join(posts)}</ol></section>'
+    heading = '<section class="comments" id="comments"><h3>Comments</h3>'
+    return f"{heading}<ol>{''.join(posts)}</ol></section>"
 
 
 def _sidebar(rng: random.Random, language: Language) -> str:

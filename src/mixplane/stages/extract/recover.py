@@ -12,6 +12,8 @@ known-answer set (bench/extract/quality.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
@@ -25,29 +27,44 @@ BOILERPLATE = [
 ]  # fmt: skip
 
 
-def container_text(tree: HTMLTree, links: bool, comments: bool) -> str:
-    """Plain text of the page's main container without boilerplate elements."""
-    node = None
+def main_container(tree: HTMLTree):
+    """The page's main container: the first of `<main>`, `[role=main]`, `<article>`, else
+    `<body>` (None for a page without one)."""
     for selector in _CONTAINERS:
         node = tree.document.query_selector(selector)
         if node is not None:
-            break
-    source = HTMLTree.parse(node.html) if node is not None else tree
-    skip = BOILERPLATE if not comments else [s for s in BOILERPLATE if "comments" not in s]
+            return node
+    return tree.body
+
+
+def container_text(tree: HTMLTree, settings: dict[str, Any]) -> str:
+    """Plain text of the page's main container without boilerplate elements; `settings`
+    are the main-content extraction's (links, comments, elements to skip)."""
+    node = main_container(tree)
+    source = HTMLTree.parse(node.html) if node is not None and node.tag != "body" else tree
+    skip = [s for s in BOILERPLATE if not (settings["comments"] and "comments" in s)]
     return extract_plain_text(
         source,
-        main_content=False,
-        preserve_formatting=True,
-        list_bullets=True,
-        alt_texts=False,
-        links=links,
-        skip_elements=skip,
+        **{**settings, "main_content": False, "skip_elements": skip + settings["skip_elements"]},
     )
 
 
-def with_recovered_content(tree: HTMLTree, text: str, links: bool, comments: bool) -> str:
+def with_recovered_content(tree: HTMLTree, text: str, settings: dict[str, Any]) -> str:
     """`text`, or the container's text when `text` kept less than KEPT_SHARE of its words."""
-    whole = container_text(tree, links, comments)
-    if len(text.split()) < KEPT_SHARE * len(whole.split()):
-        return whole
-    return text
+    node = main_container(tree)
+    if node is None or not lost_content(text, node.text):
+        # The container's whole text (boilerplate and all) bounds its extracted text: when
+        # `text` holds enough of it, the second extraction is not needed.
+        return text
+    whole = container_text(tree, settings)
+    return whole if lost_content(text, whole) else text
+
+
+def lost_content(text: str, whole: str) -> bool:
+    """Whether main-content `text` kept less than KEPT_SHARE of the container's words.
+
+    Example:
+        >>> lost_content("Prices", "Prices Name Value Row1 3.5 Row2 7.0")
+        True
+    """
+    return len(text.split()) < KEPT_SHARE * len(whole.split())

@@ -27,10 +27,9 @@ class ResiliparseEngine:
 
     library = "resiliparse"
 
-    def __init__(self, options: Extract) -> None:
-        self._tables = options.include_tables
-        self._links = options.include_links
-        self._comments = options.include_comments
+    def __init__(self, options: Extract, recover: bool = True) -> None:
+        # recover=False: resiliparse's main-content text as it is (to measure the recovery).
+        self._recover = recover
         self._settings = {
             "main_content": True,
             "preserve_formatting": True,
@@ -38,7 +37,7 @@ class ResiliparseEngine:
             "alt_texts": False,  # trafilatura's engine keeps no images either
             "links": options.include_links,
             "comments": options.include_comments,
-            "skip_elements": None if options.include_tables else ["table"],
+            "skip_elements": [] if options.include_tables else ["table"],
         }
 
     @staticmethod
@@ -52,8 +51,8 @@ class ResiliparseEngine:
 
         tree = HTMLTree.parse(html)
         text = extract_plain_text(tree, **self._settings)
-        if self._tables:
-            text = with_recovered_content(tree, text, self._links, self._comments)
+        if self._recover:
+            text = with_recovered_content(tree, text, self._settings)
         title = (tree.title or "").strip() or None
         return Extracted(text, title, _canonical_url(tree))
 

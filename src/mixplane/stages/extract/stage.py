@@ -36,8 +36,8 @@ class Extract(Stage):
     Example:
         >>> stage = Extract(engine="resiliparse")
         >>> html = "<html><head><title>Hi</title></head><body><article><p>"
-        >>> doc = Document("a", html + "A long enough paragraph. " * 8 + "</p></article></body></html>",
-        ...                "web", {"content_type": "text/html"})
+        >>> html += "A long enough paragraph. " * 8 + "</p></article></body></html>"
+        >>> doc = Document("a", html, "web", {"content_type": "text/html"})
         >>> stage.apply(doc).metadata["title"]
         'Hi'
     """
