@@ -11,9 +11,9 @@ core"), after a warm-up on ten pages:
   exactly (heading, paragraphs, every table cell and list item) and wrapped in boilerplate
   (cookie banner, menu, search form, share links, comments, sidebar of link lists, footer,
   styles, scripts), in English, German, French, Spanish, Chinese and Japanese.
-- real: every distinct (by content) .html file under /usr/share/doc. `--install-docs` first
-  runs `apt-get install -y python3-doc postgresql-doc` for more pages. The known answer of a
-  real page is the text of its main element (the first of `<main>`, `[role=main]`,
+- real: every distinct (by content) .html file under /usr/share/doc. `--install-docs`
+  first runs `apt-get install -y python3-doc postgresql-doc git-doc` for more pages. The
+  known answer of a real page is the text of its main element (the first of `<main>`, `[role=main]`,
   `<article>`, Sphinx's `div.body`, `#content`, else `<body>`), without `<nav>`, `<header>`,
   `<footer>`, `<aside>`, scripts, styles, navigation roles, Sphinx's sidebars and related
   bars, and the pilcrow links of headings; parsed with lxml, neither engine's parser. Pages
@@ -177,7 +177,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.install_docs:
-        subprocess.run(["apt-get", "install", "-y", "python3-doc", "postgresql-doc"], check=True)
+        subprocess.run(
+            ["apt-get", "install", "-y", "python3-doc", "postgresql-doc", "git-doc"], check=True
+        )
     chosen = engines()
     synthetic = [
         (f"synthetic-{i}-{page.kind}-{page.language}", page.html, page.answer, page.group)

@@ -29,15 +29,6 @@ from mixplane.process.tasks import Task, plan_tasks, scan_inputs
 COUNTS = ("documents_in", "kept", "excluded", "quarantined", "errored")
 
 
-def stage_records(config: PipelineConfig) -> list[dict[str, str]]:
-    """Each stage's name and provenance (engine, library version), in pipeline order."""
-    records = []
-    for spec in config.stages:
-        stage = spec.build()
-        records.append({"name": stage.stage_name(), **stage.provenance()})
-    return records
-
-
 @dataclass
 class PipelineResult:
     """What a run produced: merged statistics, per-task results and the manifest's URL."""
@@ -66,6 +57,8 @@ class Pipeline:
         # Build every stage now so a bad name or option fails before any work starts.
         stages = [spec.build() for spec in config.stages]
         self.is_global = [isinstance(stage, GlobalStage) for stage in stages]
+        # What the manifest records of each stage beyond its options (engine, library version).
+        self.stage_records = [{"name": s.stage_name(), **s.provenance()} for s in stages]
         check_declared_sources(config)
 
     @classmethod
@@ -139,7 +132,7 @@ class Pipeline:
                 "kind": "process",
                 "config": config.model_dump(mode="json", exclude={"storage_options"}),
                 "config_hash": config.outputs_hash(),
-                "stages": stage_records(config),
+                "stages": self.stage_records,
                 "inputs": inputs,
                 "outputs": outputs,
                 "parents": find_parent_manifests([i["url"] for i in inputs], options),

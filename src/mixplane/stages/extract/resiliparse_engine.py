@@ -1,4 +1,4 @@
-"""The resiliparse engine: a compiled DOM walk with main-content heuristics; under a
+"""The resiliparse engine: a compiled DOM walk with main-content heuristics; about a
 millisecond a page. Its heuristics drop or keep only a line of some table-heavy pages, so
 what it left out is put back from the DOM (`recover`)."""
 

@@ -25,13 +25,14 @@ _TRAFILATURA_ONLY = {
 class Extract(Stage):
     """HTML to main text; keeps `title` and `url` as metadata.
 
-    `engine` picks the library: `trafilatura` (default; thorough, ~10-50 ms a page) or
-    `resiliparse` (~50x faster, within 0.03 word F1 of trafilatura on the known-answer set
-    in docs/benchmarks.md). Other options say what the text keeps; an option the chosen
-    engine cannot honour is a ConfigError, never ignored. Documents that yield no text are
-    dropped with reason `no_text`; pages larger than `max_html_chars` with `html_too_large`;
-    documents of other, non-text content types (images, PDFs found in a crawl) with
-    `unsupported_content_type` unless `other_content_types` is `keep`.
+    `engine` picks the library: `trafilatura` (default; thorough, 5-20 ms of CPU a page at
+    the median) or `resiliparse` (7-16x less CPU, as accurate or more on the known-answer
+    pages of docs/benchmarks.md, tables and linked lists included). Other options say what
+    the text keeps; an option the chosen engine cannot honour is a ConfigError, never
+    ignored. Documents that yield no text are dropped with reason `no_text`; pages larger
+    than `max_html_chars` with `html_too_large`; documents of other, non-text content types
+    (images, PDFs found in a crawl) with `unsupported_content_type` unless
+    `other_content_types` is `keep`.
 
     Example:
         >>> stage = Extract(engine="resiliparse")
@@ -47,7 +48,7 @@ class Extract(Stage):
 
     engine: Literal["trafilatura", "resiliparse"] = Field(
         "trafilatura",
-        description="trafilatura: thorough; resiliparse: ~50x faster, tables put back",
+        description="trafilatura: thorough; resiliparse: 7-16x less CPU, tables put back",
     )
     favor: Literal["balanced", "precision", "recall"] = Field(
         "precision",

@@ -1,4 +1,5 @@
-"""The trafilatura engine: thorough, with fallback extractors; about 10 to 50 ms a page.
+"""The trafilatura engine: thorough, with fallback extractors; 5 to 20 ms of CPU a page
+(medians in docs/benchmarks.md).
 
 Settings keep it deterministic and offline: no deduplication cache shared between
 documents, no date search (it depends on today's date), no network.
