@@ -179,3 +179,19 @@ def test_resiliparse_output_is_identical_over_workers(tmp_path: Path):
         )
         parts.append({p.name: p.read_bytes() for p in sorted(out.rglob("part-*.parquet"))})
     assert parts[0] == parts[1] and len(parts[0]) == 4
+
+
+@pytest.mark.parametrize(
+    ("head", "url"),
+    [
+        ('<link rel="canonical" href="https://ex.org/a?b=1">', "https://ex.org/a?b=1"),
+        ('<link rel="canonical" href="//ex.org/a">', "https://ex.org/a"),
+        ('<link rel="canonical" href="/a">', None),
+        ('<meta property="og:url" content="https://ex.org/og">', None),
+    ],
+)
+def test_both_engines_read_the_same_canonical_url(stages: dict[str, Extract], head, url):
+    body = "<article><p>" + "Words of the article body go here. " * 10 + "</p></article>"
+    html = f"<html><head><title>T</title>{head}</head><body>{body}</body></html>"
+    found = {name: stage.apply(html_doc(html)).metadata["url"] for name, stage in stages.items()}
+    assert found == {"trafilatura": url, "resiliparse": url}

@@ -58,16 +58,11 @@ class ResiliparseEngine:
 
 
 def _canonical_url(tree) -> str | None:
-    """The page's own URL as it declares it: canonical link, else og:url."""
+    """The page's canonical link when it is absolute (as trafilatura reads it: og:url is
+    not a canonical URL; a protocol-relative link gets https)."""
     head = tree.head
-    if head is None:
-        return None
-    for selector, attribute in (
-        ('link[rel="canonical"]', "href"),
-        ('meta[property="og:url"]', "content"),
-    ):
-        element = head.query_selector(selector)
-        value = element.getattr(attribute) if element is not None else None
-        if value and value.strip():
-            return value.strip()
-    return None
+    link = head.query_selector('link[rel="canonical"]') if head is not None else None
+    url = (link.getattr("href") or "").strip() if link is not None else ""
+    if url.startswith("//"):
+        url = "https:" + url
+    return url if url.startswith(("https://", "http://")) else None

@@ -32,7 +32,9 @@ class Extract(Stage):
     ignored. Documents that yield no text are dropped with reason `no_text`; pages larger
     than `max_html_chars` with `html_too_large`; documents of other, non-text content types
     (images, PDFs found in a crawl) with `unsupported_content_type` unless
-    `other_content_types` is `keep`.
+    `other_content_types` is `keep`. The `title` is the page's `<title>`: as written with
+    resiliparse, while trafilatura often trims the site's name from it ("Station in Adelaide
+    | Kaly Info" -> "Station in Adelaide").
 
     Example:
         >>> stage = Extract(engine="resiliparse")
