@@ -25,7 +25,10 @@ token per Chinese or Japanese character), reported per group (prose, tables, lis
 agreement of the engines with each other (F1 of one's text against the other's). Engines:
 `trafilatura` and `resiliparse` as the stage runs them, and `resiliparse_raw`: resiliparse's
 main-content text before the stage puts back what it dropped (`stages/extract/recover.py`).
-Results go to bench/results/extract-quality.json.
+The same run sweeps the recovery's threshold (`recover.KEPT_SHARE`, the share of the main
+container's words below which resiliparse's text is replaced) over 0.3 to 0.9 and reports
+resiliparse's mean F1 per group at each value. Results go to
+bench/results/extract-quality.json.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from mixplane.stages.extract import Extract  # noqa: E402
+from mixplane.stages.extract import Extract, recover  # noqa: E402
 from mixplane.stages.extract.resiliparse_engine import ResiliparseEngine  # noqa: E402
 from mixplane.stages.extract.trafilatura_engine import TrafilaturaEngine  # noqa: E402
 from mixplane.synth.extraction import known_answer_pages, token_scores  # noqa: E402
@@ -168,6 +171,26 @@ def summarize(rows: list[dict], engine_names: list[str]) -> dict:
     return summary
 
 
+def sweep_kept_share(sets: dict[str, list], shares: tuple[float, ...]) -> dict:
+    """resiliparse's mean F1 per set and group for each recovery threshold."""
+    engine = ResiliparseEngine(Extract(engine="resiliparse"))
+    measured = recover.KEPT_SHARE
+    found: dict = {}
+    try:
+        for share in shares:
+            recover.KEPT_SHARE = share
+            for label, pages in sets.items():
+                for group in sorted({page[3] for page in pages}):
+                    chosen = [page for page in pages if page[3] == group]
+                    f1s = [token_scores(a, engine.extract(h).text)[2] for _, h, a, _ in chosen]
+                    found.setdefault(f"{label}/{group}", {})[str(share)] = round(
+                        statistics.fmean(f1s), 4
+                    )
+    finally:
+        recover.KEPT_SHARE = measured
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=700, help="synthetic pages")
@@ -210,6 +233,10 @@ def main() -> None:
             )[:10],
         }
         print(label, json.dumps(results["sets"][label]["summary"], indent=1))
+    results["kept_share_sweep"] = sweep_kept_share(
+        {"synthetic": synthetic, "real": real}, (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    )
+    print("kept_share_sweep", json.dumps(results["kept_share_sweep"], indent=1))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")

@@ -25,8 +25,8 @@ _TRAFILATURA_ONLY = {
 class Extract(Stage):
     """HTML to main text; keeps `title` and `url` as metadata.
 
-    `engine` picks the library: `trafilatura` (default; thorough, 5-20 ms of CPU a page at
-    the median) or `resiliparse` (7-16x less CPU, as accurate or more on the known-answer
+    `engine` picks the library: `trafilatura` (default; thorough, 4-20 ms of CPU a page at
+    the median) or `resiliparse` (6-18x less CPU, as accurate or more on the known-answer
     pages of docs/benchmarks.md, tables and linked lists included). Other options say what
     the text keeps; an option the chosen engine cannot honour is a ConfigError, never
     ignored. Documents that yield no text are dropped with reason `no_text`; pages larger
@@ -50,7 +50,7 @@ class Extract(Stage):
 
     engine: Literal["trafilatura", "resiliparse"] = Field(
         "trafilatura",
-        description="trafilatura: thorough; resiliparse: 7-16x less CPU, tables put back",
+        description="trafilatura: thorough; resiliparse: 6-18x less CPU, tables put back",
     )
     favor: Literal["balanced", "precision", "recall"] = Field(
         "precision",

@@ -1,4 +1,4 @@
-"""The trafilatura engine: thorough, with fallback extractors; 5 to 20 ms of CPU a page
+"""The trafilatura engine: thorough, with fallback extractors; 4 to 20 ms of CPU a page
 (medians in docs/benchmarks.md).
 
 Settings keep it deterministic and offline: no deduplication cache shared between
