@@ -189,7 +189,7 @@ def test_extraction_is_deterministic(extract: Extract):
 
 
 def test_bad_options_are_named():
-    with pytest.raises(ConfigError, match="unknown option 'favour'.*Valid options: favor"):
+    with pytest.raises(ConfigError, match="unknown option 'favour'.*Valid options: engine, favor"):
         build_stage("extract", {"favour": "precision"})
     with pytest.raises(ConfigError, match="favor"):
         build_stage("extract", {"favor": "speed"})

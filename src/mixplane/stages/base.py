@@ -55,6 +55,11 @@ class Stage(BaseModel):
     def stage_name(self) -> str:
         return self.name or type(self).__name__
 
+    def provenance(self) -> dict[str, str]:
+        """What, beyond its options, decides this stage's output (e.g. a library and its
+        version); the dataset's manifest records it next to the stage's name."""
+        return {}
+
 
 class FunctionStage(Stage):
     """Wraps a plain function `f(doc) -> Document | Drop | bool | None` as a stage.
@@ -87,6 +92,9 @@ class SourceScoped(Stage):
 
     def stage_name(self) -> str:
         return self.inner.stage_name()
+
+    def provenance(self) -> dict[str, str]:
+        return self.inner.provenance()
 
     def apply(self, doc: Document) -> Result:
         return self.inner.apply(doc) if doc.source in self.sources else doc
