@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from mixplane.configs import read_yaml_mapping, validate_config
 from mixplane.errors import ConfigError
@@ -109,6 +109,9 @@ class PipelineConfig(BaseModel):
         "traceback) before the run fails, outputs written all the same",
     )
 
+    # (the stages it was computed for, the result): a model is hashed once per config.
+    _provenance: tuple[bytes, list[dict[str, Any]]] | None = PrivateAttr(None)
+
     @field_validator("input", mode="before")
     @classmethod
     def _inputs(cls, value: Any) -> Any:
@@ -145,7 +148,27 @@ class PipelineConfig(BaseModel):
                 "max_stage_errors",
             },
         )
+        provenance = self.stage_provenance()
+        if provenance:  # only then, so pipelines without models keep their hash
+            decisive["stage_provenance"] = provenance
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+    def stage_provenance(self) -> list[dict[str, Any]]:
+        """What stages depend on beyond their options (a model's content hash), by position.
+
+        Example:
+            >>> config.stage_provenance()  # doctest: +SKIP
+            [{'position': 0, 'stage': 'classify', 'model': 'models/q', 'model_sha256': '9f...'}]
+        """
+        key = orjson.dumps([spec.model_dump(mode="json") for spec in self.stages])
+        if self._provenance is None or self._provenance[0] != key:
+            found = []
+            for position, spec in enumerate(self.stages):
+                extra = spec.build().provenance()
+                if extra:
+                    found.append({"position": position, "stage": spec.name, **extra})
+            self._provenance = (key, found)
+        return self._provenance[1]
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> PipelineConfig:

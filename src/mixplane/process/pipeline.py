@@ -131,6 +131,7 @@ class Pipeline:
                 "kind": "process",
                 "config": config.model_dump(mode="json", exclude={"storage_options"}),
                 "config_hash": config.outputs_hash(),
+                "stage_provenance": config.stage_provenance(),
                 "inputs": inputs,
                 "outputs": outputs,
                 "parents": find_parent_manifests([i["url"] for i in inputs], options),

@@ -55,6 +55,17 @@ class Stage(BaseModel):
     def stage_name(self) -> str:
         return self.name or type(self).__name__
 
+    def runnable(self) -> Stage:
+        """The stage a pipeline runs for these options: itself, or a global stage doing the
+        same when the options need the whole corpus (`classify` with `keep_top`)."""
+        return self
+
+    def provenance(self) -> dict[str, Any]:
+        """What the outputs depend on beyond the options, such as a model file's content
+        hash: the manifest records it and it is part of the config hash, so a changed model
+        redoes the work. Empty for most stages."""
+        return {}
+
 
 class FunctionStage(Stage):
     """Wraps a plain function `f(doc) -> Document | Drop | bool | None` as a stage.
@@ -87,6 +98,9 @@ class SourceScoped(Stage):
 
     def stage_name(self) -> str:
         return self.inner.stage_name()
+
+    def provenance(self) -> dict[str, Any]:
+        return self.inner.provenance()
 
     def apply(self, doc: Document) -> Result:
         return self.inner.apply(doc) if doc.source in self.sources else doc

@@ -1,0 +1,175 @@
+"""Training a fastText quality classifier, the DCLM way, into a model folder.
+
+1. Each class's pool is sampled to the same size `n` (the smaller pool's size, at most
+   `max_per_class`), seeded (see `data.py`).
+2. Each class's sample is shuffled (numpy, seeded) and its last `round(n * holdout)`
+   examples are held out; the training examples of both classes are shuffled together.
+3. fastText trains on them (texts preprocessed as in `stages.classify.text`), then scores
+   the held-out examples: precision, recall, F1 and accuracy at 0.5, and AUC.
+4. The folder is written beside its destination and renamed into place when complete:
+   `model.bin` and `classifier.json` (see `stages.classify.model`).
+
+Example:
+    >>> result = train_fasttext({"output": "models/q", "positive": "clean/wiki",
+    ...                          "negative": "clean/web"})  # doctest: +SKIP
+    >>> result.metrics["f1"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from mixplane._version import __version__
+from mixplane.classify.config import ClassData, TrainConfig, as_config
+from mixplane.classify.data import CatalogPool, FilePool
+from mixplane.classify.metrics import binary_metrics
+from mixplane.errors import ConfigError, InputError
+from mixplane.stages.classify.model import (
+    DESCRIPTION_FILE,
+    FORMAT_VERSION,
+    KIND,
+    LABEL_PREFIX,
+    MODEL_FILE,
+    Classifier,
+    file_sha256,
+)
+from mixplane.stages.classify.text import fasttext_text
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """The model folder written and its description (`classifier.json`)."""
+
+    folder: str
+    description: dict[str, Any]
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.description["metrics"]
+
+
+def train_fasttext(
+    config: TrainConfig | dict[str, Any] | str | Path, **overrides: Any
+) -> TrainResult:
+    """Train a fastText classifier from a config, a dict or a YAML path (see `TrainConfig`).
+
+    Example:
+        >>> train_fasttext("quality.yaml", seed=3).folder  # doctest: +SKIP
+        'models/quality'
+    """
+    config = as_config(config, **overrides)
+    output = Path(config.output)
+    if output.exists():
+        raise ConfigError(f"{output}: already exists; choose a new folder or remove it first")
+    try:
+        import fasttext
+    except ImportError as error:
+        raise ConfigError(
+            f"training needs the fasttext package ({error}): pip install 'mixplane[classify]'"
+        ) from None
+    positive = _pool(config, config.positive, 0)
+    negative = _pool(config, config.negative, 1)
+    n = min(positive.available, negative.available, config.max_per_class or positive.available)
+    if n < 2:
+        raise InputError(
+            f"too few examples to train on: {positive.available} positive and "
+            f"{negative.available} negative documents (at least 2 of each)"
+        )
+    held = round(n * config.holdout)
+    labels = (config.positive_label, config.negative_label)
+    train_lines: list[str] = []
+    test_lines: list[str] = []
+    test_truth: list[int] = []
+    for stream, (pool, label) in enumerate(zip((positive, negative), labels, strict=True)):
+        texts = [fasttext_text(text, config.lowercase) for text in pool.take(n)]
+        order = np.random.default_rng([config.seed, 10 + stream]).permutation(n)
+        texts = [texts[i] for i in order]
+        train_lines += [f"{LABEL_PREFIX}{label} {text}" for text in texts[: n - held]]
+        test_lines += texts[n - held :]
+        test_truth += [int(stream == 0)] * held
+    mixed = np.random.default_rng([config.seed, 20]).permutation(len(train_lines))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    staging.chmod(0o755)  # mkdtemp's private mode would stay on the published folder
+    try:
+        data = staging / "train.txt"
+        data.write_text("".join(train_lines[i] + "\n" for i in mixed), encoding="utf-8")
+        model = fasttext.train_supervised(
+            input=str(data),
+            epoch=config.epoch,
+            lr=config.lr,
+            dim=config.dim,
+            wordNgrams=config.word_ngrams,
+            minCount=config.min_count,
+            bucket=config.bucket,
+            thread=config.threads,
+            seed=config.seed,
+            verbose=0,
+        )
+        data.unlink()
+        model.save_model(str(staging / MODEL_FILE))
+        digest = file_sha256(staging / MODEL_FILE)
+        description: dict[str, Any] = {
+            "format": FORMAT_VERSION,
+            "kind": KIND,
+            "labels": list(labels),
+            "positive_label": config.positive_label,
+            "preprocess": {"lowercase": config.lowercase},
+            "model_file": MODEL_FILE,
+            "model_sha256": digest,
+            "training": config.model_dump(mode="json", exclude={"storage_options", "output"}),
+            "data": {
+                "positive": positive.describe(),
+                "negative": negative.describe(),
+                "per_class": n,
+                "train_per_class": n - held,
+                "held_out_per_class": held,
+            },
+            "metrics": None,
+            "versions": {"mixplane": __version__, "fasttext": _fasttext_version()},
+        }
+        if held:
+            classifier = Classifier(str(staging), description, digest, model)
+            scores = classifier.line_scores(test_lines, config.positive_label)
+            description["metrics"] = binary_metrics(np.array(test_truth), scores)
+        (staging / DESCRIPTION_FILE).write_bytes(
+            orjson.dumps(description, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+        )
+        os.rename(staging, output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return TrainResult(str(output), description)
+
+
+def _pool(config: TrainConfig, data: ClassData, stream: int):
+    if data.where is not None:
+        assert config.catalog is not None  # checked by the config
+        return CatalogPool(config.catalog, data.where, data.datasets, config.seed, stream)
+    assert data.paths is not None
+    return FilePool(
+        data.paths,
+        config.text_key,
+        config.seed,
+        stream,
+        config.max_per_class,
+        config.storage_options,
+    )
+
+
+def _fasttext_version() -> str | None:
+    for name in ("fasttext-numpy2-wheel", "fasttext-wheel", "fasttext"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
