@@ -4,8 +4,9 @@
    `max_per_class`), seeded (see `data.py`).
 2. Each class's sample is shuffled (numpy, seeded) and its last `round(n * holdout)`
    examples are held out; the training examples of both classes are shuffled together.
-3. fastText trains on them (texts preprocessed as in `stages.classify.text`), then scores
-   the held-out examples: precision, recall, F1 and accuracy at 0.5, and AUC.
+3. fastText trains on them (texts preprocessed as in `stages.classify.text`) in a child
+   process (see `fit.py`), then the model scores the held-out examples: precision, recall,
+   F1 and accuracy at 0.5, and AUC.
 4. The folder is written beside its destination and renamed into place when complete:
    `model.bin` and `classifier.json` (see `stages.classify.model`).
 
@@ -31,6 +32,7 @@ import orjson
 from mixplane._version import __version__
 from mixplane.classify.config import ClassData, TrainConfig, as_config
 from mixplane.classify.data import CatalogPool, FilePool
+from mixplane.classify.fit import fit
 from mixplane.classify.metrics import binary_metrics
 from mixplane.errors import ConfigError, InputError
 from mixplane.stages.classify.model import (
@@ -103,20 +105,20 @@ def train_fasttext(
     try:
         data = staging / "train.txt"
         data.write_text("".join(train_lines[i] + "\n" for i in mixed), encoding="utf-8")
-        model = fasttext.train_supervised(
-            input=str(data),
-            epoch=config.epoch,
-            lr=config.lr,
-            dim=config.dim,
-            wordNgrams=config.word_ngrams,
-            minCount=config.min_count,
-            bucket=config.bucket,
-            thread=config.threads,
-            seed=config.seed,
-            verbose=0,
-        )
+        params = {
+            "epoch": config.epoch,
+            "lr": config.lr,
+            "dim": config.dim,
+            "wordNgrams": config.word_ngrams,
+            "minCount": config.min_count,
+            "bucket": config.bucket,
+            "thread": config.threads,
+            "seed": config.seed,
+            "verbose": 0,
+        }
+        fit(str(data), str(staging / MODEL_FILE), params)
         data.unlink()
-        model.save_model(str(staging / MODEL_FILE))
+        model = fasttext.load_model(str(staging / MODEL_FILE))
         digest = file_sha256(staging / MODEL_FILE)
         description: dict[str, Any] = {
             "format": FORMAT_VERSION,

@@ -58,6 +58,7 @@ class Pipeline:
         # Build every stage now so a bad name or option fails before any work starts.
         stages = [spec.build() for spec in config.stages]
         self.is_global = [isinstance(stage, GlobalStage) for stage in stages]
+        config.stage_provenance()  # a model that fails its hash check fails now, too
         check_declared_sources(config)
 
     @classmethod
