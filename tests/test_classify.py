@@ -148,10 +148,16 @@ def test_a_catalog_selection_gives_the_examples(tmp_path: Path):
     assert result.metrics["auc"] > 0.7
 
 
-def test_preprocessing_is_one_lowercased_line():
-    assert fasttext_text("Hello,\n\tWorld\u00a0 again ") == "hello, world again"
-    assert fasttext_text("A\r\nB", lowercase=False) == "A B"
-    assert fasttext_text("bad \udc80 byte") == "bad ? byte"
+def test_preprocessing_is_one_lowercased_line_split_by_fasttext(model: Path):
+    assert fasttext_text("Hello,\n\tWorld\u00a0 Again ") == "hello, \tworld\u00a0 again "
+    assert fasttext_text("A\r\nB", lowercase=False) == "A\r B"
+    classifier = load_classifier(model)
+    # fastText's own word splitting: whitespace runs, tabs and line ends count as one space.
+    same = classifier.scores(["Alpha beta\n\ngamma", "alpha\tbeta  gamma\r\n"], "hq")
+    assert same[0] == same[1]
+    # A lone surrogate is scored as "?", not refused.
+    odd = classifier.scores(["alpha \udc80 beta", "alpha ? beta"], "hq")
+    assert odd[0] == odd[1]
 
 
 # --- the model folder ---------------------------------------------------------------------

@@ -104,7 +104,9 @@ def train_fasttext(
     staging.chmod(0o755)  # mkdtemp's private mode would stay on the published folder
     try:
         data = staging / "train.txt"
-        data.write_text("".join(train_lines[i] + "\n" for i in mixed), encoding="utf-8")
+        # errors="replace": a lone surrogate becomes "?", as `utf8_safe` makes it when scoring.
+        text = "".join(train_lines[i] + "\n" for i in mixed)
+        data.write_text(text, encoding="utf-8", errors="replace")
         params = {
             "epoch": config.epoch,
             "lr": config.lr,

@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError
-from mixplane.stages.classify.text import fasttext_text
+from mixplane.stages.classify.text import fasttext_text, utf8_safe
 
 MODEL_FILE = "model.bin"
 DESCRIPTION_FILE = "classifier.json"
@@ -136,7 +136,11 @@ class Classifier:
         if not lines:
             return out
         # k=-1: every label's probability, so the wanted one is always among them.
-        all_labels, all_probs = self.model.predict(lines, k=-1, threshold=0.0)
+        try:
+            all_labels, all_probs = self.model.predict(lines, k=-1, threshold=0.0)
+        except TypeError:  # a lone surrogate cannot become the binding's UTF-8 string
+            safe = [utf8_safe(line) for line in lines]
+            all_labels, all_probs = self.model.predict(safe, k=-1, threshold=0.0)
         for row, (names, probs) in enumerate(zip(all_labels, all_probs, strict=True)):
             for name, prob in zip(names, probs, strict=True):
                 if name == wanted:
