@@ -368,6 +368,12 @@ def test_the_cli_trains_prints_metrics_and_refuses_an_existing_folder(
     assert code == 2 and "give a training YAML, or --output, --positive and --negative" in err
 
 
+def run_in(folder: Path, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        command, cwd=folder, env=child_env(), capture_output=True, text=True, timeout=300
+    )
+
+
 def test_readme_quality_classifier_blocks_run_as_written(tmp_path: Path):
     write_corpus(tmp_path / "raw")
     for name in ("wiki", "web"):
@@ -379,25 +385,13 @@ def test_readme_quality_classifier_blocks_run_as_written(tmp_path: Path):
         (tmp_path / "clean" / name).mkdir(parents=True)
         pq.write_table(pa.Table.from_pylist(rows), tmp_path / "clean" / name / "part-00000.parquet")
     train = readme_block("bash", "mixplane classifier train")
-    done = subprocess.run(
-        ["bash", "-c", train.replace("mixplane ", f"{sys.executable} -m mixplane ", 1)],
-        cwd=tmp_path,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = run_in(
+        tmp_path, "bash", "-c", train.replace("mixplane ", f"{sys.executable} -m mixplane ", 1)
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "models" / "quality" / "classifier.json").exists()
     (tmp_path / "pipeline.yaml").write_text(readme_block("yaml", "classify: {model:"))
-    done = subprocess.run(
-        [sys.executable, "-m", "mixplane", "process", "pipeline.yaml", "--json"],
-        cwd=tmp_path,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_in(tmp_path, sys.executable, "-m", "mixplane", "process", "pipeline.yaml", "--json")
     assert done.returncode == 0, done.stderr
     stats = json.loads(done.stdout)["stats"]
     assert stats["documents_in"] == 120 and stats["kept"] == 12

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mixplane.configs import read_yaml_mapping, validate_config
+from mixplane.configs import read_yaml_overridden, validate_config
 from mixplane.errors import ConfigError
 
 
@@ -104,8 +104,7 @@ class TrainConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> TrainConfig:
         """Load a YAML file; `overrides` that are not None win over the file."""
-        data = read_yaml_mapping(path, "output, positive and negative")
-        data.update({key: value for key, value in overrides.items() if value is not None})
+        data = read_yaml_overridden(path, "output, positive and negative", overrides)
         return cls.parse(data, where=str(path))
 
     @classmethod

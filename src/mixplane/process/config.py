@@ -15,7 +15,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from mixplane.configs import read_yaml_mapping, validate_config
+from mixplane.configs import read_yaml_overridden, validate_config
 from mixplane.errors import ConfigError
 from mixplane.io.readers.base import MAX_RECORD_BYTES
 from mixplane.stages.base import SourceScoped, Stage
@@ -173,8 +173,7 @@ class PipelineConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> PipelineConfig:
         """Load a YAML file; `overrides` (e.g. `workers=4`) win over the file."""
-        data = read_yaml_mapping(path, "input, output and stages")
-        data.update({key: value for key, value in overrides.items() if value is not None})
+        data = read_yaml_overridden(path, "input, output and stages", overrides)
         return cls.parse(data, where=str(path))
 
     @classmethod
