@@ -193,6 +193,25 @@ def _parse(data: dict):
     return PipelineConfig.parse(data)
 
 
+def test_a_model_trained_elsewhere_is_imported_from_the_command_line(
+    corpus: Path, model: Path, tmp_path: Path, cli
+):
+    # A plain fastText file, as another tool would leave it.
+    (tmp_path / "elsewhere.bin").write_bytes((model / "model.bin").read_bytes())
+    folder = tmp_path / "imported"
+    args = ["classifier", "import", str(tmp_path / "elsewhere.bin"), "-o", str(folder)]
+    code, out, err = cli(*args, "--positive-label", "nope")
+    assert code == 2 and "has no label 'nope'; its labels: " in err
+    code, out, err = cli(*args, "--positive-label", "hq", "--lowercase")
+    assert code == 0, err
+    description = json.loads((folder / "classifier.json").read_text())
+    assert sorted(description["labels"]) == ["hq", "lq"] and description["metrics"] is None
+    assert description["model_sha256"] == sha256(model / "model.bin")
+    texts = [good_text(1), spam_text(1)]
+    imported = load_classifier(folder).scores(texts, "hq")
+    assert imported.tolist() == load_classifier(model).scores(texts, "hq").tolist()
+
+
 def test_stage_options_are_checked_when_the_pipeline_is_built(model: Path, tmp_path: Path):
     base = {"input": "x.jsonl", "output": str(tmp_path / "o")}
     bad = [

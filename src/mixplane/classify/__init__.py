@@ -9,6 +9,7 @@ Example:
 """
 
 from mixplane.classify.config import ClassData, TrainConfig
+from mixplane.classify.imported import import_fasttext
 from mixplane.classify.train import TrainResult, train_fasttext
 from mixplane.stages.classify.model import Classifier, load_classifier
 
@@ -17,6 +18,7 @@ __all__ = [
     "Classifier",
     "TrainConfig",
     "TrainResult",
+    "import_fasttext",
     "load_classifier",
     "train_fasttext",
 ]

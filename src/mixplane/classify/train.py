@@ -18,25 +18,26 @@ Example:
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from mixplane._version import __version__
 from mixplane.classify.config import ClassData, TrainConfig, as_config
 from mixplane.classify.data import CatalogPool, FilePool
 from mixplane.classify.fit import fit
+from mixplane.classify.folder import (
+    check_new_folder,
+    fasttext_version,
+    require_fasttext,
+    staged_folder,
+    write_description,
+)
 from mixplane.classify.metrics import binary_metrics
-from mixplane.errors import ConfigError, InputError
+from mixplane.errors import InputError
 from mixplane.stages.classify.model import (
-    DESCRIPTION_FILE,
     FORMAT_VERSION,
     KIND,
     LABEL_PREFIX,
@@ -70,14 +71,8 @@ def train_fasttext(
     """
     config = as_config(config, **overrides)
     output = Path(config.output)
-    if output.exists():
-        raise ConfigError(f"{output}: already exists; choose a new folder or remove it first")
-    try:
-        import fasttext
-    except ImportError as error:
-        raise ConfigError(
-            f"training needs the fasttext package ({error}): pip install 'mixplane[classify]'"
-        ) from None
+    check_new_folder(output)  # before reading any data
+    fasttext = require_fasttext("training")
     positive = _pool(config, config.positive, 0)
     negative = _pool(config, config.negative, 1)
     n = min(positive.available, negative.available, config.max_per_class or positive.available)
@@ -99,10 +94,7 @@ def train_fasttext(
         test_lines += texts[n - held :]
         test_truth += [int(stream == 0)] * held
     mixed = np.random.default_rng([config.seed, 20]).permutation(len(train_lines))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    staging.chmod(0o755)  # mkdtemp's private mode would stay on the published folder
-    try:
+    with staged_folder(output) as staging:
         data = staging / "train.txt"
         # errors="replace": a lone surrogate becomes "?", as `utf8_safe` makes it when scoring.
         text = "".join(train_lines[i] + "\n" for i in mixed)
@@ -139,19 +131,13 @@ def train_fasttext(
                 "held_out_per_class": held,
             },
             "metrics": None,
-            "versions": {"mixplane": __version__, "fasttext": _fasttext_version()},
+            "versions": {"mixplane": __version__, "fasttext": fasttext_version()},
         }
         if held:
             classifier = Classifier(str(staging), description, digest, model)
             scores = classifier.line_scores(test_lines, config.positive_label)
             description["metrics"] = binary_metrics(np.array(test_truth), scores)
-        (staging / DESCRIPTION_FILE).write_bytes(
-            orjson.dumps(description, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
-        )
-        os.rename(staging, output)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_description(staging, description)
     return TrainResult(str(output), description)
 
 
@@ -168,12 +154,3 @@ def _pool(config: TrainConfig, data: ClassData, stream: int):
         config.max_per_class,
         config.storage_options,
     )
-
-
-def _fasttext_version() -> str | None:
-    for name in ("fasttext-numpy2-wheel", "fasttext-wheel", "fasttext"):
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None

@@ -128,3 +128,34 @@ def train(
         value = metrics[name]
         table.add_row(name, "n/a" if value is None else f"{value:.4f}")
     console.print(table)
+
+
+@classifier_app.command("import")
+def import_model(
+    model_file: Path = typer.Argument(..., help="A supervised fastText model (.bin)."),
+    output: str = typer.Option(..., "--output", "-o", help="Model folder to create."),
+    positive_label: str = typer.Option(
+        ..., "--positive-label", help="The label classify scores by default (without __label__)."
+    ),
+    lowercase: bool = typer.Option(
+        False,
+        "--lowercase/--no-lowercase",
+        help="Whether the model was trained on lowercased text.",
+    ),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Make a model folder from a fastText model trained elsewhere (DCLM's, say), on disk.
+
+    The file is copied beside a classifier.json recording its labels, the label to score, the
+    text preprocessing and its SHA-256, so the classify stage can use and check it.
+    """
+    from mixplane.classify import import_fasttext
+
+    description = import_fasttext(model_file, output, positive_label, lowercase)
+    if as_json:
+        print_json({"model": output, **description})
+        return
+    console.print(
+        f"{output}: labels {', '.join(description['labels'])}, scoring {positive_label}; "
+        f"model sha256 {description['model_sha256'][:16]}"
+    )
