@@ -121,7 +121,7 @@ def test_the_smaller_class_and_max_per_class_set_the_sample(corpus: Path, tmp_pa
     assert capped.description["data"]["per_class"] == 10
 
 
-def test_a_catalog_selection_gives_the_examples(tmp_path: Path):
+def test_a_catalog_selection_gives_the_examples(tmp_path: Path, cli):
     from mixplane.catalog import Catalog
     from mixplane.tokenize import tokenize_dataset, train_tokenizer
 
@@ -142,6 +142,13 @@ def test_a_catalog_selection_gives_the_examples(tmp_path: Path):
         }
     )
     data = result.description["data"]
+    # The command as a user types it trains the same model, byte for byte.
+    args = ["classifier", "train", "-o", str(tmp_path / "typed"), "--catalog"]
+    args += [str(tmp_path / "c.duckdb"), "--positive", "source = 'wiki'"]
+    args += ["--negative", "source = 'web'", "--dim", "16", "--bucket", "20000"]
+    code, out, err = cli(*args)
+    assert code == 0, err
+    assert sha256(tmp_path / "typed" / "model.bin") == result.description["model_sha256"]
     assert data["positive"]["where"] == "source = 'wiki'"
     assert data["positive"]["datasets"] == ["corpus@1"]
     assert data["per_class"] == 60
@@ -219,6 +226,7 @@ def test_stage_options_are_checked_when_the_pipeline_is_built(model: Path, tmp_p
         ({"mode": "filter", "threshold": 0.5, "keep_top": 0.1}, "needs one of"),
         ({"threshold": 0.5}, "need mode: filter"),
         ({"label": "nope"}, "has no label 'nope'; its labels: hq, lq"),
+        ({"as": "text"}, "'as' cannot be 'text', a document column"),
     ]
     for options, message in bad:
         stages = [{"classify": {"model": str(model), **options}}]

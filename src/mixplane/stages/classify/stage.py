@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import AliasChoices, Field, PrivateAttr
 
-from mixplane.document import Document, Drop
+from mixplane.document import RESERVED_COLUMNS, Document, Drop
 from mixplane.errors import ConfigError
 from mixplane.io.atomic import atomic_open, write_bytes
 from mixplane.io.urls import url_filesystem
@@ -73,6 +73,8 @@ class _ClassifyOptions(Stage):
             raise ConfigError(f"{where}: threshold and keep_top need mode: filter")
         if self.mode == "filter" and (self.threshold is None) == (self.keep_top is None):
             raise ConfigError(f"{where}: mode filter needs one of threshold or keep_top")
+        if self.property in RESERVED_COLUMNS:
+            raise ConfigError(f"{where}: 'as' cannot be {self.property!r}, a document column")
         # A missing model or label fails when the pipeline is built, before any work.
         self._label = check_label(self.model, read_description(self.model), self.label)
 
