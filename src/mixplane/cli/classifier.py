@@ -11,7 +11,9 @@ from rich.table import Table
 from mixplane.cli.common import JSON_OPTION, STORAGE_OPTION, console, print_json, storage_options
 from mixplane.errors import ConfigError
 
-classifier_app = typer.Typer(help="Learned quality classifiers: train them for the classify stage.")
+classifier_app = typer.Typer(
+    help="Learned quality classifiers for the classify stage: train one, or import one."
+)
 
 
 def register(app: typer.Typer) -> None:
