@@ -32,6 +32,7 @@ ABOVE_STORE = (
     "mixplane.serve",
     "mixplane.cli",
     "mixplane.synth",
+    "mixplane.classify",
 )
 # Stages implement the contract in `stages.base` and `stages.global_stage`; how a pipeline
 # runs them is `process`'s business, above them.

@@ -34,6 +34,19 @@ def read_yaml_mapping(path: str | Path, expected: str) -> dict[str, Any]:
     return data
 
 
+def read_yaml_overridden(
+    path: str | Path, expected: str, overrides: dict[str, Any]
+) -> dict[str, Any]:
+    """`read_yaml_mapping`, then the `overrides` that are not None (command-line options) win.
+
+    Example:
+        >>> read_yaml_overridden("p.yaml", "input and output", {"workers": 4})  # doctest: +SKIP
+    """
+    data = read_yaml_mapping(path, expected)
+    data.update({key: value for key, value in overrides.items() if value is not None})
+    return data
+
+
 def validate_config(
     model: type[ModelT], data: Any, where: str, context: dict[str, Any] | None = None
 ) -> ModelT:

@@ -11,6 +11,7 @@ import sys
 import typer
 
 from mixplane.cli import catalog as _catalog
+from mixplane.cli import classifier as _classifier
 from mixplane.cli import demo as _demo
 from mixplane.cli import mix as _mix
 from mixplane.cli import process as _process
@@ -19,7 +20,7 @@ from mixplane.cli import synth as _synth
 from mixplane.cli import tokenize as _tokenize
 from mixplane.cli.common import app, run_app
 
-for _module in (_synth, _process, _tokenize, _catalog, _mix, _demo, _serve):
+for _module in (_synth, _process, _classifier, _tokenize, _catalog, _mix, _demo, _serve):
     _module.register(app)
 
 

@@ -98,6 +98,7 @@ EXTRA_OF_MODULE = {
         "process",
     ),
     "aiohttp": "http",
+    "fasttext": "classify",
     "torch": "load",
     "PIL": "images",
     "ray": "ray",

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mixplane.configs import read_yaml_mapping, validate_config
+from mixplane.configs import read_yaml_overridden, validate_config
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.sizes import parse_size
 from mixplane.mix.policy.spec import PolicySpec
@@ -308,8 +308,7 @@ class MixtureSpec(BaseModel):
 
         A relative `catalog` path is taken relative to the YAML file's folder.
         """
-        data = read_yaml_mapping(path, "seq_len and components")
-        data.update({key: value for key, value in overrides.items() if value is not None})
+        data = read_yaml_overridden(path, "seq_len and components", overrides)
         catalog = data.get("catalog")
         if isinstance(catalog, str) and "://" not in catalog and not Path(catalog).is_absolute():
             candidate = Path(path).parent / catalog

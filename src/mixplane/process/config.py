@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializationInfo,
     SerializerFunctionWrapHandler,
     field_validator,
@@ -24,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from mixplane.configs import read_yaml_mapping, validate_config
+from mixplane.configs import read_yaml_overridden, validate_config
 from mixplane.errors import ConfigError
 from mixplane.io.readers.base import MAX_RECORD_BYTES
 from mixplane.stages.base import SourceScoped, Stage
@@ -153,6 +154,9 @@ class PipelineConfig(BaseModel):
         "traceback) before the run fails, outputs written all the same",
     )
 
+    # (the stages they were made for, the records): a model is hashed once per config.
+    _records: tuple[bytes, list[dict[str, Any]]] | None = PrivateAttr(None)
+
     @field_validator("input", mode="before")
     @classmethod
     def _inputs(cls, value: Any) -> Any:
@@ -189,13 +193,31 @@ class PipelineConfig(BaseModel):
                 "max_stage_errors",
             },
         )
+        provenance = [record for record in self.stage_records() if len(record) > 1]
+        if provenance:  # only then, so pipelines whose stages record nothing keep their hash
+            decisive["stage_provenance"] = provenance
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+    def stage_records(self) -> list[dict[str, Any]]:
+        """Each stage's name and what it depends on beyond its options (an engine's library
+        and version, a model's content hash), in pipeline order: the manifest's `stages`.
+
+        Example:
+            >>> config.stage_records()  # doctest: +SKIP
+            [{'name': 'extract', 'engine': 'trafilatura', 'library': 'trafilatura', ...},
+             {'name': 'classify', 'model': 'models/q', 'model_sha256': '9f...'}]
+        """
+        key = orjson.dumps([spec.model_dump(mode="json") for spec in self.stages])
+        if self._records is None or self._records[0] != key:
+            stages = [spec.build() for spec in self.stages]
+            records = [{"name": stage.stage_name(), **stage.provenance()} for stage in stages]
+            self._records = (key, records)
+        return self._records[1]
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> PipelineConfig:
         """Load a YAML file; `overrides` (e.g. `workers=4`) win over the file."""
-        data = read_yaml_mapping(path, "input, output and stages")
-        data.update({key: value for key, value in overrides.items() if value is not None})
+        data = read_yaml_overridden(path, "input, output and stages", overrides)
         return cls.parse(data, where=str(path))
 
     @classmethod

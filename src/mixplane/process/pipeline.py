@@ -58,8 +58,7 @@ class Pipeline:
         # Build every stage now so a bad name or option fails before any work starts.
         stages = [spec.build() for spec in config.stages]
         self.is_global = [isinstance(stage, GlobalStage) for stage in stages]
-        # What the manifest records of each stage beyond its options (engine, library version).
-        self.stage_records = [{"name": s.stage_name(), **s.provenance()} for s in stages]
+        config.stage_records()  # a model that fails its hash check fails now, too
         check_declared_sources(config)
 
     @classmethod
@@ -133,7 +132,7 @@ class Pipeline:
                 "kind": "process",
                 "config": config.model_dump(mode="json", exclude={"storage_options"}),
                 "config_hash": config.outputs_hash(),
-                "stages": self.stage_records,
+                "stages": config.stage_records(),
                 "inputs": inputs,
                 "outputs": outputs,
                 "parents": find_parent_manifests([i["url"] for i in inputs], options),

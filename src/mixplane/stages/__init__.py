@@ -14,6 +14,7 @@ BUILTIN_STAGES: dict[str, str] = {
     "fineweb": "mixplane.stages.quality.fineweb:FineWeb",
     "wordlist": "mixplane.stages.quality.wordlist:WordList",
     "score": "mixplane.stages.quality.score:Score",
+    "classify": "mixplane.stages.classify.stage:Classify",
     "dedup_exact": "mixplane.stages.dedup.exact:ExactDedup",
     "dedup_minhash": "mixplane.stages.dedup.near:MinHashDedup",
     "fetch_images": "mixplane.stages.image.fetch:FetchImages",

@@ -55,9 +55,16 @@ class Stage(BaseModel):
     def stage_name(self) -> str:
         return self.name or type(self).__name__
 
-    def provenance(self) -> dict[str, str]:
-        """What, beyond its options, decides this stage's output (e.g. a library and its
-        version); the dataset's manifest records it next to the stage's name."""
+    def runnable(self) -> Stage:
+        """The stage a pipeline runs for these options: itself, or a global stage doing the
+        same when the options need the whole corpus (`classify` with `keep_top`)."""
+        return self
+
+    def provenance(self) -> dict[str, Any]:
+        """What the outputs depend on beyond the options (a model file's content hash, an
+        engine's library and its version): the manifest records it beside the stage's name,
+        and it is part of the config hash, so a change redoes the work. Empty for most
+        stages."""
         return {}
 
 
@@ -93,7 +100,7 @@ class SourceScoped(Stage):
     def stage_name(self) -> str:
         return self.inner.stage_name()
 
-    def provenance(self) -> dict[str, str]:
+    def provenance(self) -> dict[str, Any]:
         return self.inner.provenance()
 
     def apply(self, doc: Document) -> Result:

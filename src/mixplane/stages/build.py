@@ -47,7 +47,7 @@ def build_stage(name: str, options: dict[str, Any] | None) -> Stage:
         )
     if isinstance(target, type) and issubclass(target, Stage):
         try:
-            return target(**options)
+            return target(**options).runnable()
         except ValidationError as error:
             raise ConfigError(_describe(name, target, error)) from None
     if callable(target):

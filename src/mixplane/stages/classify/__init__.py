@@ -1,0 +1,1 @@
+"""Learned classifiers: the model folder format, fastText scoring, and the `classify` stage."""
