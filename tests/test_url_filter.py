@@ -266,3 +266,14 @@ def test_readme_pipeline_as_a_user_writes_it(tmp_path: Path, monkeypatch):
     stats = json.loads((tmp_path / "clean" / "_stats.json").read_text())
     assert sum(stats["excluded_by"]["url_filter"].values()) == 5
     assert stats["kept"] == 3
+
+
+def test_cli_refuses_a_missing_list_file_before_any_work(tmp_path: Path, monkeypatch, cli):
+    (tmp_path / "crawl").mkdir()
+    write_warc(tmp_path / "crawl" / "a.warc.gz", ["https://docs.good.example/intro"])
+    (tmp_path / "pipeline.yaml").write_text(readme_block("yaml", "url_filter:"))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("process", "pipeline.yaml")
+    assert code == 2
+    assert "list file 'lists/domains.txt.gz' not found" in err
+    assert not (tmp_path / "clean").exists()
