@@ -165,6 +165,26 @@ def test_a_listed_domain_blocks_every_spelling_of_its_subdomains(
     )
 
 
+spelled_host = st.builds(
+    lambda labels, www, upper, dot, port: (
+        ("WWW." if upper else "www.") * www + ".".join(labels).upper() * upper
+        + ".".join(labels) * (not upper) + "." * dot + port
+    ),
+    st.lists(st.from_regex(r"[a-z0-9_][a-z0-9_-]{0,5}|bücher|ñ", fullmatch=True),
+             min_size=1, max_size=3),
+    st.booleans(), st.booleans(), st.booleans(), st.sampled_from(["", ":8080"]),
+)  # fmt: skip
+
+
+@settings(max_examples=60)
+@given(st.lists(spelled_host, max_size=12))
+def test_large_domain_lists_are_normalized_like_single_hosts(entries):
+    # Lists are normalized in bulk (only unusual entries parsed one by one); the result
+    # must be what normalizing each entry gives.
+    expected = {normal_host(entry) for entry in entries} - {""}
+    assert UrlFilter(block_domains=entries).rules().block_domains == expected
+
+
 def test_documents_without_url_are_kept_and_marked_or_dropped():
     doc = Document("a", "text", "web", {"title": "t"})
     kept = UrlFilter(**LISTS).apply(doc)
