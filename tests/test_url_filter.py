@@ -96,6 +96,14 @@ def test_allow_list_wins_over_every_block(url):
     assert verdict(url, allow_urls=[url.replace("://", "://WWW.")]) is None
 
 
+def test_listed_ip_addresses_match_whole():
+    assert verdict("http://10.1.2.3:8080/x", block_domains=["10.1.2.3"]).reason == (
+        "url_blocked_domain"
+    )
+    assert verdict("http://10.1.2.3/x", block_domains=["1.2.3", "3"]) is None
+    assert verdict("http://[::1]/x", block_domains=["[::1]"]).reason == "url_blocked_domain"
+
+
 def test_allowed_subdomain_does_not_allow_its_parent():
     assert verdict("https://cdn.bad.example/", allow_domains=["cdn.bad.example"]) is None
     assert verdict("https://bad.example/", allow_domains=["cdn.bad.example"]).reason == (

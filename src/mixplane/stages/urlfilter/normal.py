@@ -82,8 +82,12 @@ def host_suffixes(host: str) -> list[str]:
     Example:
         >>> host_suffixes("a.b.example.com")
         ['a.b.example.com', 'b.example.com', 'example.com', 'com']
+        >>> host_suffixes("10.0.0.1")
+        ['10.0.0.1']
     """
     labels = host.split(".")
+    if host.startswith("[") or (len(labels) == 4 and all(label.isdigit() for label in labels)):
+        return [host]  # an IP address is matched whole: it has no parent domains
     return [".".join(labels[i:]) for i in range(len(labels))]
 
 

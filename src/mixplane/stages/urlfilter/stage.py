@@ -18,7 +18,8 @@ dots and punycode make no difference. Each list is given inline, in files (one e
 `url_missing: true`, or dropped with reason `no_url` when `missing_url: drop`.
 
 Differences from datatrove's URLFilter, which FineWeb used: a listed domain blocks all its
-subdomains (datatrove blocks the registered domain or the exact host); words are lowercased
+subdomains (datatrove blocks the registered domain or the exact host) and a listed IP address
+blocks that address (datatrove's listed IPs never match); words are lowercased
 before they are compared (datatrove compares a URL's words as written, so `CASINO` passes);
 whole URLs are compared normalized rather than byte for byte; there is an allow list; and no
 lists are built in: give your own.
