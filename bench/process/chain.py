@@ -83,19 +83,10 @@ PEER_FILTER = {
 
 
 def extract_options(engine: str) -> dict:
-    """The extract stage's options for `engine`; refuses an engine this checkout lacks."""
-    from mixplane.stages.extract import Extract
-
+    """The extract stage's options for `engine`."""
     if engine not in ENGINES:
         raise SystemExit(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
-    if engine == "trafilatura":
-        return {"favor": "precision"}
-    if "engine" not in Extract.model_fields:
-        raise SystemExit(
-            f"engine {engine!r}: this checkout's extract stage has no `engine` option yet; "
-            "run with --engine trafilatura"
-        )
-    return {"engine": engine}
+    return {"favor": "precision"} if engine == "trafilatura" else {"engine": engine}
 
 
 def pipeline_yaml(folder: Path, lists: Path, workers: int, engine: str) -> Path:
