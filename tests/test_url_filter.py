@@ -190,7 +190,25 @@ def test_large_domain_lists_are_normalized_like_single_hosts(entries):
     # Lists are normalized in bulk (only unusual entries parsed one by one); the result
     # must be what normalizing each entry gives.
     expected = {normal_host(entry) for entry in entries} - {""}
-    assert UrlFilter(block_domains=entries).rules().block_domains == expected
+    assert same_domains(UrlFilter(block_domains=entries).rules().block_domains, expected)
+
+
+def same_domains(listed, expected: set[str]) -> bool:
+    """A domain set holds exactly `expected` (its size, and each of them)."""
+    return len(listed) == len(expected) and all(domain in listed for domain in expected)
+
+
+@settings(max_examples=60)
+@given(st.lists(spelled_host, max_size=12), st.sampled_from(["\n", "\r\n"]))
+def test_domain_list_files_are_normalized_like_single_hosts(tmp_path_factory, entries, newline):
+    # The same from a file's bytes, scanned whole: entries in normal form are hashed as they
+    # are, the others found and normalized one by one, wherever they sit in the file.
+    path = tmp_path_factory.mktemp("lists") / "domains.txt"
+    path.write_bytes((newline.join(entries) + newline).encode("utf-8"))
+    expected = {normal_host(entry) for entry in entries} - {""}
+    rules = UrlFilter(block_domains_files=[str(path)]).rules()
+    assert same_domains(rules.block_domains, expected)
+    assert "unlisted.example" not in rules.block_domains or "unlisted.example" in expected
 
 
 def test_documents_without_url_are_kept_and_marked_or_dropped():
@@ -223,7 +241,7 @@ def test_list_files_with_comments_blank_lines_and_gzip(tmp_path: Path):
         },
     )
     rules = stage.rules()
-    assert rules.block_domains == {"bad.example", "ads.tracker.test", "inline.example"}
+    assert same_domains(rules.block_domains, {"bad.example", "ads.tracker.test", "inline.example"})
     assert rules.banned_words == {"casino"}
     assert rules.block_urls == {"good.example/page"}
 

@@ -44,12 +44,18 @@ def check_list_exists(path: str, storage_options: dict[str, Any] | None) -> None
 
 def read_entries(path: str, storage_options: dict[str, Any] | None = None) -> list[str]:
     """The entries of the list file at `path`, decompressed if it is gzip."""
+    return parse_entries(read_list(path, storage_options).decode("utf-8"))
+
+
+def read_list(path: str, storage_options: dict[str, Any] | None = None) -> bytes:
+    """The bytes of the list file at `path` (UTF-8, checked), decompressed if it is gzip."""
     try:
         with open_url(path, "rb", storage_options) as handle:
             raw = handle.read()
         if raw.startswith(_GZIP_MAGIC):  # compressed but not named .gz
             raw = gzip.decompress(raw)
-        return parse_entries(raw.decode("utf-8"))
+        raw.decode("utf-8")
+        return raw
     except FileNotFoundError:
         raise ConfigError(f"list file {path}: not found") from None
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:

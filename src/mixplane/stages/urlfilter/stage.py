@@ -14,7 +14,9 @@ Rules, checked in this order; the first that matches drops the document with its
 The allow lists (domains, covering their subdomains, and whole URLs) win over every block.
 Hosts, URLs and words are compared normalized (see `normal`): case, `www.`, ports, trailing
 dots and punycode make no difference. Each list is given inline, in files (one entry a line,
-`#` comments, gzip accepted), or both. A document without a URL is kept and marked
+`#` comments, gzip accepted), or both. Domain lists, which run to millions of entries, are
+held as sorted 64-bit hashes (`domains.DomainSet`: 8 bytes a domain). A document without a
+URL is kept and marked
 `url_missing: true`, or dropped with reason `no_url` when `missing_url: drop`.
 
 Differences from datatrove's URLFilter, which FineWeb used: a listed domain blocks all its
@@ -36,7 +38,6 @@ Example (YAML):
 from __future__ import annotations
 
 import re
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -44,10 +45,10 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from mixplane.document import Document, Drop
 from mixplane.stages.base import Result, Stage
-from mixplane.stages.urlfilter.lists import check_list_exists, read_entries
+from mixplane.stages.urlfilter.domains import DomainSet
+from mixplane.stages.urlfilter.lists import check_list_exists, read_entries, read_list
 from mixplane.stages.urlfilter.normal import (
     host_suffixes,
-    normal_host,
     normal_url,
     normal_word,
     split_url,
@@ -63,8 +64,6 @@ LIST_NAMES = (
     "allow_domains",
     "allow_urls",
 )
-# A character that normalizing a host may change or remove.
-_UNUSUAL_CHAR = re.compile(r"[^a-z0-9._\n-]")
 
 
 def _entries(description: str) -> Any:
@@ -79,12 +78,12 @@ def _files(what: str) -> Any:
 class UrlRules:
     """The normalized lists of one stage, ready to match (never changed once built)."""
 
-    block_domains: AbstractSet[str]
+    block_domains: DomainSet
     block_urls: frozenset[str]
     banned_words: frozenset[str]
     soft_banned_words: frozenset[str]
     banned_subwords: re.Pattern | None
-    allow_domains: AbstractSet[str]
+    allow_domains: DomainSet
     allow_urls: frozenset[str]
 
 
@@ -135,17 +134,22 @@ class UrlFilter(Stage):
     def rules(self) -> UrlRules:
         """The lists, read and normalized once per worker."""
         if self._rules is None:
-            listed = {name: self._listed(name) for name in LIST_NAMES}
+            listed = {name: self._listed(name) for name in LIST_NAMES if "domains" not in name}
             self._rules = UrlRules(
-                block_domains=_domains(listed["block_domains"]),
+                block_domains=self._domains("block_domains"),
                 block_urls=frozenset(normal_url(url) for url in listed["block_urls"]),
                 banned_words=_words(listed["banned_words"]),
                 soft_banned_words=_words(listed["soft_banned_words"]),
                 banned_subwords=_any_of(_words(listed["banned_subwords"])),
-                allow_domains=_domains(listed["allow_domains"]),
+                allow_domains=self._domains("allow_domains"),
                 allow_urls=frozenset(normal_url(url) for url in listed["allow_urls"]),
             )
         return self._rules
+
+    def _domains(self, name: str) -> DomainSet:
+        """A domain list, inline and from files, as hashes (it may hold millions)."""
+        texts = [read_list(path, self.storage_options) for path in getattr(self, f"{name}_files")]
+        return DomainSet.from_text("\n".join(getattr(self, name)).encode("utf-8"), *texts)
 
     def _listed(self, name: str) -> list[str]:
         entries = list(getattr(self, name))
@@ -199,35 +203,6 @@ def judge_url(url: str, rules: UrlRules, soft_banned_min: int) -> Drop | None:
         if found:
             return Drop("url_banned_subword", {"subword": found.group()})
     return None
-
-
-def _domains(entries: list[str]) -> set[str]:
-    """Domain entries normalized; an entry written as a URL counts for its host.
-
-    Block lists run to millions of entries, nearly all already in normal form: those are
-    found by scanning all entries at once for what normalization would change (a character
-    other than lowercase ASCII letters, digits, `.`, `-` and `_`; a leading `www.`; a
-    trailing dot), and only the few found are parsed one by one.
-    """
-    listed = set(entries)
-    text = "\n" + "\n".join(listed) + "\n"  # every entry between two newlines
-    odd = {_line_at(text, match.start()) for match in _UNUSUAL_CHAR.finditer(text)}
-    for marker, offset in (("\nwww.", 1), (".\n", 0)):
-        at = text.find(marker)
-        while at >= 0:
-            odd.add(_line_at(text, at + offset))
-            at = text.find(marker, at + 1)
-    listed.difference_update(odd)  # in place: a copy of millions of entries costs seconds
-    for entry in odd:
-        host = split_url(entry)[0] if "/" in entry else normal_host(entry)
-        if host:
-            listed.add(host)
-    return listed
-
-
-def _line_at(text: str, position: int) -> str:
-    """The entry of newline-framed `text` that holds `position`."""
-    return text[text.rfind("\n", 0, position) + 1 : text.find("\n", position)]
 
 
 def _words(entries: list[str]) -> frozenset[str]:
