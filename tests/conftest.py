@@ -36,6 +36,20 @@ def child_env(**extra: str) -> dict[str, str]:
     return os.environ | {"PYTHONPATH": os.pathsep.join(paths)} | extra
 
 
+@pytest.fixture(autouse=True, scope="session")
+def machine_cache(tmp_path_factory) -> Path:
+    """The machine's cache for every test that does not name its own: a folder of this
+    session, not the user's ~/.cache/mixplane."""
+    folder = tmp_path_factory.mktemp("machine-cache")
+    before = os.environ.get("MIXPLANE_CACHE")
+    os.environ["MIXPLANE_CACHE"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("MIXPLANE_CACHE", None)
+    else:
+        os.environ["MIXPLANE_CACHE"] = before
+
+
 def make_records(n: int, prefix: str = "doc", lang: str = "en") -> list[dict]:
     return [
         {

@@ -7,8 +7,10 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from readme_blocks import readme_block
@@ -231,12 +233,15 @@ def test_list_files_with_comments_blank_lines_and_gzip(tmp_path: Path):
     words.write_bytes(gzip.compress(b"casino\n#poker\n"))
     urls = tmp_path / "urls.txt"
     urls.write_text("https://good.example/page#part\n\n")
+    soft = tmp_path / "soft.list"  # zstd, whatever the name
+    soft.write_bytes(zstandard.ZstdCompressor().compress(b"bet\npoker # cards\n"))
     stage = build_stage(
         "url_filter",
         {
             "block_domains_files": [str(domains)],
             "banned_words_files": [str(words)],
             "block_urls_files": [str(urls)],
+            "soft_banned_words_files": [str(soft)],
             "block_domains": ["inline.example"],
         },
     )
@@ -244,6 +249,7 @@ def test_list_files_with_comments_blank_lines_and_gzip(tmp_path: Path):
     assert same_domains(rules.block_domains, {"bad.example", "ads.tracker.test", "inline.example"})
     assert rules.banned_words == {"casino"}
     assert rules.block_urls == {"good.example/page"}
+    assert rules.soft_banned_words == {"bet", "poker"}
 
 
 def test_missing_or_broken_list_file_is_a_config_error_naming_it(tmp_path: Path):
@@ -323,3 +329,37 @@ def test_cli_refuses_a_missing_list_file_before_any_work(tmp_path: Path, monkeyp
     assert code == 2
     assert "list file 'lists/domains.txt.gz' not found" in err
     assert not (tmp_path / "clean").exists()
+
+
+def test_a_domain_list_is_built_once_per_machine_and_mapped_after(tmp_path, monkeypatch):
+    """The first worker builds a list file's domain set into the machine's cache, named by
+    the file's bytes; the next maps it; a changed file gets its own, and a damaged copy in
+    the cache is built again."""
+    monkeypatch.setenv("MIXPLANE_CACHE", str(tmp_path / "cache"))
+    listed = tmp_path / "domains.txt"
+    listed.write_text("bad.example\nWWW.Ads.Test\n")
+    first = UrlFilter(block_domains_files=[str(listed)]).rules().block_domains
+    built = list((tmp_path / "cache" / "lists").glob("domains-*.npy"))
+    assert len(built) == 1 and same_domains(first, {"bad.example", "ads.test"})
+    again = UrlFilter(block_domains_files=[str(listed)]).rules().block_domains
+    assert isinstance(again.hashes, np.memmap) and same_domains(again, {"bad.example", "ads.test"})
+    listed.write_text("bad.example\nother.test\n")
+    changed = UrlFilter(block_domains_files=[str(listed)]).rules().block_domains
+    assert same_domains(changed, {"bad.example", "other.test"})
+    assert len(list((tmp_path / "cache" / "lists").glob("domains-*.npy"))) == 2
+    newest = max(
+        (tmp_path / "cache" / "lists").glob("domains-*.npy"), key=lambda p: p.stat().st_mtime_ns
+    )
+    newest.write_bytes(b"not an array")
+    rebuilt = UrlFilter(block_domains_files=[str(listed)]).rules().block_domains
+    assert same_domains(rebuilt, {"bad.example", "other.test"})
+
+
+def test_a_cache_that_cannot_be_written_only_costs_a_build(tmp_path, monkeypatch):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("MIXPLANE_CACHE", str(blocked))
+    listed = tmp_path / "domains.txt"
+    listed.write_text("bad.example\n")
+    rules = UrlFilter(block_domains_files=[str(listed)], block_domains=["inline.example"]).rules()
+    assert same_domains(rules.block_domains, {"bad.example", "inline.example"})

@@ -34,9 +34,9 @@ from typing import Any
 
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import is_local, join_url
+from mixplane.io.machine_cache import cache_root
 from mixplane.io.retry import Retry
 from mixplane.io.sizes import size_text
-from mixplane.load.remote.location import cache_root
 from mixplane.load.remote.shard_cache import RemoteFile, ShardCache
 from mixplane.store.images import ImageShardReader
 from mixplane.store.images.format import IDX, TAR

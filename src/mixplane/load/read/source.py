@@ -28,13 +28,13 @@ import xxhash
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.columns import integers
+from mixplane.io.machine_cache import cache_root
 from mixplane.io.retry import CorruptRead, Retry, read_whole
 from mixplane.io.sizes import size_text
 from mixplane.io.urls import url_filesystem
 from mixplane.load.plan.ranges import ShardKey
 from mixplane.load.plan.resolved import ResolvedMixture, registered_manifests
 from mixplane.load.read.range_reads import RangeReader
-from mixplane.load.remote.location import cache_root
 from mixplane.load.remote.shard_cache import RemoteFile, ShardCache, cache_limit
 from mixplane.store.dataset import TokenizedDataset, check_token_manifest
 from mixplane.store.format import BIN, SUMS

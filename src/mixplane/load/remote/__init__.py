@@ -1,5 +1,6 @@
-"""Remote files on the machine: where the cache lives (`location`), the copy of a remote
-catalog (`catalog_copy`) and the node cache of token and image shards (`shard_cache`).
+"""Remote files on the machine: the copy of a remote catalog (`catalog_copy`) and the node
+cache of token and image shards (`shard_cache`); where the cache lives is
+`mixplane.io.machine_cache`.
 
 Three kinds of remote file are copied to the machine, and each has its own cache because
 what makes each correct differs:

@@ -36,9 +36,9 @@ import xxhash
 from mixplane.errors import InputError
 from mixplane.io.atomic import is_local, local_path, write_bytes
 from mixplane.io.locks import locked
+from mixplane.io.machine_cache import cache_root
 from mixplane.io.retry import CorruptRead, Retry
 from mixplane.io.urls import url_filesystem
-from mixplane.load.remote.location import cache_root
 from mixplane.manifest import file_digest
 
 RECORD = "source.json"

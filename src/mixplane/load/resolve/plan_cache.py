@@ -30,10 +30,10 @@ import numpy as np
 
 from mixplane.io.atomic import TEMPORARY_SUFFIX, atomic_open, write_bytes
 from mixplane.io.locks import locked
+from mixplane.io.machine_cache import cache_root
 from mixplane.load.plan.ranges import DocumentRanges, ShardKey
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.remote.catalog_copy import LocalCatalog
-from mixplane.load.remote.location import cache_root
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 

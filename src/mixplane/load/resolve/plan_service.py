@@ -22,9 +22,9 @@ from typing import Any
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import atomic_open
 from mixplane.io.locks import locked
+from mixplane.io.machine_cache import cache_root
 from mixplane.io.retry import Retry
 from mixplane.load.plan.resolved import ResolvedMixture
-from mixplane.load.remote.location import cache_root
 from mixplane.load.resolve.plan_cache import load_resolved
 from mixplane.mix.spec import MixtureSpec
 

@@ -25,12 +25,12 @@ from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.io.ahead import in_order
 from mixplane.io.atomic import is_local
 from mixplane.io.locks import locked
+from mixplane.io.machine_cache import cache_root
 from mixplane.load.plan import ranges as iv
 from mixplane.load.plan.ranges import DocumentRanges, ShardKey
 from mixplane.load.plan.resolved import ResolvedMixture, registered_manifests
 from mixplane.load.read.source import TokenSource
 from mixplane.load.remote.catalog_copy import LocalCatalog, open_catalog
-from mixplane.load.remote.location import cache_root
 from mixplane.load.resolve.plan_cache import (
     PresummedRanges,
     entry_folder,

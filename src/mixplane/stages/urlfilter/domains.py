@@ -12,6 +12,11 @@ character other than lowercase ASCII letters, digits, `.`, `-` and `_`; a leadin
 trailing dot; comments and blanks) are found by scanning the whole text at once, cut out,
 and normalized one by one (`normal.normal_host`); the rest are hashed as they are.
 
+A list file's set is built once per machine and kept in the machine's cache
+(`lists/domains-vV-HASH.npy` under `$MIXPLANE_CACHE`, else `~/.cache/mixplane`), named by the
+hash of the file's bytes: every later worker and run maps it instead of building it (one
+process builds while the others wait; a read-only cache only means each builds its own).
+
 Example:
     >>> domains = DomainSet.from_text(b"example.com\\nWWW.Ads.Example.ORG  # tracker\\n")
     >>> "example.com" in domains, "ads.example.org" in domains, "example.org" in domains
@@ -22,12 +27,17 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Any
 
 import numpy as np
 import xxhash
 
-from mixplane.stages.urlfilter.lists import parse_entries
+from mixplane.io.atomic import atomic_open
+from mixplane.io.locks import locked
+from mixplane.io.machine_cache import cache_root
+from mixplane.stages.urlfilter.lists import decoded, parse_entries, read_stored
 from mixplane.stages.urlfilter.normal import normal_host, split_url
 
 # A character that normalizing a host may change or remove (newlines frame the entries);
@@ -35,6 +45,7 @@ from mixplane.stages.urlfilter.normal import normal_host, split_url
 # three is several times slower).
 _UNUSUAL_CHAR = re.compile(rb"[^a-z0-9._\n-]")
 _UNUSUAL_TEXT = ((b"\nwww.", 1), (b".\n", 0))  # and where in it the entry's text is
+CACHE_VERSION = 1  # of how entries become hashes: a change must name its cached sets anew
 _EMPTY = xxhash.xxh3_64_intdigest(b"")
 
 
@@ -48,7 +59,25 @@ class DomainSet:
     def from_text(cls, *texts: bytes) -> DomainSet:
         """The domains of list texts (one entry a line, `#` comments); an entry written as
         a URL counts for its host."""
-        hashes = np.concatenate([np.empty(0, np.uint64), *map(_hashes, texts)])
+        return cls.union([_hashes(text) for text in texts])
+
+    @classmethod
+    def from_files(
+        cls, paths: list[str], inline: list[str], storage_options: dict[str, Any] | None = None
+    ) -> DomainSet:
+        """The domains of list files (each built once per machine, see the module doc) and
+        of `inline` entries."""
+        parts = [cached_hashes(path, storage_options) for path in paths]
+        if inline:
+            parts.append(_hashes("\n".join(inline).encode("utf-8")))
+        return cls.union(parts)
+
+    @classmethod
+    def union(cls, parts: list[np.ndarray]) -> DomainSet:
+        """The set of several sorted or unsorted hash arrays (one sorted one is kept as is)."""
+        if len(parts) == 1 and _is_set(parts[0]):
+            return cls(parts[0])
+        hashes = np.concatenate([np.empty(0, np.uint64), *parts])
         hashes.sort()  # then drop repeats (np.unique hashes first: several times slower)
         first = np.ones(len(hashes), dtype=bool)
         first[1:] = hashes[1:] != hashes[:-1]
@@ -96,3 +125,38 @@ def _hashes(text: bytes) -> np.ndarray:
     hosts = {split_url(entry)[0] if "/" in entry else normal_host(entry) for entry in entries}
     found = [xxhash.xxh3_64_intdigest(host.encode("utf-8")) for host in hosts if host]
     return np.concatenate([hashes, np.asarray(found, dtype=np.uint64)])
+
+
+def cached_hashes(path: str, storage_options: dict[str, Any] | None = None) -> np.ndarray:
+    """The sorted hashes of one list file's domains, from the machine's cache (built there
+    on first use); a cache that cannot be written only costs a build."""
+    stored = read_stored(path, storage_options)
+    name = f"domains-v{CACHE_VERSION}-{xxhash.xxh3_128_hexdigest(stored)}.npy"
+    target = os.path.join(cache_root(None), "lists", name)
+    found = _load(target)
+    if found is not None:
+        return found
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with locked(target + ".lock"):  # one process builds; the others wait, then map it
+            found = _load(target)
+            if found is not None:
+                return found
+            hashes = DomainSet.from_text(decoded(stored, path)).hashes
+            with atomic_open(target) as handle:
+                np.save(handle, hashes)
+            return hashes
+    except OSError:  # a cache folder this process cannot write
+        return DomainSet.from_text(decoded(stored, path)).hashes
+
+
+def _load(target: str) -> np.ndarray | None:
+    """A cached set, mapped; None when it is missing or damaged (then it is built again)."""
+    try:
+        return np.load(target, mmap_mode="r")
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def _is_set(hashes: np.ndarray) -> bool:
+    return bool(np.all(hashes[1:] > hashes[:-1]))

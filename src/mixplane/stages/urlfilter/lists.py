@@ -2,7 +2,8 @@
 
 A line whose first non-blank character is `#` is a comment, and so is anything after a `#`
 that follows a blank (`ads.example.com  # added in May`); a `#` inside an entry (a URL's
-fragment) is kept. Files may be gzip-compressed, whatever their name; any fsspec URL works.
+fragment) is kept. Files may be gzip- or zstd-compressed, whatever their name; any fsspec URL
+works.
 
 Example:
     >>> parse_entries("# domains\\nexample.com\\n\\nads.example.org  # tracker\\n")
@@ -16,10 +17,13 @@ import re
 import zlib
 from typing import Any
 
+import zstandard
+
 from mixplane.errors import ConfigError
-from mixplane.io.urls import open_url, url_filesystem
+from mixplane.io.urls import open_forward, url_filesystem
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _TRAILING_COMMENT = re.compile(r"\s#.*\Z")
 
 
@@ -49,14 +53,32 @@ def read_entries(path: str, storage_options: dict[str, Any] | None = None) -> li
 
 def read_list(path: str, storage_options: dict[str, Any] | None = None) -> bytes:
     """The bytes of the list file at `path` (UTF-8, checked), decompressed if it is gzip."""
+    return decoded(read_stored(path, storage_options), path)
+
+
+def read_stored(path: str, storage_options: dict[str, Any] | None = None) -> bytes:
+    """The bytes of the list file at `path` as stored (maybe compressed)."""
     try:
-        with open_url(path, "rb", storage_options) as handle:
-            raw = handle.read()
-        if raw.startswith(_GZIP_MAGIC):  # compressed but not named .gz
-            raw = gzip.decompress(raw)
-        raw.decode("utf-8")
-        return raw
+        fs, local = url_filesystem(path, storage_options)
+        with open_forward(fs, local) as handle:
+            return handle.read()
     except FileNotFoundError:
         raise ConfigError(f"list file {path}: not found") from None
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+    except OSError as error:
+        raise ConfigError(f"list file {path}: cannot read: {error}") from None
+
+
+def decoded(stored: bytes, path: str) -> bytes:
+    """A list file's stored bytes, decompressed when they are gzip or zstd (whatever the
+    file's name), checked to be UTF-8."""
+    try:
+        if stored.startswith(_GZIP_MAGIC):
+            raw = gzip.decompress(stored)
+        elif stored.startswith(_ZSTD_MAGIC):
+            raw = zstandard.ZstdDecompressor().decompressobj().decompress(stored)
+        else:
+            raw = stored
+        raw.decode("utf-8")
+        return raw
+    except (OSError, EOFError, zlib.error, zstandard.ZstdError, UnicodeDecodeError) as error:
         raise ConfigError(f"list file {path}: cannot read: {error}") from None

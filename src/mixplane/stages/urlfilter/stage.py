@@ -46,7 +46,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 from mixplane.document import Document, Drop
 from mixplane.stages.base import Result, Stage
 from mixplane.stages.urlfilter.domains import DomainSet
-from mixplane.stages.urlfilter.lists import check_list_exists, read_entries, read_list
+from mixplane.stages.urlfilter.lists import check_list_exists, read_entries
 from mixplane.stages.urlfilter.normal import (
     host_suffixes,
     normal_url,
@@ -147,9 +147,9 @@ class UrlFilter(Stage):
         return self._rules
 
     def _domains(self, name: str) -> DomainSet:
-        """A domain list, inline and from files, as hashes (it may hold millions)."""
-        texts = [read_list(path, self.storage_options) for path in getattr(self, f"{name}_files")]
-        return DomainSet.from_text("\n".join(getattr(self, name)).encode("utf-8"), *texts)
+        """A domain list, from files and inline, as hashes (it may hold millions)."""
+        files = getattr(self, f"{name}_files")
+        return DomainSet.from_files(files, getattr(self, name), self.storage_options)
 
     def _listed(self, name: str) -> list[str]:
         entries = list(getattr(self, name))

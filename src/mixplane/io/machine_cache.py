@@ -1,5 +1,6 @@
-"""Where the machine's cache lives: remote catalogs (`catalog_copy`), shard metadata
-(`catalog.mirror`), token and image shards (`shard_cache`) and resolved plans (`plan_cache`).
+"""Where the machine's cache lives: remote catalogs (`load.remote.catalog_copy`), shard
+metadata (`catalog.mirror`), token and image shards (`load.remote.shard_cache`), resolved
+plans (`load.resolve.plan_cache`) and built URL block lists (`stages.urlfilter.domains`).
 
 Example:
     >>> cache_root("/tmp/cache")
