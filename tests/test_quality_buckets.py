@@ -89,9 +89,8 @@ def test_the_documented_bucket_mixture_selects_by_score_and_follows_the_weights(
     }
     expected["wiki"] = {r["id"] for r in rows if r["source"] == "wiki"}
     # Every bucket holds documents: the test says something about each edge.
-    assert all(len(ids) >= 5 for ids in expected.values()), {
-        k: len(v) for k, v in expected.items()
-    }
+    sizes = {name: len(ids) for name, ids in expected.items()}
+    assert min(sizes.values()) >= 5, sizes
 
     dataset = MixtureDataset("buckets.yaml")
     assert dataset.names == list(SHARES)
