@@ -1,17 +1,19 @@
-"""The README's code blocks, as users copy them."""
+"""The code blocks of the README and the docs, as users copy them."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-README = Path(__file__).parent.parent / "README.md"
+ROOT = Path(__file__).parent.parent
+README = ROOT / "README.md"
 
 
-def readme_block(language: str, marker: str) -> str:
-    """The text of the README's first ```LANGUAGE block that contains `marker`."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+def readme_block(language: str, marker: str, document: Path = README) -> str:
+    """The text of the first ```LANGUAGE block of `document` (the README unless another
+    page is named) that contains `marker`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", document.read_text(), flags=re.S)
     found = [block for block in blocks if marker in block]
     if not found:
-        raise LookupError(f"README.md has no {language} block containing {marker!r}")
+        raise LookupError(f"{document.name} has no {language} block containing {marker!r}")
     return found[0]

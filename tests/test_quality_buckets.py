@@ -4,7 +4,6 @@ register, and a mixture whose buckets are `where` predicates on the score."""
 from __future__ import annotations
 
 import random
-import re
 import shlex
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import write_jsonl
+from readme_blocks import readme_block
 from test_classify import SMALL, good_text, spam_text, write_corpus
 
 from mixplane.classify import train_fasttext
@@ -28,11 +28,7 @@ SHARES = {"web/high": 0.4, "web/medium": 0.24, "web/low": 0.16, "wiki": 0.2}
 
 
 def docs_block(language: str, marker: str) -> str:
-    """The text of docs/quality.md's first ```LANGUAGE block that contains `marker`."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", QUALITY_MD.read_text(), flags=re.S)
-    found = [block for block in blocks if marker in block]
-    assert found, f"docs/quality.md has no {language} block containing {marker!r}"
-    return found[0]
+    return readme_block(language, marker, QUALITY_MD)
 
 
 def mixed_text(number: int) -> str:
