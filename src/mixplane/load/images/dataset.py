@@ -322,7 +322,8 @@ class ImageTextDataset:
 
     def _main_pass(self, number: int, generation: int) -> Iterator[dict[str, np.ndarray]]:
         epoch, start, layout = self.epoch, self.position, self.layout
-        self.forecast()
+        if any(self.files.cached):  # remote shards to download ahead
+            self.forecast()
         for batch in range(layout.whole_batches(start, self.epoch_length)):
             read = self.read(epoch * self.epoch_length + layout.batch_positions(start, batch))
             if generation != self.generation or number != self._passes:
@@ -343,7 +344,8 @@ class ImageTextDataset:
         the start the training process published; the position here does not move."""
         start, first = self.position, self.epoch * self.epoch_length
         layout = dataclasses.replace(self.layout, workers=workers, worker=worker)
-        self.forecast()
+        if any(self.files.cached):  # remote shards to download ahead
+            self.forecast()
         for batch in layout.own_batches(start, self.epoch_length):
             yield self.read(first + layout.batch_positions(start, batch), allocate)
 
