@@ -9,6 +9,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from readme_blocks import readme_block
+from test_extract import ARABIC, ARTICLE, JAPANESE, NAV_ONLY, html_doc
 
 from mixplane import run_pipeline
 from mixplane.document import Document, Drop
@@ -17,8 +19,6 @@ from mixplane.stages.build import build_stage
 from mixplane.stages.extract import Extract
 from mixplane.stages.extract.resiliparse_engine import ResiliparseEngine
 from mixplane.synth.extraction import KINDS, known_answer_pages, token_scores
-from tests.readme_blocks import readme_block
-from tests.test_extract import ARABIC, ARTICLE, JAPANESE, NAV_ONLY, html_doc
 
 # Two pages of every kind, one in English and one in German (seed 3).
 PAGES = known_answer_pages(seed=3, count=2 * len(KINDS), languages=("en", "de"))
