@@ -35,7 +35,6 @@ import numpy as np
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-sys.path.insert(0, str(BENCH.parents[1] / "tests"))  # torchvision_cpu
 
 from runners import MEAN, SIZE, STD, draft_decode, peer_transform  # noqa: E402
 

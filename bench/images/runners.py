@@ -36,8 +36,7 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # torchvision_cpu
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # torchvision_cpu
 
 SIZE = 224
 CONTEXT = 77
