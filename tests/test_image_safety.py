@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from PIL import Image
+from readme_blocks import readme_block
 
 from mixplane import run_pipeline
 from mixplane.document import Document
@@ -283,3 +284,25 @@ def test_without_onnxruntime_the_stage_says_what_to_install(tmp_path, monkeypatc
     (tmp_path / "any.yaml").write_text(SPEC)
     message = one_line_error({"model": str(model)})
     assert message.endswith("pip install 'mixplane[onnx]'")
+
+
+def test_the_docs_pipeline_and_description_run_as_written(shards, tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    images_md = Path(__file__).parent.parent / "docs" / "images.md"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "raw").symlink_to(shards)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(Redness(), (torch.zeros(1, 3, 224, 224),), "models/nsfw.onnx",
+                          dynamo=False, dynamic_axes={"pixels": {0: "batch"}},
+                          input_names=["pixels"])  # fmt: skip
+    (tmp_path / "models" / "nsfw.yaml").write_text(
+        readme_block("yaml", "# models/nsfw.yaml", images_md)
+    )
+    config = yaml.safe_load(readme_block("yaml", "image_safety: {model:", images_md))
+    result = run_pipeline(config)
+    assert (result.stats["kept"], result.stats["excluded"]) == (9, 7)
+    reasons = excluded(tmp_path / "clean-images")
+    assert {key for key, (reason, _) in reasons.items() if reason == "unsafe_image"} == RED
