@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import yaml
 from conftest import child_env, write_jsonl
 from readme_blocks import readme_block
+
+from mixplane import run_pipeline
 
 QUALITY_MD = Path(__file__).parent.parent / "docs" / "quality.md"
 
@@ -51,7 +54,9 @@ def mixplane_command(block: str) -> list[str]:
     return [sys.executable, "-m", "mixplane", *line.split()[1:]]
 
 
-def test_the_docs_toxicity_recipe_trains_a_classifier_that_drops_toxic_comments(tmp_path):
+def test_the_docs_toxicity_recipe_trains_a_classifier_that_drops_toxic_comments(
+    tmp_path, monkeypatch
+):
     write_jsonl(tmp_path / "labels" / "toxic" / "a.jsonl", comments(1, 1000, toxic=True))
     write_jsonl(tmp_path / "labels" / "clean" / "a.jsonl", comments(2, 1000, toxic=False))
     (tmp_path / "toxicity.yaml").write_text(
@@ -84,12 +89,10 @@ def test_the_docs_toxicity_recipe_trains_a_classifier_that_drops_toxic_comments(
 
     # The annotating form gives every comment its toxicity, high for the toxic ones.
     annotate = readme_block("yaml", "as: toxicity", QUALITY_MD).strip()
-    pipeline = (tmp_path / "pipeline.yaml").read_text().split("stages:")[0]
-    (tmp_path / "annotate.yaml").write_text(
-        pipeline.replace("output: clean", "output: scored") + "stages:\n" + annotate + "\n"
-    )
-    done = run_in(tmp_path, sys.executable, "-m", "mixplane", "process", "annotate.yaml")
-    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load((tmp_path / "pipeline.yaml").read_text())
+    config.update(output="scored", stages=yaml.safe_load(annotate))
+    monkeypatch.chdir(tmp_path)
+    run_pipeline(config)
     scored = {row["id"]: row["toxicity"] for row in pq.read_table(tmp_path / "scored").to_pylist()}
     assert len(scored) == 40
     assert min(scored[d["id"]] for d in fresh[:20]) > max(scored[d["id"]] for d in fresh[20:])

@@ -133,8 +133,9 @@ def load_safety_model(path: str, spec: SafetySpec, threads: int | None) -> Safet
 
 
 def _one_line(error: BaseException) -> str:
+    """The error's type and first sentence (torch adds paragraphs of advice), on one line."""
     text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text[:300]}"
+    return f"{type(error).__name__}: {text.split('. ')[0][:300]}"
 
 
 def _load_torch(path: str, spec: SafetySpec, threads: int | None) -> SafetyModel:
