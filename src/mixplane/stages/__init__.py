@@ -23,5 +23,6 @@ BUILTIN_STAGES: dict[str, str] = {
     "resize_image": "mixplane.stages.image.resize:ResizeImage",
     "caption_filter": "mixplane.stages.image.caption:CaptionFilter",
     "clip_score": "mixplane.stages.image.similarity:ClipScore",
+    "image_safety": "mixplane.stages.image.safety:ImageSafety",
     "dedup_image": "mixplane.stages.dedup.image:ImageDedup",
 }

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -36,7 +36,8 @@ from mixplane.stages.text import TextAnalysis, analyze
 class Check:
     """One measured signal and whether it fails its threshold.
 
-    `final` marks a failure after which later signals cannot be measured (an empty text).
+    `final` marks a failure after which later signals cannot be measured (an empty text);
+    `detail` is added to the drop's detail when this check fails (the listed terms found).
     """
 
     signal: str
@@ -45,6 +46,7 @@ class Check:
     failed: bool
     reason: str
     final: bool = False
+    detail: dict[str, Any] | None = None
 
 
 def at_most(signal: str, value: float, limit: float | None, reason: str) -> Check:
@@ -113,7 +115,7 @@ class QualityFilter(Stage):
         for check in self.checks(doc, analysis):
             if check.failed:
                 detail = {"signal": prefix + check.signal, "value": check.value}
-                return Drop(check.reason, detail | {"limit": check.limit})
+                return Drop(check.reason, detail | {"limit": check.limit} | (check.detail or {}))
             signals[prefix + check.signal] = check.value
         if self.keep_signals:
             doc.metadata.update(signals)
