@@ -4,7 +4,6 @@ with the version's token files shared, not copied."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -36,26 +35,10 @@ def web_text(number: int) -> str:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """A processed, tokenized (EOS added, several shards per input file) and registered
-    dataset `web@1`, and a quality model trained on another corpus."""
+    """A quality model trained on another corpus, and a tokenizer trained on the web text."""
     root = tmp_path_factory.mktemp("annotate")
-    write_jsonl(root / "raw" / "web" / "a.jsonl", [{"id": f"a{i}", "text": web_text(i)} for i in range(60)])
-    write_jsonl(
-        root / "raw" / "web" / "b.jsonl",
-        [{"id": f"b{i}", "text": web_text(100 + i)} for i in range(45)],
-    )
-    run_pipeline({"input": str(root / "raw" / "web" / "*.jsonl"), "output": str(root / "clean")})
-    train_tokenizer(str(root / "clean"), 400, str(root / "tok.json"))
-    tokenize_dataset(
-        {
-            "input": str(root / "clean"),
-            "output": str(root / "tokens"),
-            "tokenizer": str(root / "tok.json"),
-            "eos": True,
-            "shard_size_mb": 0.004,  # a few shards per input file
-        }
-    )
-    Catalog(root / "catalog.duckdb").register(str(root / "tokens"), "web")
+    write_raw(root)
+    train_tokenizer(str(root / "raw"), 400, str(root / "tok.json"))
     training = write_corpus(root / "training", 120)
     train_fasttext(
         {
@@ -69,14 +52,32 @@ def built(tmp_path_factory) -> Path:
     return root
 
 
+def write_raw(root: Path) -> None:
+    """Two files of web text; `kind` takes turns irregularly (for shards grouped by it)."""
+    rows = [{"id": f"a{i}", "text": web_text(i), "kind": "xy"[i % 3 == 1]} for i in range(60)]
+    write_jsonl(root / "raw" / "web" / "a.jsonl", rows)
+    rows = [{"id": f"b{i}", "text": web_text(100 + i), "kind": "xy"[i % 2]} for i in range(45)]
+    write_jsonl(root / "raw" / "web" / "b.jsonl", rows)
+
+
 @pytest.fixture
 def work(built: Path, tmp_path: Path, monkeypatch) -> Path:
-    """A copy of the built folder of one's own (the catalog records absolute paths: it is
-    registered again here), as the current directory."""
-    for name in ("raw", "clean", "tokens", "models", "tok.json"):
-        source = built / name
-        copy = shutil.copytree if source.is_dir() else shutil.copy
-        copy(source, tmp_path / name)
+    """As the current directory: raw web text processed into `clean/`, tokenized into
+    `tokens/` (EOS added, a few shards per part) and registered as `web@1`, and the model."""
+    shutil.copytree(built / "models", tmp_path / "models")
+    write_raw(tmp_path)
+    run_pipeline(
+        {"input": str(tmp_path / "raw" / "web" / "*.jsonl"), "output": str(tmp_path / "clean")}
+    )
+    tokenize_dataset(
+        {
+            "input": str(tmp_path / "clean"),
+            "output": str(tmp_path / "tokens"),
+            "tokenizer": str(built / "tok.json"),
+            "eos": True,
+            "shard_size_mb": 0.004,
+        }
+    )
     Catalog(tmp_path / "catalog.duckdb").register(str(tmp_path / "tokens"), "web")
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -159,3 +160,172 @@ def test_where_selects_by_the_new_column(work: Path):
     # The old version has no such column.
     with pytest.raises(MixplaneError, match="quality"):
         catalog.select("quality >= 0.8", ["web@1"])
+
+
+def test_the_command_annotates_and_lineage_shows_where_the_column_came_from(work: Path, cli):
+    code, out, err = cli(
+        "annotate", "web@1", "--classifier", "models/quality", "--as", "quality", "--json"
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["dataset"] == "web@2" and summary["source"] == "web@1"
+    assert summary["text"]["kind"] == "parts"
+    sha = json.loads((work / "models" / "quality" / "classifier.json").read_text())
+    sha = sha["model_sha256"]
+    assert summary["classifier"]["model_sha256"] == sha
+    # The manifest beside the column says what made it, from what, and leads back.
+    manifest = json.loads((Path(summary["folder"]) / "_manifest.json").read_text())
+    assert manifest["kind"] == "annotate"
+    assert manifest["source"]["dataset"] == "web@1"
+    assert manifest["classifier"]["folder"] == str(work / "models" / "quality")
+    assert manifest["classifier"]["model_sha256"] == sha
+    assert manifest["text"]["kind"] == "parts"
+    steps = trace(summary["folder"])
+    assert [step.kind for step in steps] == ["annotate", "tokenize", "process"]
+    # `mixplane lineage NAME@N` starts from the version's newest column.
+    code, out, err = cli("lineage", "web@2", "--json")
+    assert code == 0, err
+    kinds = [step["kind"] for step in json.loads(out)["steps"]]
+    assert kinds == ["annotate", "tokenize", "process"]
+    code, out, err = cli("lineage", "web@2")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "column quality of web@1" in flat and f"sha256 {sha[:16]}" in flat
+    assert "text read from the files it was tokenized from" in flat
+    code, out, _ = cli("lineage", "web@1", "--json")
+    assert [step["kind"] for step in json.loads(out)["steps"]] == ["tokenize", "process"]
+    # The catalog lists the column with its origin; a query counts by it.
+    code, out, _ = cli("catalog", "show", "web@2", "--json")
+    shown = json.loads(out)
+    assert shown["columns"]["quality"] == "DOUBLE"
+    assert shown["added_columns"][0]["from"] == "web@1"
+    code, out, err = cli("query", "quality >= 0.8", "-d", "web@2", "--json", "--sample", "2")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["documents"] > 0
+    assert all(row["quality"] >= 0.8 and row["text"] for row in answer["samples"])
+
+
+def test_a_mixture_over_the_new_version_selects_by_the_column(work: Path):
+    annotate(work)
+    expected = expected_scores(work)
+    mixture = {
+        "catalog": str(work / "catalog.duckdb"),
+        "seq_len": 16,
+        "seed": 0,
+        "components": {
+            "high": {"where": "quality >= 0.5", "datasets": ["web@2"], "weight": 0.7},
+            "low": {"where": "quality < 0.5", "datasets": ["web@2"], "weight": 0.3},
+        },
+    }
+    (work / "mixture.yaml").write_text(yaml.safe_dump(mixture))
+    dataset = MixtureDataset("mixture.yaml")
+    for c, packed in enumerate(dataset.plan.components):
+        shards, documents = dataset.resolved.ranges[c].locate(np.arange(len(packed)))
+        selected = {
+            str(dataset.source.metadata_column(int(shard), "id")[int(document)])
+            for shard, document in zip(shards.tolist(), documents.tolist(), strict=True)
+        }
+        high = dataset.names[c] == "high"
+        assert selected == {i for i, s in expected.items() if (s >= 0.5) == high}
+    # The sequences are read from the version's own token files.
+    assert {uri for uri, _ in dataset.resolved.shards} == {str(work / "tokens")}
+    batch = dataset.read_positions(np.arange(8))
+    assert batch["input_ids"].shape == (8, 16)
+    for piece in dataset.explain(0):
+        assert (expected[piece["id"]] >= 0.5) == (piece["component"] == "high")
+    dataset.close()
+
+
+def test_decoded_tokens_give_the_same_scores_as_the_parts(work: Path):
+    from_parts = annotate(work, output=str(work / "from-parts"))
+    shutil.rmtree(work / "clean")  # the processed parts are gone: the tokens are decoded
+    from_tokens = annotate(work, output=str(work / "from-tokens"))
+    assert from_parts.text["kind"] == "parts"
+    assert from_tokens.text["kind"] == "tokens"
+    assert "part-00000.parquet is gone" in from_tokens.text["reason"]
+    assert column_values(from_tokens.column.folder) == column_values(from_parts.column.folder)
+    manifest = json.loads((work / "from-tokens" / "_manifest.json").read_text())
+    assert manifest["text"]["kind"] == "tokens"
+    assert {Path(item["url"]).suffix for item in manifest["inputs"]} == {".bin"}
+    # Same data, same scores: the catalog's latest version is already this one.
+    assert from_tokens.version.ref == "web@2" and not from_tokens.created
+
+
+def test_shards_grouped_by_a_property_get_their_own_documents(work: Path, built: Path):
+    tokenize_dataset(
+        {
+            "input": str(work / "clean"),
+            "output": str(work / "grouped"),
+            "tokenizer": str(built / "tok.json"),
+            "group_by": "kind",
+            "shard_size_mb": 0.002,
+        }
+    )
+    version = Catalog(work / "catalog.duckdb").register(str(work / "grouped"), "grouped")
+    assert len(version.shards) > 4
+    expected = expected_scores(work)
+    for text in ("parts", "tokens"):
+        folder = work / f"scored-from-{text}"
+        result = annotate(work, dataset="grouped@1", text=text, output=str(folder))
+        assert result.text["kind"] == text
+        scores = {}
+        for shard in version.shards:
+            ids = pq.read_table(work / "grouped" / f"{shard.stem}.meta.parquet")["id"]
+            values = pq.read_table(folder / f"{shard.stem}.parquet")["quality"]
+            scores.update(zip(ids.to_pylist(), values.to_pylist(), strict=True))
+        assert scores == expected
+
+
+def test_changed_parts_are_not_read(work: Path):
+    part = next((work / "clean").glob("part-*.parquet"))
+    table = pq.read_table(part)
+    pq.write_table(table.slice(1), part)  # one document fewer: no longer what was tokenized
+    result = annotate(work)
+    assert result.text["kind"] == "tokens" and "changed since" in result.text["reason"]
+    with pytest.raises(ConfigError, match="cannot read the text from its parts"):
+        annotate(work, text="parts", output=str(work / "other"))
+
+
+def test_the_same_inputs_give_the_same_bytes_whatever_the_workers(work: Path):
+    one = annotate(work, output=str(work / "one"), text="tokens")
+    two = annotate(work, output=str(work / "two"), text="tokens", workers=2, batch_size=7)
+    files = sorted(p.name for p in Path(one.column.folder).glob("*.parquet"))
+    assert files == sorted(p.name for p in Path(two.column.folder).glob("*.parquet"))
+    for name in files:
+        assert (work / "one" / name).read_bytes() == (work / "two" / name).read_bytes()
+    again = annotate(work, output=str(work / "one"), text="tokens")
+    assert [f.hash for f in again.column.files] == [f.hash for f in one.column.files]
+
+
+def test_refusals_name_the_problem_in_one_line(work: Path, cli):
+    def refused(*args: str) -> str:
+        code, _, err = cli("annotate", *args)
+        assert code == 2
+        line = " ".join(err.split())
+        assert line.startswith("error:") and "Traceback" not in err
+        return line
+
+    base = ("--classifier", "models/quality")
+    assert "no version 7" in refused("web@7", *base, "--as", "quality")
+    assert "no dataset named 'wiki'" in refused("wiki@1", *base, "--as", "quality")
+    assert "reserved column" in refused("web@1", *base, "--as", "n_tokens")
+    assert "reserved column" in refused("web@1", *base, "--as", "Source")
+    assert "not a column name" in refused("web@1", *base, "--as", "__mixplane_row")
+    assert "not a column name" in refused("web@1", *base, "--as", "a b")
+    assert "does not exist" in refused("web@1", "--classifier", "models/none", "--as", "q")
+    annotate(work)
+    assert "already has a column 'quality'" in refused("web@2", *base, "--as", "QUALITY")
+    # A corrupt model file is refused before any work.
+    model = work / "models" / "quality" / "model.bin"
+    good = model.read_bytes()
+    model.write_bytes(b"not a model")
+    assert "does not match" in refused("web@2", *base, "--as", "other")
+    model.write_bytes(good)
+    # Neither the parts nor the token files: nothing to score.
+    shutil.rmtree(work / "clean")
+    next((work / "tokens").glob("shard-*.bin")).unlink()
+    line = refused("web@1", "--classifier", str(work / "models" / "quality"), "--as", "q")
+    assert "no text to score" in line and "is gone" in line
+    assert len(list((work / "tokens" / "_columns").iterdir())) == 1  # nothing more written
+    assert not any((work / "tokens" / "_columns").glob("q-*"))

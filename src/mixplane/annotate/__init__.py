@@ -10,6 +10,19 @@ Example:
 """
 
 from mixplane.annotate.config import AnnotateConfig
-from mixplane.annotate.run import AnnotateResult, annotate_dataset
+from mixplane.annotate.run import (
+    AnnotateResult,
+    Annotation,
+    annotate_dataset,
+    plan_annotation,
+    run_annotation,
+)
 
-__all__ = ["AnnotateConfig", "AnnotateResult", "annotate_dataset"]
+__all__ = [
+    "AnnotateConfig",
+    "AnnotateResult",
+    "Annotation",
+    "annotate_dataset",
+    "plan_annotation",
+    "run_annotation",
+]

@@ -13,6 +13,8 @@ Example:
     ... )  # doctest: +SKIP
     >>> result.version.ref, result.text["kind"]  # doctest: +SKIP
     ('web@2', 'parts')
+
+`plan_annotation` makes every check and plans the tasks; `run_annotation` does the work.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from mixplane.annotate.task import (
 )
 from mixplane.annotate.texts import PARTS, TextSource, choose_text_source
 from mixplane.catalog import Catalog
-from mixplane.catalog.columns import AddedColumn, ColumnFile, check_new_column
+from mixplane.catalog.columns import COLUMN_SUFFIX, AddedColumn, ColumnFile, check_new_column
 from mixplane.catalog.dataset import TOKENS
 from mixplane.catalog.registry import DatasetVersion, Registry
 from mixplane.errors import ConfigError
@@ -86,13 +88,33 @@ class AnnotateResult:
         }
 
 
+@dataclass
+class Annotation:
+    """A checked, planned run (`plan_annotation`): what `run_annotation` does."""
+
+    config: AnnotateConfig
+    catalog: Catalog
+    source: DatasetVersion
+    stored: dict[str, Any]  # the source version's manifest, as registered
+    text: TextSource
+    classifier: dict[str, Any]
+    config_hash: str
+    folder: str
+    tasks: list[AnnotateTask]
+    context: AnnotateContext
+
+
 def annotate_dataset(
     config: AnnotateConfig | dict[str, Any],
-    on_planned: Callable[[list[AnnotateTask]], None] | None = None,
     on_done: Callable[[dict[str, Any]], None] | None = None,
 ) -> AnnotateResult:
     """Score every document of `config.dataset` and register it again with the new column."""
-    started = time.perf_counter()
+    return run_annotation(plan_annotation(config), on_done)
+
+
+def plan_annotation(config: AnnotateConfig | dict[str, Any]) -> Annotation:
+    """Check everything before any work (the version, the column's name, the model folder,
+    a text source, the output folder) and plan the tasks."""
     if not isinstance(config, AnnotateConfig):
         config = AnnotateConfig.parse(config)
     options = config.storage_options
@@ -100,8 +122,7 @@ def annotate_dataset(
     source = catalog.get(config.dataset)
     if source.kind != TOKENS:
         raise ConfigError(
-            f"{source.ref} holds image-text samples; annotate scores the text of tokenized "
-            "datasets"
+            f"{source.ref} holds image-text samples; annotate scores the text of tokenized datasets"
         )
     check_new_column(config.column, source.schema, source.ref)
     description = read_description(config.classifier)
@@ -118,15 +139,9 @@ def annotate_dataset(
         "label": config.label or description.get("positive_label"),
     }
     config_hash = _config_hash(source, config.column, classifier, text.kind)
-    folder = _absolute(
-        config.output or join_url(source.uri, COLUMNS_FOLDER, f"{config.column}-{config_hash[:16]}")
-    )
+    default = join_url(source.uri, COLUMNS_FOLDER, f"{config.column}-{config_hash[:16]}")
+    folder = _absolute(config.output or default)
     _check_folder(folder, config_hash, options)
-    remove_stale_temporaries(folder)  # what a killed run was writing
-
-    tasks = plan_tasks(source, text)
-    if on_planned:
-        on_planned(tasks)
     tokenizer = stored.get("tokenizer") or {}
     context = AnnotateContext(
         uri=source.uri,
@@ -142,22 +157,40 @@ def annotate_dataset(
         storage_options=options,
         threads=1 if config.workers > 1 else None,
     )
-    results = execute(run_annotate_task, tasks, context, ExecutorSettings(config.workers), on_done)
+    tasks = plan_tasks(source, text)
+    return Annotation(
+        config, catalog, source, stored, text, classifier, config_hash, folder, tasks, context
+    )
+
+
+def run_annotation(
+    annotation: Annotation, on_done: Callable[[dict[str, Any]], None] | None = None
+) -> AnnotateResult:
+    """Score the planned tasks, write the column's manifest and register the new version."""
+    started = time.perf_counter()
+    config, source, options = (
+        annotation.config,
+        annotation.source,
+        annotation.config.storage_options,
+    )
+    folder, text = annotation.folder, annotation.text
+    remove_stale_temporaries(folder)  # what a killed run was writing
+    settings = ExecutorSettings(config.workers)
+    results = execute(run_annotate_task, annotation.tasks, annotation.context, settings, on_done)
     by_path = {entry["path"]: entry for result in results for entry in result["outputs"]}
-    files = tuple(
-        ColumnFile(**by_path[f"{stem}.parquet"]) for stem in source.stems
-    )  # in the version's shard order
+    # In the version's shard order.
+    files = tuple(ColumnFile(**by_path[stem + COLUMN_SUFFIX]) for stem in source.stems)
     documents = sum(entry.records or 0 for entry in files)
-    made_by = {"kind": "annotate", "classifier": classifier, "text": text.describe()}
+    made_by = {"kind": "annotate", "classifier": annotation.classifier, "text": text.describe()}
     manifest_url = write_manifest(
         folder,
         {
             "kind": "annotate",
             "config": config.model_dump(mode="json", exclude={"storage_options"}),
-            "config_hash": config_hash,
+            "config_hash": annotation.config_hash,
             "source": {"dataset": source.ref, "uri": source.uri, "fingerprint": source.fingerprint},
             "column": {"name": config.column, "type": COLUMN_TYPE},
-            "classifier": classifier,
+            "classifier": annotation.classifier,
             "text": text.describe(),
             "inputs": list(text.inputs),
             "parents": [join_url(source.lineage_root, MANIFEST)],
@@ -167,9 +200,8 @@ def annotate_dataset(
         options,
     )
     column = AddedColumn(config.column, COLUMN_TYPE, folder, files, source.ref, made_by)
-    version, created = catalog.add_column(source, column)
+    version, created = annotation.catalog.add_column(source, column)
     fs, path = url_filesystem(manifest_url, options)
-    manifest_size = fs.size(path)
     return AnnotateResult(
         source=source,
         version=version,
@@ -177,8 +209,8 @@ def annotate_dataset(
         column=column,
         text=text.describe(),
         documents=documents,
-        written_bytes=sum(entry.size for entry in files) + int(manifest_size),
-        shared_bytes=shared_bytes(stored, source),
+        written_bytes=sum(entry.size for entry in files) + int(fs.size(path)),
+        shared_bytes=shared_bytes(annotation.stored, source),
         manifest=manifest_url,
         seconds=time.perf_counter() - started,
         task_seconds=_sum_seconds(results),
@@ -218,9 +250,7 @@ def shared_bytes(manifest: dict[str, Any], version: DatasetVersion) -> int:
     )
 
 
-def _config_hash(
-    source: DatasetVersion, column: str, classifier: dict[str, Any], text: str
-) -> str:
+def _config_hash(source: DatasetVersion, column: str, classifier: dict[str, Any], text: str) -> str:
     """What decides the column's bytes: the data, the model and label, the name, the text."""
     decisive = {
         "source": source.fingerprint,

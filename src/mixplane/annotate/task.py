@@ -103,7 +103,8 @@ def run_annotate_task(task: AnnotateTask, context: AnnotateContext) -> dict[str,
         for ids, texts in chunks:
             read = time.perf_counter()
             seconds["text"] += read - started
-            scores.append(stage.score_batch([Document(i, t, "") for i, t in zip(ids, texts)]))
+            docs = [Document(i, t, "") for i, t in zip(ids, texts, strict=True)]
+            scores.append(stage.score_batch(docs))
             started = time.perf_counter()
             seconds["score"] += started - read
         values = np.concatenate([np.empty(0, np.float32), *scores]).astype(np.float64)
@@ -149,7 +150,10 @@ def _from_parts(task: AnnotateTask, context: AnnotateContext) -> Iterator[tuple[
     documents = PartDocuments(task.part, spec, text.group_by, context.batch_size, options)
     for stem in task.stems:
         meta = join_url(context.uri, stem + META)
-        yield stem, _checked(documents, stem, meta, shard_group(meta, text.group_by, options), context)
+        yield (
+            stem,
+            _checked(documents, stem, meta, shard_group(meta, text.group_by, options), context),
+        )
     documents.finish()
 
 
@@ -162,7 +166,9 @@ def _checked(
         wanted = expected[start : start + context.batch_size]
         ids, texts = documents.take(value, len(wanted))
         if ids != wanted:
-            row = start + next(i for i, (a, b) in enumerate(zip(ids, wanted)) if a != b)
+            row = start + next(
+                i for i, pair in enumerate(zip(ids, wanted, strict=True)) if pair[0] != pair[1]
+            )
             raise MixplaneError(
                 f"{documents.url}: the document at row {row} of shard {stem} is "
                 f"{wanted[row - start]!r}, but the file gives {ids[row - start]!r}; the file "

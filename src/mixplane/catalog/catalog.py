@@ -66,7 +66,9 @@ class Catalog:
         with Registry(self.path, writable=True) as registry:
             return registry.add(scan, name)
 
-    def add_column(self, source: DatasetVersion, column: AddedColumn) -> tuple[DatasetVersion, bool]:
+    def add_column(
+        self, source: DatasetVersion, column: AddedColumn
+    ) -> tuple[DatasetVersion, bool]:
         """Record `source` with `column` added as the next version of its dataset: the same
         shard files, one more property (see `catalog.columns`); `(version, created)`, a no-op
         when the latest version is already exactly that.

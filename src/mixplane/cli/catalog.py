@@ -212,7 +212,12 @@ def _share(part: int, total: int) -> str:
 
 
 def lineage(
-    folder: str = typer.Argument(..., help="An output folder (or its _manifest.json)."),
+    folder: str = typer.Argument(
+        ..., help="An output folder (or its _manifest.json), or a registered NAME@N."
+    ),
+    catalog: str = typer.Option(
+        DEFAULT_CATALOG, "--catalog", "-c", help="Catalog file, for a dataset NAME@N."
+    ),
     verify_files: bool = typer.Option(
         False, "--verify", help="Recompute the hash of every file on the way."
     ),
@@ -221,13 +226,17 @@ def lineage(
 ) -> None:
     """Walk the manifests from FOLDER back to the raw inputs and configs that produced it.
 
+    FOLDER may be a registered dataset version (NAME@N, or NAME for the latest) when no
+    such folder exists: its lineage starts from its newest added column (`mixplane
+    annotate`), if any, else from its shards' folder.
+
     With --verify, every recorded file is hashed again; a missing or changed file is named
     and the command fails (exit status 2).
     """
     from mixplane.lineage import recorded_files, trace, verify
 
     options = storage_options(storage)
-    steps = trace(folder, options)
+    steps = trace(_lineage_start(folder, catalog, options), options)
     checks = []
     if verify_files:
         total = len(recorded_files(steps))
@@ -254,6 +263,21 @@ def lineage(
             f"verification failed for {len(failures)} of {len(checks)} files; "
             f"first: {first.url}: {first.problem}"
         )
+
+
+def _lineage_start(location: str, catalog: str, options: dict) -> str:
+    """The folder `location` names, or that of the registered version it names."""
+    import os
+
+    from mixplane.refs import NAME
+
+    if "://" in location or os.path.exists(location) or not os.path.exists(catalog):
+        return location
+    if not NAME.match(location.partition("@")[0]):
+        return location
+    from mixplane.catalog import Catalog
+
+    return Catalog(catalog, options).get(location).lineage_root
 
 
 def _raw(steps: list[Step]) -> list[dict]:
@@ -287,6 +311,20 @@ def _tree(steps: list[Step]) -> Tree:
     return root
 
 
+def _annotation(manifest: dict) -> str:
+    """What an annotate step added and from what: the column, the version scored, the
+    classifier and its model hash, and where the text came from."""
+    column = (manifest.get("column") or {}).get("name")
+    source = (manifest.get("source") or {}).get("dataset")
+    model = manifest.get("classifier") or {}
+    text = (manifest.get("text") or {}).get("reason")
+    sha = str(model.get("model_sha256") or "")[:16]
+    return (
+        f"column {column} of {source} · classifier {model.get('folder')} (sha256 {sha}, "
+        f"label {model.get('label')}) · text {text}"
+    )
+
+
 def _describe(step: Step) -> str:
     manifest = step.manifest
     parts = [f"[bold]{step.kind}[/] {step.folder}"]
@@ -298,6 +336,8 @@ def _describe(step: Step) -> str:
     stages = [stage.get("name") for stage in config.get("stages", []) if isinstance(stage, dict)]
     if stages:
         parts.append("stages " + ", ".join(map(str, stages)))
+    if step.kind == "annotate":
+        parts.append(_annotation(manifest))
     tokenizer = manifest.get("tokenizer") or {}
     if tokenizer.get("spec"):
         parts.append(f"tokenizer {tokenizer['spec']}")
