@@ -4,6 +4,7 @@ with the version's token files shared, not copied."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import write_jsonl
+from readme_blocks import readme_block
 from test_classify import SMALL, good_text, spam_text, write_corpus
 
 from mixplane.annotate import annotate_dataset
@@ -24,6 +26,8 @@ from mixplane.load.dataset import MixtureDataset
 from mixplane.process.pipeline import run_pipeline
 from mixplane.tokenize.run import tokenize_dataset
 from mixplane.tokenize.train import train_tokenizer
+
+QUALITY_MD = Path(__file__).parent.parent / "docs" / "quality.md"
 
 
 def web_text(number: int) -> str:
@@ -329,3 +333,20 @@ def test_refusals_name_the_problem_in_one_line(work: Path, cli):
     assert "no text to score" in line and "is gone" in line
     assert len(list((work / "tokens" / "_columns").iterdir())) == 1  # nothing more written
     assert not any((work / "tokens" / "_columns").glob("q-*"))
+
+
+def test_the_documented_commands_and_python_run_as_written(work: Path, cli):
+    readme = readme_block("bash", "mixplane annotate")
+    documented = readme_block("bash", "mixplane annotate", QUALITY_MD)
+    for block in (readme, documented):
+        for line in block.strip().splitlines():
+            args = shlex.split(line, comments=True)
+            assert args[0] == "mixplane"
+            code, out, err = cli(*args[1:])
+            assert code == 0, f"{line}: {err}"
+        assert "lineage of web@2" in out and "annotate" in out
+        # Run again as written: the same column on the same data is already web@2.
+        assert Catalog(work / "catalog.duckdb").get("web").ref == "web@2"
+    namespace: dict = {}
+    exec(readme_block("python", "annotate_dataset", QUALITY_MD), namespace)
+    assert namespace["result"].version.ref == "web@2" and not namespace["result"].created

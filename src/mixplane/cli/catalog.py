@@ -236,7 +236,8 @@ def lineage(
     from mixplane.lineage import recorded_files, trace, verify
 
     options = storage_options(storage)
-    steps = trace(_lineage_start(folder, catalog, options), options)
+    start, dataset = _lineage_start(folder, catalog, options)
+    steps = trace(start, options)
     checks = []
     if verify_files:
         total = len(recorded_files(steps))
@@ -246,12 +247,14 @@ def lineage(
     failures = [check for check in checks if not check.ok]
     if as_json:
         payload = {"steps": [step.summary() for step in steps], "raw_inputs": _raw(steps)}
+        if dataset:
+            payload["dataset"] = dataset
         if verify_files:
             payload["verified"] = len(checks)
             payload["failures"] = [check.to_json() for check in failures]
         print_json(payload)
     else:
-        console.print(_tree(steps))
+        console.print(_tree(steps, dataset))
         if verify_files:
             for check in failures:
                 console.print(f"[bold red]✗[/] {check.url}: {check.problem}", highlight=False)
@@ -265,19 +268,21 @@ def lineage(
         )
 
 
-def _lineage_start(location: str, catalog: str, options: dict) -> str:
-    """The folder `location` names, or that of the registered version it names."""
+def _lineage_start(location: str, catalog: str, options: dict) -> tuple[str, str | None]:
+    """The folder `location` names, or that of the registered version it names (and then
+    the version's reference)."""
     import os
 
     from mixplane.refs import NAME
 
     if "://" in location or os.path.exists(location) or not os.path.exists(catalog):
-        return location
+        return location, None
     if not NAME.match(location.partition("@")[0]):
-        return location
+        return location, None
     from mixplane.catalog import Catalog
 
-    return Catalog(catalog, options).get(location).lineage_root
+    version = Catalog(catalog, options).get(location)
+    return version.lineage_root, version.ref
 
 
 def _raw(steps: list[Step]) -> list[dict]:
@@ -285,7 +290,7 @@ def _raw(steps: list[Step]) -> list[dict]:
     return [item for step in steps for item in step.raw_inputs(folders)]
 
 
-def _tree(steps: list[Step]) -> Tree:
+def _tree(steps: list[Step], dataset: str | None = None) -> Tree:
     by_url = {step.manifest_url: step for step in steps}
     folders = {step.folder for step in steps}
     placed: set[str] = set()
@@ -306,7 +311,7 @@ def _tree(steps: list[Step]) -> Tree:
             elif parent in by_url and parent not in placed:
                 add(branch, by_url[parent])
 
-    root = Tree(f"lineage of {steps[0].folder}")
+    root = Tree(f"lineage of {dataset + ' in ' if dataset else ''}{steps[0].folder}")
     add(root, steps[0])
     return root
 
