@@ -164,6 +164,22 @@ def test_where_selects_by_the_new_column(work: Path):
     # The old version has no such column.
     with pytest.raises(MixplaneError, match="quality"):
         catalog.select("quality >= 0.8", ["web@1"])
+    # A second column on top: both join, and lineage leads through both.
+    second = annotate(work, dataset="web@2", text="tokens", **{"as": "inverse"}, label="lq")
+    assert second.version.ref == "web@3"
+    assert [c.name for c in second.version.added] == ["quality", "inverse"]
+    both = catalog.select("quality >= 0.8 AND inverse < 0.5", ["web@3"])["web@3"]
+    assert both.documents == part.documents
+    assert [s.kind for s in trace(second.version.lineage_root)] == [
+        "annotate",
+        "annotate",
+        "tokenize",
+        "process",
+    ]
+    # Files of a column removed since registration: the version is refused, naming them.
+    next(Path(second.column.folder).glob("*.parquet")).unlink()
+    with pytest.raises(MixplaneError, match="of its column 'inverse' .* is missing"):
+        catalog.select("inverse > 0", ["web@3"])
 
 
 def test_the_command_annotates_and_lineage_shows_where_the_column_came_from(work: Path, cli):

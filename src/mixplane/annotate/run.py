@@ -40,6 +40,7 @@ from mixplane.annotate.texts import PARTS, TextSource, choose_text_source
 from mixplane.catalog import Catalog
 from mixplane.catalog.columns import COLUMN_SUFFIX, AddedColumn, ColumnFile, check_new_column
 from mixplane.catalog.dataset import TOKENS
+from mixplane.catalog.query import check_unchanged
 from mixplane.catalog.registry import DatasetVersion, Registry
 from mixplane.errors import ConfigError
 from mixplane.io.atomic import is_local, join_url, local_path, remove_stale_temporaries
@@ -125,6 +126,7 @@ def plan_annotation(config: AnnotateConfig | dict[str, Any]) -> Annotation:
             f"{source.ref} holds image-text samples; annotate scores the text of tokenized datasets"
         )
     check_new_column(config.column, source.schema, source.ref)
+    check_unchanged(source, options)  # the documents scored are those registered
     description = read_description(config.classifier)
     model_sha256 = verified_hash(config.classifier, description)
     # Built now, so a bad label or column fails before any work (the workers build their own).
