@@ -19,6 +19,7 @@ from test_classify import SMALL, good_text, spam_text, write_corpus
 
 from mixplane.annotate import annotate_dataset
 from mixplane.catalog import Catalog
+from mixplane.catalog.composition import histogram
 from mixplane.classify import load_classifier, train_fasttext
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.lineage import trace
@@ -161,6 +162,12 @@ def test_where_selects_by_the_new_column(work: Path):
     chosen = {metas[s][i] for s, i in zip(shards.tolist(), indices.tolist(), strict=True)}
     assert chosen == {i for i, score in expected.items() if score >= 0.8}
     assert 0 < len(chosen) < len(expected)
+    # The dashboard's histogram of the column counts every document once.
+    with catalog.session() as session:
+        buckets = histogram(session, "quality", "n_tokens > 0", ["web@2"], bins=5)
+    assert sum(b["documents"] for b in buckets["bins"]) == len(expected)
+    top = buckets["bins"][-1]
+    assert top["documents"] == sum(1 for s in expected.values() if top["low"] <= s)
     # The old version has no such column.
     with pytest.raises(MixplaneError, match="quality"):
         catalog.select("quality >= 0.8", ["web@1"])
