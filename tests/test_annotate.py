@@ -373,3 +373,26 @@ def test_the_documented_commands_and_python_run_as_written(work: Path, cli):
     namespace: dict = {}
     exec(readme_block("python", "annotate_dataset", QUALITY_MD), namespace)
     assert namespace["result"].version.ref == "web@2" and not namespace["result"].created
+
+
+def test_a_dataset_on_object_storage_is_annotated_in_place(work: Path, s3_bucket):
+    import s3fs
+
+    bucket, options = s3_bucket
+    s3fs.S3FileSystem(**options).put(str(work / "tokens"), f"{bucket}/tokens", recursive=True)
+    url = f"s3://{bucket}/tokens"
+    catalog = Catalog(work / "catalog.duckdb", storage_options=options)
+    catalog.register(url, "remote")
+    result = annotate(work, dataset="remote@1", text="tokens", storage_options=options)
+    assert result.version.ref == "remote@2"
+    assert result.column.folder.startswith(f"{url}/_columns/quality-")
+    expected = sum(1 for s in expected_scores(work).values() if s >= 0.5)
+    assert catalog.select("quality >= 0.5", ["remote@2"]).documents == expected
+    # With the machine's copy of the shards' metadata, the column is still read and checked.
+    mirrored = Catalog(work / "catalog.duckdb", options, metadata_cache=str(work / "cache"))
+    assert mirrored.select("quality >= 0.5", ["remote@2"]).documents == expected
+    s3fs.S3FileSystem(**options).rm(next(iter(result.column.urls(result.version.stems))))
+    with pytest.raises(MixplaneError, match="of its column 'quality' .* is missing"):
+        Catalog(work / "catalog.duckdb", options, metadata_cache=str(work / "cache2")).select(
+            "quality >= 0.5", ["remote@2"]
+        )

@@ -69,10 +69,6 @@ class AddedColumn:
         """The column's file of each shard `stems` (the version's shards, in order)."""
         return [join_url(self.folder, stem + COLUMN_SUFFIX) for stem in stems]
 
-    @property
-    def manifest_url(self) -> str:
-        return join_url(self.folder, "_manifest.json")
-
     def describe(self) -> dict[str, Any]:
         """Where the column is and where it came from, without its list of files."""
         return {k: v for k, v in self.to_json().items() if k != "files"}
