@@ -147,6 +147,7 @@ def plan_annotation(config: AnnotateConfig | dict[str, Any]) -> Annotation:
     tokenizer = stored.get("tokenizer") or {}
     context = AnnotateContext(
         uri=source.uri,
+        fingerprint=source.fingerprint,
         folder=folder,
         column=config.column,
         classifier=config.classifier,

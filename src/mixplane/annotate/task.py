@@ -50,6 +50,7 @@ class AnnotateContext:
     """What every task needs; picklable, sent once to each worker."""
 
     uri: str
+    fingerprint: str  # of the version scored
     folder: str
     column: str
     classifier: str
@@ -177,12 +178,26 @@ def _checked(
         yield ids, texts
 
 
+_DATASETS: dict[tuple[str, str], Any] = {}
+
+
+def _dataset(context: AnnotateContext):
+    """The version's tokenized folder, opened once per process (its manifest read once) for
+    the data the version registered (`fingerprint`: a folder written again is opened anew)."""
+    from mixplane.store.dataset import TokenizedDataset
+
+    key = (context.uri, context.fingerprint)
+    if key not in _DATASETS:
+        _DATASETS.clear()
+        _DATASETS[key] = TokenizedDataset(context.uri, context.storage_options)
+    return _DATASETS[key]
+
+
 def _decoded(stem: str, context: AnnotateContext) -> Chunks:
     """The shard's documents decoded from their tokens, without the BOS/EOS tokenize added."""
-    from mixplane.store.dataset import TokenizedDataset
     from mixplane.tokenize.load import cached_tokenizer
 
-    dataset = TokenizedDataset(context.uri, context.storage_options)
+    dataset = _dataset(context)
     tokenizer = cached_tokenizer(
         dataset.tokenizer_spec, threads=context.threads, storage_options=context.storage_options
     )
