@@ -24,6 +24,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -34,7 +35,6 @@ from mixplane.annotate.task import (
     AnnotateContext,
     AnnotateTask,
     run_annotate_task,
-    scorer,
 )
 from mixplane.annotate.texts import PARTS, TextSource, choose_text_source
 from mixplane.catalog import Catalog
@@ -47,7 +47,8 @@ from mixplane.io.atomic import is_local, join_url, local_path, remove_stale_temp
 from mixplane.io.urls import url_filesystem
 from mixplane.manifest import MANIFEST, read_json, write_manifest
 from mixplane.process.executors import ExecutorSettings, execute
-from mixplane.stages.classify.model import read_description, verified_hash
+from mixplane.stages.classify.model import DESCRIPTION_FILE
+from mixplane.stages.classify.stage import Classify
 from mixplane.store.format import parse_stem
 
 COLUMNS_FOLDER = "_columns"  # inside a dataset's folder: where its columns go by default
@@ -127,19 +128,10 @@ def plan_annotation(config: AnnotateConfig | dict[str, Any]) -> Annotation:
         )
     check_new_column(config.column, source.schema, source.ref)
     check_unchanged(source, options)  # the documents scored are those registered
-    description = read_description(config.classifier)
-    model_sha256 = verified_hash(config.classifier, description)
-    # Built now, so a bad label or column fails before any work (the workers build their own).
-    scorer(config.classifier, config.column, config.label, config.batch_size, model_sha256)
+    classifier = _classifier(config)
     with Registry(config.catalog) as registry:
         stored = registry.manifest(source.name, source.version)
     text = choose_text_source(source, stored, config.text, options)
-    classifier = {
-        "folder": _absolute(config.classifier),
-        "kind": description.get("kind"),
-        "model_sha256": model_sha256,
-        "label": config.label or description.get("positive_label"),
-    }
     config_hash = _config_hash(source, config.column, classifier, text.kind)
     default = join_url(source.uri, COLUMNS_FOLDER, f"{config.column}-{config_hash[:16]}")
     folder = _absolute(config.output or default)
@@ -151,7 +143,7 @@ def plan_annotation(config: AnnotateConfig | dict[str, Any]) -> Annotation:
         folder=folder,
         column=config.column,
         classifier=config.classifier,
-        model_sha256=model_sha256,
+        model_sha256=classifier["model_sha256"],
         label=config.label,
         batch_size=config.batch_size,
         text=text,
@@ -218,6 +210,25 @@ def run_annotation(
         seconds=time.perf_counter() - started,
         task_seconds=_sum_seconds(results),
     )
+
+
+def _classifier(config: AnnotateConfig) -> dict[str, Any]:
+    """The model folder checked as the `classify` stage checks it (folder, description,
+    label, the model file's hash), and what lineage records of it."""
+    stage = Classify(
+        model=config.classifier,
+        property=config.column,
+        label=config.label,
+        batch_size=config.batch_size,
+    )
+    provenance = stage.provenance()
+    description = orjson.loads((Path(config.classifier) / DESCRIPTION_FILE).read_bytes())
+    return {
+        "folder": _absolute(config.classifier),
+        "kind": description.get("kind"),
+        "model_sha256": provenance["model_sha256"],
+        "label": config.label or description.get("positive_label"),
+    }
 
 
 def plan_tasks(version: DatasetVersion, text: TextSource) -> list[AnnotateTask]:
