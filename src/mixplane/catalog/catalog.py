@@ -17,10 +17,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from mixplane.catalog.columns import AddedColumn, with_column
 from mixplane.catalog.dataset import scan_folder
 from mixplane.catalog.mirror import MetadataMirror
 from mixplane.catalog.predicate import ValidPredicate, check_predicate
-from mixplane.catalog.query import check_unchanged, meta_urls, open_engine, select_version
+from mixplane.catalog.query import (
+    added_urls,
+    check_added_unchanged,
+    check_unchanged,
+    meta_urls,
+    open_engine,
+    select_version,
+)
 from mixplane.catalog.registry import DatasetVersion, Registry, is_null_type
 from mixplane.catalog.selection import Selection
 from mixplane.errors import MixplaneError
@@ -57,6 +65,21 @@ class Catalog:
         scan = scan_folder(folder, self.storage_options)
         with Registry(self.path, writable=True) as registry:
             return registry.add(scan, name)
+
+    def add_column(
+        self, source: DatasetVersion, column: AddedColumn
+    ) -> tuple[DatasetVersion, bool]:
+        """Record `source` with `column` added as the next version of its dataset: the same
+        shard files, one more property (see `catalog.columns`); `(version, created)`, a no-op
+        when the latest version is already exactly that.
+
+        Example:
+            >>> catalog.add_column(catalog.get("web@1"), column)[0].ref  # doctest: +SKIP
+            'web@2'
+        """
+        with Registry(self.path, writable=True) as registry:
+            manifest = registry.manifest(source.name, source.version)
+            return registry.add(with_column(source, manifest, column), source.name)
 
     def get(self, ref: str) -> DatasetVersion:
         """`NAME` (latest version) or `NAME@N`."""
@@ -201,6 +224,7 @@ class CatalogSession:
         with self._lock:
             if key not in self._engines:
                 urls = [url for urls in self.meta_urls(versions) for url in urls]
+                urls += [url for version in versions for url in added_urls(version)]
                 self._engines[key] = open_engine(urls, self.catalog.storage_options)
             return self._engines[key]
 
@@ -217,6 +241,7 @@ class CatalogSession:
                 for version, (paths, fresh) in zip(missing, copies, strict=True):
                     self._urls[version.ref] = paths
                     if fresh:  # each copy was checked against the registration on arrival
+                        check_added_unchanged(version, self.catalog.storage_options)
                         with self._checks_lock:
                             self._checked.add(version.ref)
             return [self._urls[version.ref] for version in versions]

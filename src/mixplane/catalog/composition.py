@@ -318,7 +318,9 @@ class _Scan:
                 if name.lower() not in present and name.lower() in needed
             }
             urls = session.meta_urls([version])[0]
-            view = documents_view(urls, version.schema, missing, not version.uniform)
+            view = documents_view(
+                urls, version.schema, missing, not version.uniform, version.added_sources()
+            )
             self.views.append((version.ref, view))
 
     def rows(self, select: str, tail: str = "") -> list[tuple]:

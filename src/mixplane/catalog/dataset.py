@@ -79,10 +79,10 @@ def normalize_uri(folder: str) -> str:
 
 def list_meta_files(uri: str, storage_options: dict[str, Any] | None) -> dict[str, int]:
     """Shard stem -> size of its `.meta.parquet`, for every shard in the folder."""
-    return _meta_sizes(_list_folder(uri, storage_options))
+    return _meta_sizes(list_folder(uri, storage_options))
 
 
-def _list_folder(uri: str, storage_options: dict[str, Any] | None) -> dict[str, int]:
+def list_folder(uri: str, storage_options: dict[str, Any] | None) -> dict[str, int]:
     """File name -> size, for everything in the folder (listed afresh)."""
     fs, path = url_filesystem(uri, storage_options)
     fs.invalidate_cache(path)  # object stores cache listings; sizes must be current
@@ -124,7 +124,7 @@ def scan_folder(folder: str, storage_options: dict[str, Any] | None = None) -> F
     """Read and cross-check a tokenized or image-text folder; raise `InputError` naming any
     inconsistency."""
     uri = normalize_uri(folder)
-    files = _list_folder(uri, storage_options)
+    files = list_folder(uri, storage_options)
     sizes = _meta_sizes(files)
     manifest = _read_manifest(uri, storage_options)
     if not sizes:

@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
@@ -93,17 +93,37 @@ def same_schema(connection: duckdb.DuckDBPyConnection, urls: list[str]) -> bool:
 
 
 def documents_view(
-    urls: list[str], schema: dict[str, str], missing: dict[str, str], union: bool = True
+    urls: list[str],
+    schema: dict[str, str],
+    missing: dict[str, str],
+    union: bool = True,
+    added: Sequence[tuple[str, list[str]]] = (),
 ) -> str:
     """SQL of a view with one row per document: its properties, shard number and row number.
 
     `missing` are columns other datasets have and these shards do not: they read as NULL of
     the other datasets' type, so one predicate runs over datasets with different properties.
+    `added` are columns kept beside the shards' metadata (name, one file per shard in the
+    order of `urls`, a row per document): joined by shard and row number.
     """
-    columns = [quote_name(name) for name in schema]
-    columns += [f"CAST(NULL AS {kind}) AS {quote_name(name)}" for name, kind in missing.items()]
-    columns += [f"file_index AS {SHARD_COLUMN}", f"file_row_number AS {ROW_COLUMN}"]
-    return f"SELECT {', '.join(columns)} FROM {parquet_source(urls, union)}"
+    names = {name for name, _ in added}
+    own = [quote_name(name) for name in schema if name not in names]
+    position = [f"file_index AS {SHARD_COLUMN}", f"file_row_number AS {ROW_COLUMN}"]
+    nulls = [f"CAST(NULL AS {kind}) AS {quote_name(name)}" for name, kind in missing.items()]
+    if not added:
+        columns = [*own, *nulls, *position]
+        return f"SELECT {', '.join(columns)} FROM {parquet_source(urls, union)}"
+    base = f"(SELECT {', '.join([*own, *position])} FROM {parquet_source(urls, union)}) AS base"
+    # A left join: a document is never lost to an added column (its files' row counts are
+    # checked at registration and their sizes before each query).
+    joins = [
+        f"LEFT JOIN (SELECT {quote_name(name)}, {', '.join(position)} "
+        f"FROM {parquet_source(files, union=False)}) AS added_{i} "
+        f"USING ({SHARD_COLUMN}, {ROW_COLUMN})"
+        for i, (name, files) in enumerate(added)
+    ]
+    columns = [quote_name(name) for name in schema] + nulls + [SHARD_COLUMN, ROW_COLUMN]
+    return f"SELECT {', '.join(columns)} FROM {base} {' '.join(joins)}"
 
 
 def describe(connection: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from mixplane.catalog.dataset import META_SUFFIX, list_meta_files
+from mixplane.catalog.dataset import META_SUFFIX, list_folder, list_meta_files
 from mixplane.catalog.engine import (
     ROW_COLUMN,
     SHARD_COLUMN,
@@ -29,7 +29,6 @@ from mixplane.catalog.predicate import ValidPredicate
 from mixplane.catalog.registry import DatasetVersion
 from mixplane.catalog.selection import DatasetSelection, merge_runs, runs_of
 from mixplane.errors import MixplaneError
-from mixplane.io.atomic import join_url
 from mixplane.io.columns import integers
 
 BATCH_ROWS = 1 << 20
@@ -37,14 +36,19 @@ BATCH_ROWS = 1 << 20
 
 def meta_urls(version: DatasetVersion) -> list[str]:
     """The metadata Parquet of every shard of `version`, in shard order."""
-    return [join_url(version.uri, shard.stem + META_SUFFIX) for shard in version.shards]
+    return version.meta_urls()
+
+
+def added_urls(version: DatasetVersion) -> list[str]:
+    """The files of every column added to `version` (none for most versions)."""
+    return [url for _, urls in version.added_sources() for url in urls]
 
 
 def open_engine(
     urls: list[str], storage_options: dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyConnection:
     """One sandboxed connection that may read the shard metadata files `urls` (of every
-    version it will query)."""
+    version it will query, their added columns' files included)."""
     return sandbox(urls, storage_options)
 
 
@@ -67,7 +71,9 @@ def select_version(
     try:
         connection.execute(
             "CREATE OR REPLACE TEMP VIEW documents AS "
-            + documents_view(urls, version.schema, missing, union=not version.uniform)
+            + documents_view(
+                urls, version.schema, missing, not version.uniform, version.added_sources()
+            )
         )
         relation = connection.sql(
             f"SELECT CAST({SHARD_COLUMN} AS INTEGER), CAST({ROW_COLUMN} AS BIGINT), "
@@ -90,6 +96,7 @@ def select_version(
         version.documents,
         version.tokens,
         storage_options,
+        tuple((column.name, column.folder) for column in version.added),
     )
 
 
@@ -117,3 +124,25 @@ def check_unchanged(version: DatasetVersion, storage_options: dict[str, Any] | N
                 f"{version.ref}: {shard.stem}{META_SUFFIX} in {version.uri} {state} since it "
                 f"was registered; register the folder again to make a new version"
             )
+    check_added_unchanged(version, storage_options)
+
+
+def check_added_unchanged(version: DatasetVersion, storage_options: dict[str, Any] | None) -> None:
+    """Refuse to query a version whose added columns' files changed since registration."""
+    for column in version.added:
+        try:
+            sizes = list_folder(column.folder, storage_options)
+        except MixplaneError as error:
+            raise MixplaneError(
+                f"{version.ref}: the folder of its column {column.name!r} is gone ({error}); "
+                f"annotate {column.source} again"
+            ) from error
+        for entry in column.files:
+            size = sizes.get(entry.path)
+            if size != entry.size:
+                state = "is missing" if size is None else "changed"
+                raise MixplaneError(
+                    f"{version.ref}: {entry.path} of its column {column.name!r} in "
+                    f"{column.folder} {state} since it was registered; annotate "
+                    f"{column.source} again"
+                )

@@ -21,8 +21,10 @@ from typing import Any
 import duckdb
 import orjson
 
-from mixplane.catalog.dataset import TOKENS, FolderScan, Shard, dataset_kind
+from mixplane.catalog.columns import ADDED_KEY, AddedColumn, added_columns
+from mixplane.catalog.dataset import META_SUFFIX, TOKENS, FolderScan, Shard, dataset_kind
 from mixplane.errors import MixplaneError
+from mixplane.io.atomic import join_url
 from mixplane.refs import NAME, NAME_RULE, parse_ref
 
 REGISTRY_FORMAT = 1
@@ -58,10 +60,31 @@ class DatasetVersion:
     # `tokens` (token shards) or `image_text` (image shards, documents hold no tokens);
     # read from the stored manifest, so catalogs written before image data need no change.
     kind: str = TOKENS
+    # Columns added beside the shards' metadata (`mixplane annotate`), oldest first.
+    added: tuple[AddedColumn, ...] = ()
 
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.version}"
+
+    @property
+    def stems(self) -> list[str]:
+        return [shard.stem for shard in self.shards]
+
+    def meta_urls(self) -> list[str]:
+        """The metadata Parquet of every shard, in shard order."""
+        return [join_url(self.uri, stem + META_SUFFIX) for stem in self.stems]
+
+    def added_sources(self) -> list[tuple[str, list[str]]]:
+        """Each added column's name and its files, one per shard in shard order."""
+        return [(column.name, column.urls(self.stems)) for column in self.added]
+
+    @property
+    def lineage_root(self) -> str:
+        """The folder whose manifest starts this version's lineage: the newest added
+        column's (whose parents lead back through the others to the shards'), else the
+        shards' folder."""
+        return self.added[-1].folder if self.added else self.uri
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly description (without the shard list)."""
@@ -76,6 +99,7 @@ class DatasetVersion:
             "shards": len(self.shards),
             "tokenizer": self.tokenizer,
             "columns": {name: readable_type(kind) for name, kind in self.schema.items()},
+            "added_columns": [column.describe() for column in self.added],
             "fingerprint": self.fingerprint,
             "registered_at": self.registered_at,
         }
@@ -184,7 +208,8 @@ class Registry:
             "SELECT name, version, uri, fingerprint, documents, tokens, tokenizer, schema, "
             "strftime(registered_at, '%Y-%m-%dT%H:%M:%SZ'), uniform, "
             "json_extract_string(manifest, '$.kind'), "
-            "json_extract_string(manifest, '$.config.output_format') FROM versions WHERE name = ?"
+            "json_extract_string(manifest, '$.config.output_format'), "
+            f"json_extract(manifest, '$.{ADDED_KEY}') FROM versions WHERE name = ?"
         )
         if version is None:
             row = self.connection.execute(
@@ -212,6 +237,7 @@ class Registry:
             registered_at=row[8],
             uniform=bool(row[9]),
             kind=dataset_kind({"kind": row[10], "config": {"output_format": row[11]}}),
+            added=added_columns(row[12]) if row[12] else (),
         )
 
     def resolve(self, ref: str) -> DatasetVersion:

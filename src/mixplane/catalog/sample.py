@@ -11,12 +11,14 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from mixplane.catalog.dataset import IMAGE_TEXT, dataset_kind
+from mixplane.catalog.columns import COLUMN_SUFFIX
+from mixplane.catalog.dataset import IMAGE_TEXT, META_SUFFIX, dataset_kind
 from mixplane.catalog.selection import DatasetSelection
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import join_url
@@ -69,7 +71,7 @@ def documents_at(
         for shard, found in wanted.items()
         for index, row in zip(
             found,
-            _meta_rows(part.shard_path(shard) + ".meta.parquet", found, storage_options),
+            _property_rows(part.uri, part.shards[shard], found, part.added, storage_options),
             strict=True,
         )
     }
@@ -85,13 +87,34 @@ def documents_at(
 
 
 def read_document(
-    uri: str, stem: str, index: int, storage_options: dict[str, Any] | None = None
+    uri: str,
+    stem: str,
+    index: int,
+    storage_options: dict[str, Any] | None = None,
+    added: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
-    """One document of a dataset folder: its properties and (when the folder has a tokenizer)
-    its text, decoded from its tokens; for an image-text folder, the caption."""
-    properties = _meta_row(join_url(uri, stem + ".meta.parquet"), index, storage_options)
+    """One document of a dataset folder: its properties (with the `added` columns, as
+    (name, folder), of its version) and (when the folder has a tokenizer) its text, decoded
+    from its tokens; for an image-text folder, the caption."""
+    properties = _property_rows(uri, stem, [index], added, storage_options)[0]
     text = _Decoder(uri, storage_options).text(stem, index, properties)
     return {"properties": properties, "text": text}
+
+
+def _property_rows(
+    uri: str,
+    stem: str,
+    indices: list[int],
+    added: Sequence[tuple[str, str]],
+    storage_options: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Rows `indices` of a shard's metadata, each with its values of the `added` columns."""
+    rows = _meta_rows(join_url(uri, stem + META_SUFFIX), indices, storage_options)
+    for _, folder in added:
+        values = _meta_rows(join_url(folder, stem + COLUMN_SUFFIX), indices, storage_options)
+        for row, value in zip(rows, values, strict=True):
+            row.update(value)
+    return rows
 
 
 def json_value(value: Any) -> Any:
@@ -112,10 +135,6 @@ def json_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return str(value)
-
-
-def _meta_row(url: str, index: int, storage_options: dict[str, Any] | None) -> dict[str, Any]:
-    return _meta_rows(url, [index], storage_options)[0]
 
 
 def _meta_rows(

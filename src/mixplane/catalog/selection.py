@@ -46,6 +46,8 @@ class DatasetSelection:
             by (shard, start) and never touch or overlap.
         total_documents, total_tokens: the size of the whole version, for shares.
         storage_options: fsspec options to read the shards (object storage credentials).
+        added: columns kept beside the shards' metadata, as (name, folder): shard `i`'s
+            values are in `folder/shards[i].parquet` (see `catalog.columns`).
     """
 
     dataset: str
@@ -58,6 +60,7 @@ class DatasetSelection:
     total_documents: int = 0
     total_tokens: int = 0
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    added: tuple[tuple[str, str], ...] = ()
     documents: int = field(init=False)
     tokens: int = field(init=False)
 
@@ -80,6 +83,7 @@ class DatasetSelection:
         total_documents: int = 0,
         total_tokens: int = 0,
         storage_options: dict[str, Any] | None = None,
+        added: tuple[tuple[str, str], ...] = (),
     ) -> DatasetSelection:
         return cls(
             dataset,
@@ -92,6 +96,7 @@ class DatasetSelection:
             total_documents,
             total_tokens,
             dict(storage_options or {}),
+            tuple(added),
         )
 
     @property

@@ -10,6 +10,7 @@ import sys
 
 import typer
 
+from mixplane.cli import annotate as _annotate
 from mixplane.cli import catalog as _catalog
 from mixplane.cli import classifier as _classifier
 from mixplane.cli import demo as _demo
@@ -20,7 +21,17 @@ from mixplane.cli import synth as _synth
 from mixplane.cli import tokenize as _tokenize
 from mixplane.cli.common import app, run_app
 
-for _module in (_synth, _process, _classifier, _tokenize, _catalog, _mix, _demo, _serve):
+for _module in (
+    _synth,
+    _process,
+    _classifier,
+    _tokenize,
+    _catalog,
+    _annotate,
+    _mix,
+    _demo,
+    _serve,
+):
     _module.register(app)
 
 

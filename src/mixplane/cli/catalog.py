@@ -212,7 +212,12 @@ def _share(part: int, total: int) -> str:
 
 
 def lineage(
-    folder: str = typer.Argument(..., help="An output folder (or its _manifest.json)."),
+    folder: str = typer.Argument(
+        ..., help="An output folder (or its _manifest.json), or a registered NAME@N."
+    ),
+    catalog: str = typer.Option(
+        DEFAULT_CATALOG, "--catalog", "-c", help="Catalog file, for a dataset NAME@N."
+    ),
     verify_files: bool = typer.Option(
         False, "--verify", help="Recompute the hash of every file on the way."
     ),
@@ -221,13 +226,18 @@ def lineage(
 ) -> None:
     """Walk the manifests from FOLDER back to the raw inputs and configs that produced it.
 
+    FOLDER may be a registered dataset version (NAME@N, or NAME for the latest) when no
+    such folder exists: its lineage starts from its newest added column (`mixplane
+    annotate`), if any, else from its shards' folder.
+
     With --verify, every recorded file is hashed again; a missing or changed file is named
     and the command fails (exit status 2).
     """
     from mixplane.lineage import recorded_files, trace, verify
 
     options = storage_options(storage)
-    steps = trace(folder, options)
+    start, dataset = _lineage_start(folder, catalog, options)
+    steps = trace(start, options)
     checks = []
     if verify_files:
         total = len(recorded_files(steps))
@@ -237,12 +247,14 @@ def lineage(
     failures = [check for check in checks if not check.ok]
     if as_json:
         payload = {"steps": [step.summary() for step in steps], "raw_inputs": _raw(steps)}
+        if dataset:
+            payload["dataset"] = dataset
         if verify_files:
             payload["verified"] = len(checks)
             payload["failures"] = [check.to_json() for check in failures]
         print_json(payload)
     else:
-        console.print(_tree(steps))
+        console.print(_tree(steps, dataset))
         if verify_files:
             for check in failures:
                 console.print(f"[bold red]✗[/] {check.url}: {check.problem}", highlight=False)
@@ -256,12 +268,29 @@ def lineage(
         )
 
 
+def _lineage_start(location: str, catalog: str, options: dict) -> tuple[str, str | None]:
+    """The folder `location` names, or that of the registered version it names (and then
+    the version's reference)."""
+    import os
+
+    from mixplane.refs import NAME
+
+    if "://" in location or os.path.exists(location) or not os.path.exists(catalog):
+        return location, None
+    if not NAME.match(location.partition("@")[0]):
+        return location, None
+    from mixplane.catalog import Catalog
+
+    version = Catalog(catalog, options).get(location)
+    return version.lineage_root, version.ref
+
+
 def _raw(steps: list[Step]) -> list[dict]:
     folders = {step.folder for step in steps}
     return [item for step in steps for item in step.raw_inputs(folders)]
 
 
-def _tree(steps: list[Step]) -> Tree:
+def _tree(steps: list[Step], dataset: str | None = None) -> Tree:
     by_url = {step.manifest_url: step for step in steps}
     folders = {step.folder for step in steps}
     placed: set[str] = set()
@@ -282,9 +311,23 @@ def _tree(steps: list[Step]) -> Tree:
             elif parent in by_url and parent not in placed:
                 add(branch, by_url[parent])
 
-    root = Tree(f"lineage of {steps[0].folder}")
+    root = Tree(f"lineage of {dataset + ' in ' if dataset else ''}{steps[0].folder}")
     add(root, steps[0])
     return root
+
+
+def _annotation(manifest: dict) -> str:
+    """What an annotate step added and from what: the column, the version scored, the
+    classifier and its model hash, and where the text came from."""
+    column = (manifest.get("column") or {}).get("name")
+    source = (manifest.get("source") or {}).get("dataset")
+    model = manifest.get("classifier") or {}
+    text = (manifest.get("text") or {}).get("reason")
+    sha = str(model.get("model_sha256") or "")[:16]
+    return (
+        f"column {column} of {source} · classifier {model.get('folder')} (sha256 {sha}, "
+        f"label {model.get('label')}) · text {text}"
+    )
 
 
 def _describe(step: Step) -> str:
@@ -298,6 +341,8 @@ def _describe(step: Step) -> str:
     stages = [stage.get("name") for stage in config.get("stages", []) if isinstance(stage, dict)]
     if stages:
         parts.append("stages " + ", ".join(map(str, stages)))
+    if step.kind == "annotate":
+        parts.append(_annotation(manifest))
     tokenizer = manifest.get("tokenizer") or {}
     if tokenizer.get("spec"):
         parts.append(f"tokenizer {tokenizer['spec']}")

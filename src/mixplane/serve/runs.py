@@ -41,7 +41,7 @@ def find_runs(catalog: Catalog) -> list[dict[str, Any]]:
     runs: dict[str, dict[str, Any]] = {}
     for version in catalog.versions():
         try:
-            steps = trace(version.uri, catalog.storage_options)
+            steps = trace(version.lineage_root, catalog.storage_options)
         except MixplaneError:
             continue  # a dataset registered without a manifest chain has no history to show
         for step in steps:

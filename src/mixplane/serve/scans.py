@@ -115,8 +115,9 @@ def document(scope: Scope, dataset: str, shard: str, index: int) -> dict[str, An
     version = _version(scope, dataset)
     check_document(version, shard, index)
     options = scope.catalog.storage_options
-    found = read_document(version.uri, shard, index, options)
-    steps = trace(version.uri, options)
+    added = [(column.name, column.folder) for column in version.added]
+    found = read_document(version.uri, shard, index, options, added)
+    steps = trace(version.lineage_root, options)
     document_id = found["properties"].get("id")
     origin = document_origin(steps, str(document_id), options) if document_id else []
     text, properties = found["text"], found["properties"]
@@ -130,7 +131,7 @@ def document(scope: Scope, dataset: str, shard: str, index: int) -> dict[str, An
 def lineage(scope: Scope, dataset: str) -> dict[str, Any]:
     """The steps that made a dataset version, back to its raw inputs."""
     version = _version(scope, dataset)
-    steps = trace(version.uri, scope.catalog.storage_options)
+    steps = trace(version.lineage_root, scope.catalog.storage_options)
     folders = {step.folder for step in steps}
     raw = [item for step in steps for item in step.raw_inputs(folders)]
     return {

@@ -34,6 +34,9 @@ class HFTokenizer(Tokenizer):
     def decode(self, ids: Sequence[int]) -> str:
         return self._tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
 
+    def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
+        return self._tokenizer.decode_batch([list(ids) for ids in batch], skip_special_tokens=True)
+
     def token_id(self, token: str) -> int | None:
         return self._tokenizer.token_to_id(token)
 

@@ -55,6 +55,10 @@ class Tokenizer(ABC):
     def decode(self, ids: Sequence[int]) -> str:
         """Text of `ids`, leaving out special tokens (BOS, EOS, padding...)."""
 
+    def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
+        """Text of each list of ids, as `decode` gives it."""
+        return [self.decode(ids) for ids in batch]
+
     @abstractmethod
     def token_id(self, token: str) -> int | None:
         """Id of a token given by its text, None if the vocabulary lacks it."""
