@@ -12,12 +12,14 @@ with another (exact Jaccard >= 0.5) are left out, so the base holds no textual n
 `mixplane.stages.dedup.paraphrase` (copy, reorder, synonyms, clauses, paraphrase); the other
 paragraphs stand alone. Documents are shuffled into four files.
 
-Each method runs through `run_pipeline` on the same files with `--workers`: `dedup_minhash`
+Each method runs through `run_pipeline` on the same files, in this process by default
+(`--workers 1`, so the CPU seconds count everything): `dedup_minhash`
 with its defaults (word 5-grams, 14 x 8 bands, verification at 0.72) and `dedup_semantic`
 with the packaged MiniLM encoder at each `--eps`. Per method: the share of planted pairs
 that end in one cluster (by kind, and by the pair's exact word 5-gram Jaccard similarity),
 false removals (a document removed for a survivor that is not its planted partner; every
-removal of a lone paragraph counts), documents removed, and seconds (embedding included).
+removal of a lone paragraph counts), documents removed, and wall and CPU seconds (embedding and
+the workers' start included; the merge's own seconds apart).
 The planted pairs' cosine similarity under the same encoder is reported per kind. Results
 go to bench/results/dedup-semantic.json.
 """
@@ -30,6 +32,7 @@ import gzip
 import json
 import random
 import re
+import resource
 import statistics
 import sys
 import tempfile
@@ -182,12 +185,21 @@ def cosines(pairs: list[dict], texts: dict[str, str]) -> dict[str, float]:
     }
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its waited-for children (a pool's workers are the
+    fork server's children: with `--workers` above 1 their time is missing here)."""
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", type=int, default=2500, help="paragraphs")
     parser.add_argument("--per-kind", type=int, default=100, help="planted variants per kind")
     parser.add_argument("--eps", type=float, nargs="+", default=[0.05, 0.1, 0.15])
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -206,11 +218,17 @@ def main() -> None:
         for number, (name, stage, key) in enumerate(methods):
             out = root / f"out-{number}"
             config = {"input": inputs, "output": str(out), "stages": [stage]}
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), cpu_seconds()
             run = run_pipeline(config | {"workers": args.workers})
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
             merge = next(iter(run.stats["merges"].values()))
-            result = {"method": name, "seconds": round(seconds, 1), **score(out, key, pairs, texts)}
+            result = {
+                "method": name,
+                "seconds": round(seconds, 1),
+                "cpu_seconds": round(cpu, 1),
+                "merge_seconds": merge["seconds"],
+                **score(out, key, pairs, texts),
+            }
             result["merge"] = {k: v for k, v in merge.items() if k != "seconds"}
             print(json.dumps({k: v for k, v in result.items() if "examples" not in k}), flush=True)
             results.append(result)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mixplane.errors import ConfigError
+
 SAMPLE_PER_CLUSTER = 256  # faiss's `max_points_per_centroid`
 BLOCK = 4096  # rows multiplied at once
 
@@ -36,7 +38,11 @@ BLOCK = 4096  # rows multiplied at once
 @contextmanager
 def single_threaded() -> Iterator[None]:
     """BLAS limited to one thread while inside: its sums then run in one fixed order."""
-    from threadpoolctl import threadpool_limits
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError as error:
+        raise ConfigError(f"semantic dedup needs threadpoolctl ({error}): "
+                          "pip install 'mixplane[embed]'") from None  # fmt: skip
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
