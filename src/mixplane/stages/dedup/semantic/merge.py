@@ -18,7 +18,9 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import io
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mixplane.io.atomic import atomic_open
+from mixplane.io.atomic import atomic_open, write_bytes
+from mixplane.io.urls import url_filesystem
 from mixplane.stages.dedup.semantic.files import (
     load_vectors,
     read_collected,
@@ -58,14 +61,41 @@ DECISIONS = pa.schema(
 @dataclass(frozen=True)
 class MergeContext:
     """What every mapped step needs: the work folder, the tasks with embeddings, and the
-    options; `centroids` once trained."""
+    options; once trained, the digest of the centroids (`save_centroids`): every worker
+    reads them from the work folder once, rather than with every task it is sent."""
 
     work: WorkArea
     tasks: tuple[int, ...]
     keep: KeepRule
     prefer_sources: tuple[str, ...]
     threshold: float
-    centroids: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    centroids: str = ""
+
+
+_CENTROIDS: dict[tuple[str, str], np.ndarray] = {}
+
+
+def save_centroids(work: WorkArea, centroids: np.ndarray) -> str:
+    """Write the trained centroids; return their digest, which names them in `MergeContext`."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(centroids, dtype=np.float32), allow_pickle=False)
+    write_bytes(work.url("centroids.npy"), buffer.getvalue(), work.storage_options)
+    return hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def load_centroids(context: MergeContext) -> np.ndarray:
+    url = context.work.url("centroids.npy")
+    key = (url, context.centroids)
+    if key not in _CENTROIDS:
+        if len(_CENTROIDS) > 8:
+            _CENTROIDS.clear()
+        fs, path = url_filesystem(url, context.work.storage_options)
+        with fs.open(path, "rb") as handle:
+            data = handle.read()
+        if hashlib.sha256(data).hexdigest() != context.centroids:
+            raise RuntimeError(f"{url}: not the centroids this merge trained")
+        _CENTROIDS[key] = np.load(io.BytesIO(data), allow_pickle=False)
+    return _CENTROIDS[key]
 
 
 def sample_task(item: tuple[int, np.ndarray], context: MergeContext) -> np.ndarray:
@@ -80,8 +110,9 @@ def assign_task(task: int, context: MergeContext) -> np.ndarray:
     table = read_collected(context.work, task)
     rows = np.flatnonzero(table["embedded"].to_numpy(zero_copy_only=False))
     vectors = load_vectors(context.work, task)
+    centroids = load_centroids(context)
     with single_threaded():
-        labels, similarity = nearest_centroids(vectors, context.centroids)
+        labels, similarity = nearest_centroids(vectors, centroids)
     keep = context.keep
     if keep.uses_centroid:
         keys = keep.centroid_key(similarity)
@@ -94,7 +125,7 @@ def assign_task(task: int, context: MergeContext) -> np.ndarray:
     return write_run(
         run_url(context.work, task),
         labels,
-        len(context.centroids),
+        len(centroids),
         rows,
         keys,
         ranks,

@@ -37,6 +37,7 @@ from mixplane.stages.dedup.semantic.merge import (
     in_process,
     plan_units,
     sample_task,
+    save_centroids,
     summary_of,
     write_decisions,
 )
@@ -152,7 +153,7 @@ class SemanticDedup(GlobalStage):
         points = np.concatenate([np.empty((0, dim), np.float32), *parts])
         with single_threaded():
             kmeans = spherical_kmeans(points, k, self.seed, self.max_iter)
-        context = replace(context, centroids=kmeans.centroids)
+        context = replace(context, centroids=save_centroids(work, kmeans.centroids))
         sizes = np.zeros(k, dtype=np.int64)
         for task_sizes in mapper(assign_task, list(chosen), context):
             sizes += task_sizes
