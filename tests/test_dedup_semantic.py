@@ -249,3 +249,11 @@ def test_the_documented_pipeline_runs_as_written(tmp_path: Path, cli, monkeypatc
     assert all((copy in gone) != (pairs()[copy] in gone) for copy in ("n12", "n13", "n14", "n15"))
     assert stats["excluded_by"]["dedup_semantic"]["semantic_duplicate"] >= 3
     assert {gone[i]["reason"] for i in gone} <= {"duplicate", "semantic_duplicate"}
+
+
+def test_loading_the_encoder_draws_no_progress_bar(capfd):
+    """Every worker loads the encoder: a progress bar each would break the run's own."""
+    from mixplane.stages.embed.encoder import Encoder
+
+    Encoder(MODEL)
+    assert "Loading weights" not in capfd.readouterr().err
