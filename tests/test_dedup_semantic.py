@@ -257,3 +257,34 @@ def test_loading_the_encoder_draws_no_progress_bar(capfd):
 
     Encoder(MODEL)
     assert "Loading weights" not in capfd.readouterr().err
+
+
+def test_a_decider_refuses_documents_other_than_those_collected(tmp_path: Path):
+    import pyarrow as pa
+
+    from mixplane.document import Document
+    from mixplane.stages.dedup.semantic.merge import DECISIONS, write_decisions
+    from mixplane.stages.dedup.semantic.stage import SemanticDedup
+    from mixplane.stages.global_stage import WorkArea
+
+    work = WorkArea(str(tmp_path))
+    members = pa.Table.from_pylist(
+        [
+            {"task": 0, "row": 0, "id": "a", "duplicate": False, "survivor_id": "a",
+             "cluster_size": 2, "similar_to": None, "similarity": None},
+            {"task": 0, "row": 1, "id": "b", "duplicate": True, "survivor_id": "a",
+             "cluster_size": 2, "similar_to": "a", "similarity": 0.95},
+        ],
+        schema=DECISIONS,
+    )  # fmt: skip
+    write_decisions(work, members)
+    stage = SemanticDedup(encoder=MODEL)
+    kept, gone = stage.decider(work, 0).decide([Document("a", "x", "s"), Document("b", "y", "s")])
+    assert kept.metadata == {"semdup_cluster_id": "a", "semdup_cluster_size": 2}
+    assert gone.reason == "semantic_duplicate" and gone.detail["similar_to"] == "a"
+    assert (
+        stage.decider(work, 1).decide([Document("z", "x", "s")])[0].metadata["semdup_cluster_size"]
+        == 1
+    )
+    with pytest.raises(ConfigError, match="row 1 does not hold document 'c'"):
+        stage.decider(work, 0).decide([Document("a", "x", "s"), Document("c", "y", "s")])
