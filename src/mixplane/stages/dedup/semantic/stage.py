@@ -141,16 +141,8 @@ class SemanticDedup(GlobalStage):
         context = MergeContext(work, chosen, self._rule, tuple(self.prefer_sources), self.cut())
         k = min(self.clusters or math.ceil(math.sqrt(total)), total)
         mapper = run.map if total >= PARALLEL_DOCS else in_process
-        sample = sample_rows(total, k, self.seed)
-        offsets = np.cumsum([0, *(counts[task] for task in chosen)])
-        items = []
-        for number, task in enumerate(chosen):
-            low, high = np.searchsorted(sample, offsets[number : number + 2])
-            if high > low:
-                items.append((task, sample[low:high] - offsets[number]))
-        parts = mapper(sample_task, items, context)
-        dim = parts[0].shape[1] if parts else 0
-        points = np.concatenate([np.empty((0, dim), np.float32), *parts])
+        sizes_by_task = [counts[task] for task in chosen]
+        points = _training_sample(sizes_by_task, k, self.seed, mapper, context)
         with single_threaded():
             kmeans = spherical_kmeans(points, k, self.seed, self.max_iter)
         context = replace(context, centroids=save_centroids(work, kmeans.centroids))
@@ -170,6 +162,23 @@ class SemanticDedup(GlobalStage):
             "kmeans_empty_clusters": kmeans.empty,
             **summary_of(results),
         }
+
+
+def _training_sample(
+    sizes: list[int], clusters: int, seed: int, mapper, context: MergeContext
+) -> np.ndarray:
+    """The embeddings k-means trains on (`kmeans.sample_rows` over all tasks' embeddings,
+    in task order), gathered task by task."""
+    sample = sample_rows(sum(sizes), clusters, seed)
+    offsets = np.cumsum([0, *sizes])
+    items = []
+    for number, task in enumerate(context.tasks):
+        low, high = np.searchsorted(sample, offsets[number : number + 2])
+        if high > low:
+            items.append((task, sample[low:high] - offsets[number]))
+    parts = mapper(sample_task, items, context)
+    dim = parts[0].shape[1] if parts else 0
+    return np.concatenate([np.empty((0, dim), np.float32), *parts])
 
 
 def _documents(work: WorkArea, task: int) -> int:
