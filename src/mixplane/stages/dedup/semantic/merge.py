@@ -1,6 +1,6 @@
 """The merge of `dedup_semantic`, in four steps over the tasks' work files (`files.py`):
 
-1. `sample_task`: gather the k-means training sample (`kmeans.sample_rows`), per task;
+1. `sample_task`: read the k-means training sample (`kmeans.sample_rows`), task by task;
 2. `kmeans.spherical_kmeans` on it, once;
 3. `assign_task`: every task's embeddings to their nearest centroid, written sorted by
    cluster as the task's run, per task;
@@ -8,7 +8,7 @@
    if larger), each cluster's members from every run, ordered by the keep rule, through the
    paper's rule (`rule.py`); the members of every group of two or more come back.
 
-Steps 1, 3 and 4 run through the run's executor when the corpus is large (`PARALLEL_DOCS`),
+Steps 3 and 4 run through the run's executor when the corpus is large (`PARALLEL_DOCS`),
 else in this process; every product runs single-threaded, in blocks fixed by the data.
 
 Example:

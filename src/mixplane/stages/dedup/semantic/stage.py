@@ -142,7 +142,7 @@ class SemanticDedup(GlobalStage):
         k = min(self.clusters or math.ceil(math.sqrt(total)), total)
         mapper = run.map if total >= PARALLEL_DOCS else in_process
         sizes_by_task = [counts[task] for task in chosen]
-        points = _training_sample(sizes_by_task, k, self.seed, mapper, context)
+        points = _training_sample(sizes_by_task, k, self.seed, context)
         with single_threaded():
             kmeans = spherical_kmeans(points, k, self.seed, self.max_iter)
         context = replace(context, centroids=save_centroids(work, kmeans.centroids))
@@ -165,20 +165,22 @@ class SemanticDedup(GlobalStage):
 
 
 def _training_sample(
-    sizes: list[int], clusters: int, seed: int, mapper, context: MergeContext
+    sizes: list[int], clusters: int, seed: int, context: MergeContext
 ) -> np.ndarray:
     """The embeddings k-means trains on (`kmeans.sample_rows` over all tasks' embeddings,
-    in task order), gathered task by task."""
+    in task order), read task by task into one array (so the sample is held once)."""
     sample = sample_rows(sum(sizes), clusters, seed)
     offsets = np.cumsum([0, *sizes])
-    items = []
+    points = np.empty((0, 0), dtype=np.float32)
     for number, task in enumerate(context.tasks):
         low, high = np.searchsorted(sample, offsets[number : number + 2])
-        if high > low:
-            items.append((task, sample[low:high] - offsets[number]))
-    parts = mapper(sample_task, items, context)
-    dim = parts[0].shape[1] if parts else 0
-    return np.concatenate([np.empty((0, dim), np.float32), *parts])
+        if high == low:
+            continue
+        part = sample_task((task, sample[low:high] - offsets[number]), context)
+        if not len(points):
+            points = np.empty((len(sample), part.shape[1]), dtype=np.float32)
+        points[low:high] = part
+    return points
 
 
 def _documents(work: WorkArea, task: int) -> int:
