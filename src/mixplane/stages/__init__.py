@@ -18,6 +18,7 @@ BUILTIN_STAGES: dict[str, str] = {
     "classify": "mixplane.stages.classify.stage:Classify",
     "dedup_exact": "mixplane.stages.dedup.exact:ExactDedup",
     "dedup_minhash": "mixplane.stages.dedup.near:MinHashDedup",
+    "dedup_semantic": "mixplane.stages.dedup.semantic.stage:SemanticDedup",
     "fetch_images": "mixplane.stages.image.fetch:FetchImages",
     "decode_image": "mixplane.stages.image.decode:DecodeImage",
     "resize_image": "mixplane.stages.image.resize:ResizeImage",

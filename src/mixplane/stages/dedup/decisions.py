@@ -28,7 +28,6 @@ SCHEMA = pa.schema(
         ("cluster_size", pa.int64()),
     ]
 )
-Decision = tuple[bool, bool, str, int]
 
 
 def write_decisions(
@@ -67,10 +66,14 @@ def write_decisions(
     return dropped
 
 
-def read_decisions(url: str, task: int, storage_options: dict[str, Any]) -> dict[int, Decision]:
-    """One task's decisions by row: (duplicate, in_index, survivor id, cluster size)."""
+def read_decisions(
+    url: str, task: int, storage_options: dict[str, Any], schema: pa.Schema = SCHEMA
+) -> dict[int, tuple]:
+    """One task's decisions by row: the columns after `task` and `row` of `schema` (here:
+    duplicate, in_index, survivor id, cluster size). The file holds one row group per task,
+    or several: any row group whose `task` range holds `task` is read."""
     fs, path = url_filesystem(url, storage_options)
-    decisions: dict[int, Decision] = {}
+    decisions: dict[int, tuple] = {}
     with fs.open(path, "rb") as handle:
         parquet = pq.ParquetFile(handle)
         for group in range(parquet.metadata.num_row_groups):
@@ -80,7 +83,7 @@ def read_decisions(url: str, task: int, storage_options: dict[str, Any]) -> dict
             if not statistics.min <= task <= statistics.max:
                 continue
             table = parquet.read_row_group(group)
-            columns = [table[name].to_pylist() for name in SCHEMA.names]
+            columns = [table[name].to_pylist() for name in schema.names]
             for owner, row, *decision in zip(*columns, strict=True):
                 if owner == task:
                     decisions[row] = tuple(decision)

@@ -228,6 +228,7 @@ def _require_libraries() -> tuple[Any, Any]:
         ) from None
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar per worker
     return torch, transformers
 
 
