@@ -36,7 +36,7 @@ from mixplane.classify.folder import (
     write_description,
 )
 from mixplane.classify.metrics import binary_metrics
-from mixplane.errors import InputError
+from mixplane.errors import ConfigError, InputError
 from mixplane.stages.classify.model import (
     FORMAT_VERSION,
     KIND,
@@ -70,6 +70,8 @@ def train_fasttext(
         'models/quality'
     """
     config = as_config(config, **overrides)
+    if not isinstance(config, TrainConfig):
+        raise ConfigError(f"kind {config.kind!r}: train_fasttext trains kind 'fasttext'")
     output = Path(config.output)
     check_new_folder(output)  # before reading any data
     fasttext = require_fasttext("training")
