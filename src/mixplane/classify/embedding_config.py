@@ -71,8 +71,8 @@ class EmbeddingTrainConfig(TrainCommon):
         "classification: 0.5)",
     )
     epoch: int = Field(20, ge=1, description="passes over the training examples")
-    lr: float = Field(0.01, gt=0.0, description="AdamW's peak learning rate")
-    batch_size: int = Field(64, ge=1, description="training examples per step")
+    lr: float = Field(0.03, gt=0.0, description="AdamW's peak learning rate")
+    batch_size: int = Field(32, ge=1, description="training examples per step")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW's weight decay")
     embed_batch_size: int = Field(32, ge=1, description="texts per encoder batch")
     max_length: int | None = Field(

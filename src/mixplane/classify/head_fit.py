@@ -32,8 +32,8 @@ class HeadSettings:
     """How the head trains (see `EmbeddingTrainConfig` for their meaning)."""
 
     epoch: int = 20
-    lr: float = 0.01
-    batch_size: int = 64
+    lr: float = 0.03
+    batch_size: int = 32
     weight_decay: float = 0.0
     seed: int = 0
     threads: int = 1

@@ -95,13 +95,16 @@ class _ClassifyOptions(Stage):
         return record
 
     def setup(self) -> None:
+        self._load()
+
+    def _load(self) -> None:
         if self._classifier is None:
             self._classifier = load_classifier(self.model)
 
     def score_batch(self, docs: list[Document]) -> np.ndarray:
         """The scores of `docs`, in one call to the model: an encoder forms its batches from
         all of them, so the same documents give the same bytes on any number of workers."""
-        self.setup()
+        self._load()
         assert self._classifier is not None
         texts = [doc.text for doc in docs]
         return self._classifier.scores(texts, self._label, batch_size=self.batch_size)
@@ -144,6 +147,11 @@ class ClassifyTop(_ClassifyOptions, GlobalStage):
     over all scores, and the tied documents it keeps. Decider: the same documents again, in
     the same order, each kept (with its score) or dropped by the cut.
     """
+
+    def setup(self) -> None:
+        """Nothing ahead: only the collect phase scores, and it loads the model at its first
+        batch; the decide phase, which reads the scores back, never loads it (an encoder
+        costs seconds to import and load in every worker)."""
 
     def collector(self, work: WorkArea, task: int) -> _Collector:
         return _Collector(self, work, task)
