@@ -454,7 +454,7 @@ def test_keep_top_is_exact_and_the_same_bytes_on_any_number_of_workers(
 
 
 def test_the_docs_recipe_is_a_valid_config():
-    from mixplane.classify.config import as_config
+    from mixplane.classify.kinds import as_config
 
     training = yaml.safe_load(readme_block("yaml", "kind: embedding", QUALITY_MD))
     config = as_config(training)

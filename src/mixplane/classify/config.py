@@ -20,8 +20,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mixplane.configs import read_yaml_mapping, read_yaml_overridden, validate_config
-from mixplane.errors import ConfigError
+from mixplane.configs import read_yaml_overridden, validate_config
 
 
 class ClassData(BaseModel):
@@ -126,39 +125,3 @@ class TrainConfig(TrainCommon):
             raise ValueError("positive_label and negative_label must differ")
         self.check_catalog()
         return self
-
-
-def as_config(
-    config: TrainCommon | dict[str, Any] | str | Path, **overrides: Any
-) -> TrainConfig | Any:
-    """The training config of the kind `config` names (`kind`: fasttext, the default, or
-    embedding), from a config, a dict or a YAML path, with `overrides` (not None) applied.
-
-    Example:
-        >>> as_config({"output": "m", "positive": "a", "negative": "b"}).kind
-        'fasttext'
-    """
-    where = "classifier config"
-    if isinstance(config, TrainCommon):
-        data = config.model_dump()
-    elif isinstance(config, dict):
-        data = dict(config)
-    elif isinstance(config, str | Path):
-        data, where = read_yaml_mapping(config, "output and the training data"), str(config)
-    else:
-        raise ConfigError(f"expected a training config, a dict or a YAML path, got {type(config)}")
-    data.update({key: value for key, value in overrides.items() if value is not None})
-    return config_model(data.get("kind", "fasttext"), where).parse(data, where)
-
-
-def config_model(kind: Any, where: str = "classifier config") -> type[TrainCommon]:
-    """The config model of a classifier kind."""
-    from mixplane.classify.embedding_config import EmbeddingTrainConfig
-
-    models: dict[str, type[TrainCommon]] = {
-        "fasttext": TrainConfig,
-        "embedding": EmbeddingTrainConfig,
-    }
-    if kind not in models:
-        raise ConfigError(f"{where}: kind {kind!r} is not one of {', '.join(models)}")
-    return models[kind]

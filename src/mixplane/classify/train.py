@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from mixplane._version import __version__
-from mixplane.classify.config import ClassData, TrainConfig, as_config
+from mixplane.classify.config import ClassData, TrainConfig
 from mixplane.classify.data import CatalogPool, FilePool
 from mixplane.classify.fit import fit
 from mixplane.classify.folder import (
@@ -35,6 +35,7 @@ from mixplane.classify.folder import (
     staged_folder,
     write_description,
 )
+from mixplane.classify.kinds import as_config
 from mixplane.classify.metrics import binary_metrics
 from mixplane.errors import ConfigError, InputError
 from mixplane.stages.classify.model import (

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mixplane.classify.config import TrainCommon, as_config
+from mixplane.classify.config import TrainCommon
 from mixplane.classify.embedding import train_embedding
 from mixplane.classify.embedding_config import EmbeddingTrainConfig
+from mixplane.classify.kinds import as_config
 from mixplane.classify.train import TrainResult, train_fasttext
 
 

@@ -132,7 +132,7 @@ def train(
     stage of a pipeline.
     """
     from mixplane.classify import train_classifier
-    from mixplane.classify.config import as_config
+    from mixplane.classify.kinds import as_config
 
     overrides: dict[str, Any] = {
         "output": output,

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import ConfigError
+from mixplane.stages.classify.files import DESCRIPTION_FILE, model_file
 from mixplane.stages.classify.head import HEAD_KINDS, LinearHead, probability, read_head
 from mixplane.stages.embed.encoder import Encoder, folder_sha256, load_encoder, read_settings
 
@@ -55,8 +56,6 @@ def verified_encoder(folder: str | Path, description: dict[str, Any]) -> str:
 
     Raises ConfigError when the folder is gone or its files changed.
     """
-    from mixplane.stages.classify.model import DESCRIPTION_FILE
-
     encoder = description["encoder"]
     path, expected = encoder["path"], encoder["folder_sha256"]
     where = Path(folder) / DESCRIPTION_FILE
@@ -119,8 +118,6 @@ def load_embedding_classifier(
 ) -> EmbeddingClassifier:
     """Load the encoder and the head of an already verified model folder (see
     `model.load_classifier`, which checks the head's hash); the encoder's is checked here."""
-    from mixplane.stages.classify.model import model_file
-
     encoder_sha256 = verified_encoder(folder, description)
     recorded = description["encoder"]
     path = recorded["path"]

@@ -30,13 +30,12 @@ import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError
+from mixplane.stages.classify.files import DESCRIPTION_FILE, MODEL_FILE, model_file
 from mixplane.stages.classify.text import fasttext_text, utf8_safe
 
 if TYPE_CHECKING:
     from mixplane.stages.classify.embedding import EmbeddingClassifier
 
-MODEL_FILE = "model.bin"
-DESCRIPTION_FILE = "classifier.json"
 FORMAT_VERSION = 1
 KIND = "fasttext"
 KINDS = ("fasttext", "embedding")
@@ -91,11 +90,6 @@ def read_description(folder: str | Path) -> dict[str, Any]:
 
         check_description(path, description)
     return description
-
-
-def model_file(folder: str | Path, description: dict[str, Any]) -> Path:
-    """The path of the folder's model file (`model.bin` for fastText)."""
-    return Path(folder) / description.get("model_file", MODEL_FILE)
 
 
 def verified_hash(folder: str | Path, description: dict[str, Any] | None = None) -> str:
