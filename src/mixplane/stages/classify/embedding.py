@@ -121,7 +121,8 @@ def load_embedding_classifier(
     encoder_sha256 = verified_encoder(folder, description)
     recorded = description["encoder"]
     path = recorded["path"]
-    # The folder's own limit loads the encoder other stages share; another was asked for.
+    # The folder's own limit is asked for as None, so a worker's other stages using the same
+    # encoder (semantic dedup) share one loaded copy.
     own = read_settings(path).max_length
     max_length = None if recorded["max_length"] == own else recorded["max_length"]
     encoder = load_encoder(path, threads=1, max_length=max_length)
