@@ -16,12 +16,11 @@ Without `catalog`, `positive` and `negative` are paths (files, globs or folders)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mixplane.configs import read_yaml_overridden, validate_config
-from mixplane.errors import ConfigError
 
 
 class ClassData(BaseModel):
@@ -44,37 +43,20 @@ class ClassData(BaseModel):
         return self
 
 
-class TrainConfig(BaseModel):
-    """A fastText quality classifier: its data, how it is sampled, and fastText's settings.
-
-    Word bigrams as in DCLM; the other fastText settings are fastText's own defaults for
-    supervised training. `threads: 1` (the default) makes training deterministic: the same
-    data, config and seed give a byte-identical model file. More threads train faster but
-    race on the shared weights, so the model then differs from run to run.
-    """
+class TrainCommon(BaseModel):
+    """What every classifier's training config shares: where the model goes, where the data
+    comes from, and how it is sampled and held out. Kind-specific configs extend it."""
 
     model_config = ConfigDict(extra="forbid")
 
+    #: Keys holding a data selection: a bare string is a predicate or a path (see `_shorthand`).
+    data_keys: ClassVar[tuple[str, ...]] = ("positive", "negative")
+
     output: str = Field(description="the model folder to create (must not exist yet)")
-    positive: ClassData = Field(description="the examples to score high")
-    negative: ClassData = Field(description="the examples to score low")
     catalog: str | None = Field(None, description="catalog file the queries run against")
     text_key: str = Field("text", description="field holding the text in JSON Lines / Parquet")
-    positive_label: str = Field("hq", pattern=r"^\S+$", description="the positive class's label")
-    negative_label: str = Field("lq", pattern=r"^\S+$", description="the negative class's label")
-    max_per_class: int | None = Field(
-        None, ge=1, description="examples per class at most (default: all the smaller has)"
-    )
-    holdout: float = Field(0.1, ge=0.0, lt=1.0, description="share of each class held out")
-    seed: int = Field(0, ge=0, description="seeds sampling, the split and fastText")
-    lowercase: bool = Field(True, description="lowercase texts before fastText sees them")
-    epoch: int = Field(5, ge=1)
-    lr: float = Field(0.1, gt=0.0)
-    dim: int = Field(100, ge=1)
-    word_ngrams: int = Field(2, ge=1)
-    min_count: int = Field(1, ge=1)
-    bucket: int = Field(2_000_000, ge=1, description="hash buckets for word n-grams")
-    threads: int = Field(1, ge=1, description="1 keeps training deterministic")
+    holdout: float = Field(0.1, ge=0.0, lt=1.0, description="share held out for metrics")
+    seed: int = Field(0, ge=0, description="seeds sampling, the split and training")
     storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options")
 
     @model_validator(mode="before")
@@ -84,7 +66,7 @@ class TrainConfig(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        for key in ("positive", "negative"):
+        for key in cls.data_keys:
             value = data.get(key)
             if isinstance(value, str):
                 data[key] = {"where": value} if data.get("catalog") else {"paths": [value]}
@@ -92,36 +74,54 @@ class TrainConfig(BaseModel):
                 data[key] = {"paths": value}
         return data
 
-    @model_validator(mode="after")
-    def _consistent(self) -> TrainConfig:
-        if self.positive_label == self.negative_label:
-            raise ValueError("positive_label and negative_label must differ")
-        for name, data in (("positive", self.positive), ("negative", self.negative)):
-            if data.where is not None and self.catalog is None:
+    def check_catalog(self) -> None:
+        """Every catalog query needs the catalog."""
+        for name in self.data_keys:
+            data = getattr(self, name)
+            if data is not None and data.where is not None and self.catalog is None:
                 raise ValueError(f"{name} is a catalog query; give the catalog too")
-        return self
 
     @classmethod
-    def from_yaml(cls, path: str | Path, **overrides: Any) -> TrainConfig:
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> Self:
         """Load a YAML file; `overrides` that are not None win over the file."""
-        data = read_yaml_overridden(path, "output, positive and negative", overrides)
+        data = read_yaml_overridden(path, "output and the training data", overrides)
         return cls.parse(data, where=str(path))
 
     @classmethod
-    def parse(cls, data: dict[str, Any], where: str = "classifier config") -> TrainConfig:
+    def parse(cls, data: dict[str, Any], where: str = "classifier config") -> Self:
         """Validate a dict, turning pydantic's report into one readable line."""
         return validate_config(cls, data, where)
 
 
-def as_config(config: TrainConfig | dict[str, Any] | str | Path, **overrides: Any) -> TrainConfig:
-    """A TrainConfig from a config, a dict or a YAML path, with `overrides` applied."""
-    if isinstance(config, TrainConfig):
-        data = config.model_dump()
-    elif isinstance(config, dict):
-        data = dict(config)
-    elif isinstance(config, str | Path):
-        return TrainConfig.from_yaml(config, **overrides)
-    else:
-        raise ConfigError(f"expected a TrainConfig, a dict or a YAML path, got {type(config)}")
-    data.update({key: value for key, value in overrides.items() if value is not None})
-    return TrainConfig.parse(data)
+class TrainConfig(TrainCommon):
+    """A fastText quality classifier: its data, how it is sampled, and fastText's settings.
+
+    Word bigrams as in DCLM; the other fastText settings are fastText's own defaults for
+    supervised training. `threads: 1` (the default) makes training deterministic: the same
+    data, config and seed give a byte-identical model file. More threads train faster but
+    race on the shared weights, so the model then differs from run to run.
+    """
+
+    kind: Literal["fasttext"] = Field("fasttext", description="the model: fastText")
+    positive: ClassData = Field(description="the examples to score high")
+    negative: ClassData = Field(description="the examples to score low")
+    positive_label: str = Field("hq", pattern=r"^\S+$", description="the positive class's label")
+    negative_label: str = Field("lq", pattern=r"^\S+$", description="the negative class's label")
+    max_per_class: int | None = Field(
+        None, ge=1, description="examples per class at most (default: all the smaller has)"
+    )
+    lowercase: bool = Field(True, description="lowercase texts before fastText sees them")
+    epoch: int = Field(5, ge=1)
+    lr: float = Field(0.1, gt=0.0)
+    dim: int = Field(100, ge=1)
+    word_ngrams: int = Field(2, ge=1)
+    min_count: int = Field(1, ge=1)
+    bucket: int = Field(2_000_000, ge=1, description="hash buckets for word n-grams")
+    threads: int = Field(1, ge=1, description="1 keeps training deterministic")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainConfig:
+        if self.positive_label == self.negative_label:
+            raise ValueError("positive_label and negative_label must differ")
+        self.check_catalog()
+        return self

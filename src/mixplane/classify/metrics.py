@@ -77,3 +77,24 @@ def binary_metrics(truth: np.ndarray, scores: np.ndarray, threshold: float = 0.5
         "false_negatives": fn,
         "true_negatives": tn,
     }
+
+
+def regression_metrics(truth: np.ndarray, scores: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Mean squared and absolute error of `scores` against `truth`, and the binary metrics
+    (`binary_metrics`) of the cut `score >= threshold` against `truth >= threshold`: how
+    well filtering at the threshold keeps the documents whose true score reaches it.
+
+    Example:
+        >>> m = regression_metrics(np.array([0.0, 2.0, 4.0]), np.array([1.0, 2.0, 3.0]), 3.0)
+        >>> m["mse"], m["mae"], m["recall"], m["precision"]
+        (0.6666666666666666, 0.6666666666666666, 1.0, 1.0)
+    """
+    truth = np.asarray(truth, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    errors = scores - truth
+    binary = binary_metrics(truth >= threshold, scores, threshold)
+    return {
+        "mse": float(np.mean(errors**2)) if len(truth) else 0.0,
+        "mae": float(np.mean(np.abs(errors))) if len(truth) else 0.0,
+        **binary,
+    }

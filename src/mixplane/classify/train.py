@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from mixplane._version import __version__
-from mixplane.classify.config import ClassData, TrainConfig, as_config
+from mixplane.classify.config import ClassData, TrainConfig
 from mixplane.classify.data import CatalogPool, FilePool
 from mixplane.classify.fit import fit
 from mixplane.classify.folder import (
@@ -35,8 +35,9 @@ from mixplane.classify.folder import (
     staged_folder,
     write_description,
 )
+from mixplane.classify.kinds import as_config
 from mixplane.classify.metrics import binary_metrics
-from mixplane.errors import InputError
+from mixplane.errors import ConfigError, InputError
 from mixplane.stages.classify.model import (
     FORMAT_VERSION,
     KIND,
@@ -70,6 +71,8 @@ def train_fasttext(
         'models/quality'
     """
     config = as_config(config, **overrides)
+    if not isinstance(config, TrainConfig):
+        raise ConfigError(f"kind {config.kind!r}: train_fasttext trains kind 'fasttext'")
     output = Path(config.output)
     check_new_folder(output)  # before reading any data
     fasttext = require_fasttext("training")

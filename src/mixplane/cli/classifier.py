@@ -1,4 +1,5 @@
-"""`mixplane classifier train`: train a fastText quality classifier into a model folder."""
+"""`mixplane classifier train`: train a quality classifier (fastText, or a linear head on a
+frozen encoder) into a model folder; `mixplane classifier import`: wrap a fastText model."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ def register(app: typer.Typer) -> None:
 @classifier_app.command("train")
 def train(
     config: Path | None = typer.Argument(
-        None, help="Training YAML (output, positive, negative, ...).", show_default=False
+        None,
+        help="Training YAML (output, positive, negative, ...; kind: embedding for a head on an "
+        "encoder).",
+        show_default=False,
     ),
     output: str | None = typer.Option(
         None, "--output", "-o", help="Model folder to create.", show_default=False
@@ -70,17 +74,65 @@ def train(
         help="Training threads; 1 (the default) is deterministic.",
         show_default=False,
     ),
+    encoder: str | None = typer.Option(
+        None,
+        "--encoder",
+        help="Train a linear head on this frozen encoder folder's embeddings (kind: embedding).",
+        show_default=False,
+    ),
+    documents: str | None = typer.Option(
+        None,
+        "--documents",
+        help="With --encoder: labelled documents (as --positive), each label in --label-key.",
+        show_default=False,
+    ),
+    labels: str | None = typer.Option(
+        None,
+        "--labels",
+        help="With --documents: a file of (id, label) rows, JSON Lines / CSV / Parquet.",
+        show_default=False,
+    ),
+    label_key: str | None = typer.Option(
+        None,
+        "--label-key",
+        help="The field holding each label: in --labels, else in the documents.",
+        show_default=False,
+    ),
+    head: str | None = typer.Option(
+        None,
+        "--head",
+        help="regression (scores; the default with --documents) or classification.",
+        show_default=False,
+    ),
+    threshold: float | None = typer.Option(
+        None,
+        "--threshold",
+        help="With --encoder: the cut for held-out precision/recall/F1 (regression 3, "
+        "classification 0.5).",
+        show_default=False,
+    ),
+    max_examples: int | None = typer.Option(
+        None,
+        "--max-examples",
+        min=1,
+        help="With --documents: at most this many.",
+        show_default=False,
+    ),
     storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Train a fastText classifier telling positive from negative documents (the DCLM recipe).
+    """Train a classifier: fastText telling positive from negative documents (the DCLM
+    recipe), or with --encoder a linear head on a frozen encoder's embeddings fitted to
+    scores or classes (the FineWeb-Edu recipe).
 
-    Both classes are sampled to the same size (seeded), a share is held out, and the
-    held-out precision, recall, F1 and AUC are printed and stored in the model folder's
-    classifier.json with the model's hash. With one thread (the default) the same data, options
-    and seed give a byte-identical model. Apply it with the classify stage of a pipeline.
+    The examples are sampled (seeded), a share is held out, and the held-out metrics
+    (precision, recall, F1, AUC; MSE and MAE for scores) are printed and stored in the model
+    folder's classifier.json with the model's hash. The same data, options and seed give a
+    byte-identical model (fastText with one thread, the default). Apply it with the classify
+    stage of a pipeline.
     """
-    from mixplane.classify import TrainConfig, train_fasttext
+    from mixplane.classify import train_classifier
+    from mixplane.classify.kinds import as_config
 
     overrides: dict[str, Any] = {
         "output": output,
@@ -96,15 +148,29 @@ def train(
         "word_ngrams": word_ngrams,
         "bucket": bucket,
         "threads": threads,
+        "encoder": encoder,
+        "documents": documents,
+        "labels": labels,
+        "label_key": label_key,
+        "head": head,
+        "threshold": threshold,
+        "max_examples": max_examples,
+        "kind": "embedding" if encoder else None,
         "storage_options": storage_options(storage) or None,
     }
     if config is not None:
-        settings = TrainConfig.from_yaml(config, **overrides)
-    elif output and positive and negative:
-        settings = TrainConfig.parse({k: v for k, v in overrides.items() if v is not None})
+        settings = as_config(config, **overrides)
+    elif output and (documents or (positive and negative)):
+        settings = as_config({k: v for k, v in overrides.items() if v is not None})
     else:
-        raise ConfigError("give a training YAML, or --output, --positive and --negative")
-    result = train_fasttext(settings)
+        raise ConfigError(
+            "give a training YAML, or --output, --positive and --negative (with --encoder, "
+            "--documents instead of the two classes for labelled documents)"
+        )
+    result = train_classifier(settings)
+    if result.description["kind"] == "embedding":
+        _report_embedding(result, as_json)
+        return
     description = result.description
     if as_json:
         print_json(
@@ -127,6 +193,41 @@ def train(
         return
     table = Table("held-out metric", "value", title_justify="left")
     for name in ("precision", "recall", "f1", "accuracy", "auc"):
+        value = metrics[name]
+        table.add_row(name, "n/a" if value is None else f"{value:.4f}")
+    console.print(table)
+
+
+def _report_embedding(result: Any, as_json: bool) -> None:
+    description, data = result.description, result.description["data"]
+    encoder = description["encoder"]
+    if as_json:
+        print_json(
+            {
+                "model": result.folder,
+                "model_sha256": description["model_sha256"],
+                "encoder": encoder["path"],
+                "encoder_sha256": encoder["folder_sha256"],
+                "head": description["head"],
+                "data": data,
+                "metrics": result.metrics,
+            }
+        )
+        return
+    console.print(
+        f"trained {result.folder}: a {description['head']} head on {encoder['path']} "
+        f"({encoder['dim']} dimensions), {data['train']:,} examples, {data['held_out']:,} held "
+        f"out; head sha256 {description['model_sha256'][:16]}"
+    )
+    metrics = result.metrics
+    if metrics is None:
+        console.print("no examples held out (holdout 0): no metrics")
+        return
+    names = ["precision", "recall", "f1", "accuracy", "auc"]
+    if description["head"] == "regression":
+        names = ["mse", "mae", *names]
+    table = Table(f"held-out metric (threshold {metrics['threshold']:g})", "value")
+    for name in names:
         value = metrics[name]
         table.add_row(name, "n/a" if value is None else f"{value:.4f}")
     console.print(table)

@@ -1,12 +1,14 @@
 """A classifier model folder, and scoring documents with it.
 
-A model is a folder on local disk holding:
+A model is a folder on local disk holding `classifier.json` (what it is and where it came
+from) and the model file it names (`model_file`), whose SHA-256 it records (`model_sha256`).
+Its `kind` says which:
 
-- `model.bin`: the fastText model;
-- `classifier.json`: what it is and where it came from: `kind` ("fasttext"), `labels`,
+- `fasttext`: `model.bin`, a fastText model; `classifier.json` holds its `labels`,
   `positive_label`, the text `preprocess` settings (see `text.py`), the training config, the
-  data it was trained on, its held-out metrics, the mixplane and fastText versions, and
-  `model_sha256`, the SHA-256 of `model.bin`.
+  data it was trained on, its held-out metrics, and the mixplane and fastText versions.
+- `embedding`: `head.safetensors`, a linear head on a frozen encoder's embeddings, the
+  encoder referenced by path and hash (see `embedding.py`).
 
 Loading checks the file against that hash, so a truncated or replaced model is refused
 before it scores anything. Nothing is ever downloaded: the folder is the model.
@@ -20,21 +22,23 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError
+from mixplane.stages.classify.files import DESCRIPTION_FILE, MODEL_FILE, model_file
 from mixplane.stages.classify.text import fasttext_text, utf8_safe
 
-MODEL_FILE = "model.bin"
-DESCRIPTION_FILE = "classifier.json"
+if TYPE_CHECKING:
+    from mixplane.stages.classify.embedding import EmbeddingClassifier
+
 FORMAT_VERSION = 1
 KIND = "fasttext"
+KINDS = ("fasttext", "embedding")
 LABEL_PREFIX = "__label__"
 
 # Verified hashes by (path, size, mtime): a worker loading the same model twice, or the
@@ -70,11 +74,21 @@ def read_description(folder: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(description, dict):
         raise ConfigError(f"{path}: expected a JSON object")
-    if description.get("kind") != KIND:
-        raise ConfigError(f"{path}: kind is {description.get('kind')!r}; expected {KIND!r}")
-    for key, kind in (("labels", list), ("model_sha256", str), ("preprocess", dict)):
-        if not isinstance(description.get(key), kind):
-            raise ConfigError(f"{path}: field {key!r} is missing or not a {kind.__name__}")
+    kind = description.get("kind")
+    if kind not in KINDS:
+        raise ConfigError(f"{path}: kind is {kind!r}; expected one of {', '.join(KINDS)}")
+    fields = [("labels", list), ("model_sha256", str)]
+    fields += [("preprocess", dict)] if kind == KIND else [("model_file", str)]
+    for key, kind_of in fields:
+        if not isinstance(description.get(key), kind_of):
+            raise ConfigError(f"{path}: field {key!r} is missing or not a {kind_of.__name__}")
+    name = description.get("model_file", MODEL_FILE)
+    if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+        raise ConfigError(f"{path}: model_file {name!r} is not a file name in the folder")
+    if kind != KIND:
+        from mixplane.stages.classify.embedding import check_description
+
+        check_description(path, description)
     return description
 
 
@@ -84,7 +98,7 @@ def verified_hash(folder: str | Path, description: dict[str, Any] | None = None)
     Raises ConfigError when the file is missing or its content differs from the recorded hash.
     """
     description = description or read_description(folder)
-    path = Path(folder) / MODEL_FILE
+    path = model_file(folder, description)
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -119,15 +133,21 @@ class Classifier:
     def lowercase(self) -> bool:
         return bool(self.description["preprocess"].get("lowercase", True))
 
-    def scores(self, texts: list[str], label: str) -> np.ndarray:
-        """Probability of `label` for each text (float32), texts preprocessed as in training.
+    def scores(
+        self, texts: list[str], label: str | None = None, batch_size: int | None = None
+    ) -> np.ndarray:
+        """Probability of `label` (default: the positive label) for each text (float32),
+        texts preprocessed as in training, `batch_size` texts per fastText call (1024).
 
         Example:
             >>> classifier.scores(["A clear explanation of tides."], "hq")  # doctest: +SKIP
             array([0.87], dtype=float32)
         """
+        label = self.description["positive_label"] if label is None else label
         lines = [fasttext_text(text, self.lowercase) for text in texts]
-        return self.line_scores(lines, label)
+        size = batch_size or 1024
+        parts = [self.line_scores(lines[i : i + size], label) for i in range(0, len(lines), size)]
+        return np.concatenate([np.empty(0, dtype=np.float32), *parts])
 
     def line_scores(self, lines: list[str], label: str) -> np.ndarray:
         """Probability of `label` for already preprocessed lines."""
@@ -149,8 +169,16 @@ class Classifier:
         return out
 
 
-def check_label(folder: str, description: dict[str, Any], label: str | None) -> str:
-    """The label to score (`label`, or the model's positive label), checked to exist."""
+def check_label(folder: str, description: dict[str, Any], label: str | None) -> str | None:
+    """The label to score (`label`, or the model's positive label), checked to exist; None
+    for a regression model, which scores one value and has no labels."""
+    if description.get("head") == "regression":
+        if label is not None:
+            raise ConfigError(
+                f"{Path(folder) / DESCRIPTION_FILE}: a regression model scores one value and "
+                f"has no labels; remove label {label!r}"
+            )
+        return None
     chosen = label if label is not None else description.get("positive_label")
     labels = description["labels"]
     if chosen not in labels:
@@ -161,8 +189,9 @@ def check_label(folder: str, description: dict[str, Any], label: str | None) -> 
     return str(chosen)
 
 
-def load_classifier(folder: str | Path) -> Classifier:
-    """Load a model folder after checking its files (see the module docstring).
+def load_classifier(folder: str | Path) -> Classifier | EmbeddingClassifier:
+    """Load a model folder after checking its files (see the module docstring): a fastText
+    `Classifier` or an `EmbeddingClassifier`, both scoring with `scores(texts, label)`.
 
     Example:
         >>> load_classifier("models/quality").labels  # doctest: +SKIP
@@ -170,6 +199,10 @@ def load_classifier(folder: str | Path) -> Classifier:
     """
     description = read_description(folder)
     digest = verified_hash(folder, description)
+    if description["kind"] != KIND:
+        from mixplane.stages.classify.embedding import load_embedding_classifier
+
+        return load_embedding_classifier(folder, description, digest)
     try:
         import fasttext
     except ImportError as error:
@@ -177,7 +210,7 @@ def load_classifier(folder: str | Path) -> Classifier:
             f"fastText classifiers need the fasttext package ({error}): "
             "pip install 'mixplane[classify]'"
         ) from None
-    path = os.path.join(str(folder), MODEL_FILE)
+    path = str(model_file(folder, description))
     try:
         model = fasttext.load_model(path)
     except ValueError as error:

@@ -6,12 +6,14 @@ Example pipeline steps:
     - classify: {model: models/quality, mode: filter, threshold: 0.5}
     - classify: {model: models/quality, mode: filter, keep_top: 0.1}        # DCLM: top 10%
 
-The score is the probability of `label` (by default the model's positive label), stored as
-the property `as` on every document kept. `threshold` drops documents scoring below it
+The score is the probability of `label` (by default the model's positive label) or, for an
+embedding model with a regression head, its predicted value; it is stored as the property
+`as` on every document kept. `threshold` drops documents scoring below it
 (reason `below_threshold`). `keep_top` keeps exactly the top fraction of the whole run
 (reason `below_top_fraction` for the others): it needs every score before deciding any, so
-it runs as a global stage, with the rule in `top.py`. The model folder's hash is recorded in
-the run's manifest (see `Stage.provenance`).
+it runs as a global stage, with the rule in `top.py`. The model file's hash (and an
+embedding model's encoder folder's) is recorded in the run's manifest (see
+`Stage.provenance`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from mixplane.io.atomic import atomic_open, write_bytes
 from mixplane.io.urls import url_filesystem
 from mixplane.manifest import read_json
 from mixplane.stages.base import Result, Stage
+from mixplane.stages.classify.embedding import KIND as EMBEDDING
+from mixplane.stages.classify.embedding import EmbeddingClassifier, verified_encoder
 from mixplane.stages.classify.model import (
     Classifier,
     check_label,
@@ -62,10 +66,14 @@ class _ClassifyOptions(Stage):
     keep_top: float | None = Field(
         None, gt=0.0, le=1.0, description="filter: keep exactly this top fraction of the run"
     )
-    batch_size: int = Field(1024, ge=1, description="documents per fastText call")
+    batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="documents per fastText call (1024), or texts per encoder batch (32)",
+    )
 
-    _classifier: Classifier | None = PrivateAttr(None)
-    _label: str = PrivateAttr("")
+    _classifier: Classifier | EmbeddingClassifier | None = PrivateAttr(None)
+    _label: str | None = PrivateAttr(None)
 
     def model_post_init(self, context: Any) -> None:
         where = f"stage 'classify' (model {self.model!r})"
@@ -79,20 +87,27 @@ class _ClassifyOptions(Stage):
         self._label = check_label(self.model, read_description(self.model), self.label)
 
     def provenance(self) -> dict[str, Any]:
-        return {"model": self.model, "model_sha256": verified_hash(self.model)}
+        description = read_description(self.model)
+        record = {"model": self.model, "model_sha256": verified_hash(self.model, description)}
+        if description["kind"] == EMBEDDING:
+            record["encoder"] = description["encoder"]["path"]
+            record["encoder_sha256"] = verified_encoder(self.model, description)
+        return record
 
     def setup(self) -> None:
+        self._load()
+
+    def _load(self) -> None:
         if self._classifier is None:
             self._classifier = load_classifier(self.model)
 
     def score_batch(self, docs: list[Document]) -> np.ndarray:
-        self.setup()
+        """The scores of `docs`, in one call to the model: an encoder forms its batches from
+        all of them, so the same documents give the same bytes on any number of workers."""
+        self._load()
         assert self._classifier is not None
-        parts = [
-            self._classifier.scores([d.text for d in docs[i : i + self.batch_size]], self._label)
-            for i in range(0, len(docs), self.batch_size)
-        ]
-        return np.concatenate([np.empty(0, dtype=np.float32), *parts])
+        texts = [doc.text for doc in docs]
+        return self._classifier.scores(texts, self._label, batch_size=self.batch_size)
 
 
 class Classify(_ClassifyOptions):
@@ -132,6 +147,11 @@ class ClassifyTop(_ClassifyOptions, GlobalStage):
     over all scores, and the tied documents it keeps. Decider: the same documents again, in
     the same order, each kept (with its score) or dropped by the cut.
     """
+
+    def setup(self) -> None:
+        """Nothing ahead: only the collect phase scores, and it loads the model at its first
+        batch; the decide phase, which reads the scores back, never loads it (an encoder
+        costs seconds to import and load in every worker)."""
 
     def collector(self, work: WorkArea, task: int) -> _Collector:
         return _Collector(self, work, task)
