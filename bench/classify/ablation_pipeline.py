@@ -116,6 +116,7 @@ def prepare(folder: Path, docs: list[Labelled], settings: dict[str, Any]) -> Pre
             "seed": settings["classifier_seed"],
             "bucket": 200_000,
         }
+        | settings.get("classifier_options", {})
     )
     pool = str(folder / "pool" / "pool.jsonl")
     model = str(folder / "model")
@@ -143,7 +144,7 @@ def prepare(folder: Path, docs: list[Labelled], settings: dict[str, Any]) -> Pre
         )
         catalog.register(str(out), name)
     scores = pool_scores(folder / "scored", folder / "top")
-    selections = random_selections(catalog, folder / "tokens" / "pool", settings["seeds"])
+    selections = random_selections(catalog, folder / "tokens", settings["seeds"])
     origins = sorted({doc.origin for doc in docs if doc.label == "good"})
     return Prepared(
         catalog=str(folder / "catalog.duckdb"),
@@ -182,13 +183,14 @@ def pool_scores(scored: Path, top: Path) -> dict[str, Any]:
 
 
 def random_selections(catalog: Any, tokens: Path, seeds: int) -> dict[str, Any]:
-    """The top selection, and per seed the random selection of the same token count."""
+    """The top selection, and per seed the random selection of the pool with the same token
+    count (`tokens`: the folder of the datasets' shards)."""
     target = catalog.select(EVERYTHING, ["top"]).tokens
     selections: dict[str, Any] = {"top": {"dataset": "top", "where": None, "tokens": target}}
     for seed in range(seeds):
         column = f"draw_{seed}"
         ordered = duckdb.sql(
-            f"SELECT n_tokens FROM read_parquet('{tokens}/*.meta.parquet') ORDER BY {column}"
+            f"SELECT n_tokens FROM read_parquet('{tokens}/pool/*.meta.parquet') ORDER BY {column}"
         ).fetchnumpy()["n_tokens"]
         fill = equal_token_fill(ordered.tolist(), target)
         where = fill.predicate(column)
@@ -204,28 +206,25 @@ def random_selections(catalog: Any, tokens: Path, seeds: int) -> dict[str, Any]:
             "filler_documents": len(fill.fillers),
             "filler_tokens": int(ordered[list(fill.fillers)].sum()),
         }
-    values = {
-        column: duckdb.sql(
-            f"SELECT DISTINCT {column} FROM read_parquet('{tokens}/*.meta.parquet') ORDER BY 1"
-        )
-        .fetchnumpy()[column]
-        .tolist()
-        for column in ("label", "origin")
-    }
     for selection in selections.values():
-        selection["composition"] = composition(catalog, selection, values)
+        folder = tokens / selection["dataset"]
+        selection["composition"] = composition(folder, selection["where"] or EVERYTHING)
     return selections
 
 
-def composition(
-    catalog: Any, selection: dict[str, Any], values: dict[str, list[str]]
-) -> dict[str, Any]:
-    """Documents and tokens of a selection, in all and per value of each column in `values`."""
-    where = selection["where"] or EVERYTHING
-    rows = catalog.select(where, [selection["dataset"]])
-    out: dict[str, Any] = {"documents": rows.documents, "tokens": rows.tokens, "by": {}}
-    for column, names in values.items():
-        for value in names:
-            part = catalog.select(f"({where}) AND {column} = '{value}'", [selection["dataset"]])
-            out["by"][f"{column}={value}"] = {"documents": part.documents, "tokens": part.tokens}
+def composition(folder: Path, where: str) -> dict[str, Any]:
+    """Documents and tokens of the documents of `folder`'s shards matching `where`, in all
+    and by label and by origin."""
+    rows = duckdb.sql(
+        "SELECT label, origin, count(*), sum(n_tokens) "
+        f"FROM read_parquet('{folder}/*.meta.parquet') WHERE {where} GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    out: dict[str, Any] = {"documents": 0, "tokens": 0, "by": {}}
+    for label, origin, documents, tokens in rows:
+        out["documents"] += documents
+        out["tokens"] += int(tokens)
+        for key in (f"label={label}", f"origin={origin}"):
+            entry = out["by"].setdefault(key, {"documents": 0, "tokens": 0})
+            entry["documents"] += documents
+            entry["tokens"] += int(tokens)
     return out
