@@ -93,19 +93,30 @@ def test_prepared_selections_hold_equal_tokens(tmp_path):
         "seeds": 2,
         "split_seed": 0,
         "classifier_seed": 0,
-        "keep_top": 0.5,
+        "keep_top": [0.5, 0.2],
         "vocab": 300,
         "classifier_options": {"dim": 16, "bucket": 20_000},
     }
     prepared = prepare(tmp_path / "run", tiny_corpus(), settings)
-    top = prepared.selections["top"]
-    assert top["composition"]["documents"] == prepared.classifier["keep_top_merge"]["kept"]
-    for seed in range(2):
-        chosen = prepared.selections[f"random_{seed}"]
-        assert chosen["dataset"] == "pool" and f"draw_{seed}" in chosen["where"]
-        assert chosen["tokens"] == top["tokens"] == chosen["composition"]["tokens"]
-        by = chosen["composition"]["by"]
-        assert by["label=good"]["tokens"] + by["label=bad"]["tokens"] == top["tokens"]
-    assert prepared.selections["random_0"]["where"] != prepared.selections["random_1"]["where"]
+    assert list(prepared.selections) == ["top50", "top20"]
+    for name, selections in prepared.selections.items():
+        top = selections["top"]
+        merge = prepared.classifier["keep_top_merges"][name]
+        assert top["composition"]["documents"] == merge["kept"]
+        assert prepared.scores["kept"][name].sum() == merge["kept"]
+        for seed in range(2):
+            chosen = selections["random"][seed]
+            assert chosen["dataset"] == "pool" and f"draw_{seed}" in chosen["where"]
+            assert chosen["tokens"] == top["tokens"] == chosen["composition"]["tokens"]
+            by = chosen["composition"]["by"]
+            assert by["label=good"]["tokens"] + by["label=bad"]["tokens"] == top["tokens"]
+        assert selections["random"][0]["where"] != selections["random"][1]["where"]
+    assert (
+        prepared.selections["top20"]["top"]["tokens"]
+        < prepared.selections["top50"]["top"]["tokens"]
+    )
     assert prepared.heldout_origins == ["prose_a", "prose_b"]
-    assert len(prepared.scores["score"]) == prepared.classifier["keep_top_merge"]["documents"]
+    assert (
+        len(prepared.scores["score"])
+        == prepared.classifier["keep_top_merges"]["top50"]["documents"]
+    )

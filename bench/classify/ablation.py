@@ -1,6 +1,6 @@
 """Does the learned quality classifier help the model? A small ablation, in one command:
 
-    .venv/bin/python bench/classify/ablation.py [--steps 1000] [--seeds 3] [--jobs 1]
+    .venv/bin/python bench/classify/ablation.py [--steps 800] [--seeds 3] [--jobs 2]
 
 1. A corpus with known quality labels (bench/classify/ablation_corpus.py): real text of this
    machine (the Python documentation, manual pages, the standard library's docstrings) and
@@ -9,14 +9,15 @@
    to one of three splits: classifier (25%), pool (60%), held-out (15%).
 2. A fastText classifier (`train_fasttext`, DCLM's recipe) trained on the classifier split;
    its precision, recall and AUC against the labels on the pool, which it never saw.
-3. Two selections of the pool with the same number of tokens: (b) `classify` with
-   `keep_top` (the classifier's top documents), and (a) random documents filled to exactly
-   (b)'s token count, one random draw per seed (bench/classify/ablation_pipeline.py). Both
-   are tokenized (a BPE trained on the classifier split) and registered in a catalog.
-4. Per seed, the same tiny causal LM (bench/tiny_lm.py; the same initial weights, steps,
-   batch size and learning-rate schedule) trained on each selection through `MixtureDataset`
-   and `torch_loader`, one thread a run; the held-out loss on each good origin's held-out
-   documents (and on held-out bad ones) during and after training.
+3. For each `--keep-top` fraction, two selections of the pool with the same number of
+   tokens: (b) `classify` with `keep_top` (the classifier's top documents), and (a) random
+   documents filled to exactly (b)'s token count, one random draw per seed
+   (bench/classify/ablation_pipeline.py). All are tokenized (a BPE trained on the classifier
+   split) and registered in one catalog.
+4. Per fraction and seed, the same tiny causal LM (bench/tiny_lm.py; the same initial
+   weights, steps, batch size and learning-rate schedule) trained on each selection through
+   `MixtureDataset` and `torch_loader`, one thread a run; the held-out loss on each good
+   origin's held-out documents (and on held-out bad ones) during and after training.
 
 Results go to bench/results/quality-ablation.json, plots to docs/images/quality-ablation-*.png,
 the tables to stdout. The corpus is built once in bench/data/ablation/ and reused.
@@ -41,6 +42,7 @@ from bench.classify.ablation_pipeline import cap_good, prepare  # noqa: E402
 from bench.classify.ablation_report import (  # noqa: E402
     LOW_QUALITY,
     classifier_report,
+    composition_table,
     loss_table,
     plot,
     summarize,
@@ -56,10 +58,10 @@ ARMS = ("random", "top")
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
-    add("--steps", type=int, default=1000, help="optimizer steps of every run")
+    add("--steps", type=int, default=800, help="optimizer steps of every run")
     add("--seeds", type=int, default=3, help="seeds: initial weights, data order, random draw")
     add("--jobs", type=int, default=1, help="runs trained at once (one thread each)")
-    add("--keep-top", type=float, default=0.5, help="the classify stage's keep_top")
+    add("--keep-top", type=float, nargs="+", default=[0.65, 0.3], help="keep_top fractions")
     add("--batch", type=int, default=16)
     add("--seq-len", type=int, default=128)
     add("--vocab", type=int, default=2048, help="BPE vocabulary size")
@@ -117,26 +119,37 @@ def main() -> None:
     sets[LOW_QUALITY] = "label = 'bad'"
     heldout = heldout_sequences(prepared.catalog, "heldout", sets, args.seq_len)
     plans = {
-        (arm, seed): prepared.selections["top" if arm == "top" else f"random_{seed}"]
+        (top, arm, seed): selections["top"] if arm == "top" else selections["random"][seed]
+        for top, selections in prepared.selections.items()
         for seed in range(args.seeds)
         for arm in ARMS
     }
-    runs: dict[str, dict[int, dict]] = {arm: {} for arm in ARMS}
+    runs: dict[str, dict[str, dict[int, dict]]] = {
+        top: {arm: {} for arm in ARMS} for top in prepared.selections
+    }
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
         futures = {
             key: pool.submit(
-                train_run, prepared.catalog, selection, heldout, key[1], train_settings
+                train_run, prepared.catalog, selection, heldout, key[2], train_settings
             )
             for key, selection in plans.items()
         }
-        for (arm, seed), future in futures.items():
+        for (top, arm, seed), future in futures.items():
             run = future.result()
-            runs[arm][seed] = run
+            runs[top][arm][seed] = run
             final = {name: round(value["loss"], 3) for name, value in run["final"].items()}
-            print(f"{arm:6s} seed {seed}: {final} ({run['seconds']:.0f} s)", file=sys.stderr)
+            print(f"{top} {arm:6s} seed {seed}: {final} ({run['seconds']:.0f} s)", file=sys.stderr)
 
-    summary = summarize(runs, origins)
-    merge = prepared.classifier["keep_top_merge"]
+    merges = prepared.classifier["keep_top_merges"]
+    experiments = {
+        top: {
+            "keep_top": merges[top]["keep_top"],
+            "selections": prepared.selections[top],
+            "summary": summarize(runs[top], origins),
+            "runs": runs[top],
+        }
+        for top in prepared.selections
+    }
     results = {
         "command": "bench/classify/ablation.py " + " ".join(sys.argv[1:]),
         "settings": settings | train_settings | {"good_chars": args.good_chars},
@@ -145,13 +158,11 @@ def main() -> None:
         "classifier": {
             "held_out_of_its_training": prepared.classifier["held_out_of_training"],
             "per_class": prepared.classifier["per_class"],
-            "pool": classifier_report(prepared.scores, merge, args.keep_top),
+            "pool": classifier_report(prepared.scores, merges),
         },
-        "selections": prepared.selections,
         "heldout_origins": origins,
         "heldout_tokens": {name: int(labels.numel()) for name, (_, labels) in heldout.items()},
-        "summary": summary,
-        "runs": runs,
+        "experiments": experiments,
         "seconds": time.perf_counter() - started,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -160,8 +171,14 @@ def main() -> None:
         print(f"written {path}", file=sys.stderr)
     pool = results["classifier"]["pool"]
     print(f"classifier on the pool: {json.dumps(pool['at_0.5'])}")
-    print(f"top selection: {json.dumps(pool['top_selection'])}")
-    print(loss_table(summary, origins))
+    print(f"top selections: {json.dumps(pool['top_selections'])}")
+    print(composition_table(results))
+    for experiment in experiments.values():
+        print(
+            f"\nkeep_top {experiment['keep_top']} ({experiment['selections']['top']['tokens']:,} "
+            "tokens a selection)"
+        )
+        print(loss_table(experiment["summary"], origins))
     print(f"written {args.out}", file=sys.stderr)
 
 

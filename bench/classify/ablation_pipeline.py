@@ -5,14 +5,14 @@ catalog selections of equal token count.
    `pool/pool.jsonl` (with `label`, `origin` and one `draw_S` per seed),
    `heldout/heldout.jsonl`.
 2. `train_fasttext` on the classifier split (DCLM's recipe: word bigrams, balanced classes).
-3. `process` over the pool twice: `classify` in annotate mode (every score, for the
-   classifier's precision and recall against the labels) and with `keep_top` (the top
-   selection).
+3. `process` over the pool: `classify` in annotate mode (every score, for the classifier's
+   precision and recall against the labels), and once per fraction with `keep_top` (the top
+   selections, datasets `top65`, `top30`...).
 4. A byte-level BPE trained on the classifier split (neither selection nor the held-out
-   text), then `tokenize` of the scored pool, the top selection and the held-out documents,
+   text), then `tokenize` of the scored pool, the top selections and the held-out documents,
    each registered in one catalog.
-5. Per seed, the random selection of the pool with exactly the top selection's tokens
-   (`ablation_select`), as a predicate the mixture uses.
+5. Per top selection and seed, the random selection of the pool with exactly the top
+   selection's tokens (`ablation_select`), as a predicate the mixture uses.
 """
 
 from __future__ import annotations
@@ -38,12 +38,21 @@ class Prepared:
     """What the training runs need: the catalog, the selections and what they hold."""
 
     catalog: str
-    tokenizer: str
     vocab: int
     classifier: dict[str, Any]
     scores: dict[str, Any]
-    selections: dict[str, Any]
+    selections: dict[str, dict[str, Any]]
     heldout_origins: list[str]
+
+
+def top_name(fraction: float) -> str:
+    """The dataset name of a `keep_top` fraction's selection.
+
+    Example:
+        >>> top_name(0.65)
+        'top65'
+    """
+    return f"top{round(fraction * 100)}"
 
 
 def cap_good(docs: list[Labelled], chars: int, seed: int) -> list[Labelled]:
@@ -99,7 +108,7 @@ def write_splits(folder: Path, docs: list[Labelled], seeds: int, split_seed: int
 
 
 def prepare(folder: Path, docs: list[Labelled], settings: dict[str, Any]) -> Prepared:
-    """Steps 1-5 in `folder` (emptied first)."""
+    """Steps 1-5 in `folder` (emptied first), for each fraction of `settings["keep_top"]`."""
     from mixplane import run_pipeline
     from mixplane.catalog import Catalog
     from mixplane.classify import train_fasttext
@@ -120,35 +129,29 @@ def prepare(folder: Path, docs: list[Labelled], settings: dict[str, Any]) -> Pre
     )
     pool = str(folder / "pool" / "pool.jsonl")
     model = str(folder / "model")
-    run_pipeline(
-        {
-            "input": pool,
-            "output": str(folder / "scored"),
-            "stages": [{"classify": {"model": model}}],
-        }
-    )
-    keep = {"model": model, "mode": "filter", "keep_top": settings["keep_top"]}
-    top_stats = run_pipeline(
-        {"input": pool, "output": str(folder / "top"), "stages": [{"classify": keep}]}
-    ).stats
+    annotate = [{"classify": {"model": model}}]
+    run_pipeline({"input": pool, "output": str(folder / "scored"), "stages": annotate})
+    inputs = {"pool": folder / "scored", "heldout": folder / "heldout"}
+    merges = {}
+    for fraction in settings["keep_top"]:
+        name = top_name(fraction)
+        keep = [{"classify": {"model": model, "mode": "filter", "keep_top": fraction}}]
+        stats = run_pipeline({"input": pool, "output": str(folder / name), "stages": keep}).stats
+        merges[name] = stats["merges"]["classify"] | {"keep_top": fraction}
+        inputs[name] = folder / name
     tokenizer = str(folder / "tokenizer.json")
     vocab = train_tokenizer(
         [str(folder / "classifier" / "*.jsonl")], vocab_size=settings["vocab"], out=tokenizer
     )["vocab_size"]
     catalog = Catalog(folder / "catalog.duckdb")
-    inputs = {"pool": folder / "scored", "top": folder / "top", "heldout": folder / "heldout"}
     for name, source in inputs.items():
         out = folder / "tokens" / name
         tokenize_dataset(
             {"input": str(source), "output": str(out), "tokenizer": tokenizer, "eos": True}
         )
         catalog.register(str(out), name)
-    scores = pool_scores(folder / "scored", folder / "top")
-    selections = random_selections(catalog, folder / "tokens", settings["seeds"])
-    origins = sorted({doc.origin for doc in docs if doc.label == "good"})
     return Prepared(
         catalog=str(folder / "catalog.duckdb"),
-        tokenizer=tokenizer,
         vocab=vocab,
         classifier={
             "held_out_of_training": trained.metrics,
@@ -158,35 +161,42 @@ def prepare(folder: Path, docs: list[Labelled], settings: dict[str, Any]) -> Pre
                 if key not in ("positive", "negative")  # paths of this machine
             },
             "splits": split_counts,
-            "keep_top_merge": top_stats.get("merges", {}).get("classify"),
+            "keep_top_merges": merges,
         },
-        scores=scores,
-        selections=selections,
-        heldout_origins=origins,
+        scores=pool_scores(folder / "scored", {name: folder / name for name in merges}),
+        selections={
+            name: equal_token_selections(catalog, folder / "tokens", name, settings["seeds"])
+            for name in merges
+        },
+        heldout_origins=sorted({doc.origin for doc in docs if doc.label == "good"}),
     )
 
 
-def pool_scores(scored: Path, top: Path) -> dict[str, Any]:
-    """Every pool document's score (from the annotate run), label, origin, and whether the
-    `keep_top` run kept it."""
+def pool_scores(scored: Path, tops: dict[str, Path]) -> dict[str, Any]:
+    """Every pool document's score (from the annotate run), label and origin, and for each
+    `keep_top` run whether it kept the document."""
     table = duckdb.sql(
-        f"SELECT id, quality_score, label, origin, id IN (SELECT id FROM "
-        f"read_parquet('{top}/part-*.parquet')) AS kept "
-        f"FROM read_parquet('{scored}/part-*.parquet') ORDER BY id"
+        f"SELECT id, quality_score, label, origin FROM read_parquet('{scored}/part-*.parquet') "
+        "ORDER BY id"
     ).fetchnumpy()
+    ids = np.asarray(table["id"])
+    kept = {}
+    for name, top in tops.items():
+        chosen = duckdb.sql(f"SELECT id FROM read_parquet('{top}/part-*.parquet')").fetchnumpy()
+        kept[name] = np.isin(ids, np.asarray(chosen["id"]))
     return {
         "score": np.asarray(table["quality_score"], dtype=np.float64),
         "good": np.asarray(table["label"]) == "good",
         "origin": np.asarray(table["origin"]),
-        "kept": np.asarray(table["kept"], dtype=bool),
+        "kept": kept,
     }
 
 
-def random_selections(catalog: Any, tokens: Path, seeds: int) -> dict[str, Any]:
-    """The top selection, and per seed the random selection of the pool with the same token
+def equal_token_selections(catalog: Any, tokens: Path, top: str, seeds: int) -> dict[str, Any]:
+    """The `top` selection, and per seed the random selection of the pool with the same token
     count (`tokens`: the folder of the datasets' shards)."""
-    target = catalog.select(EVERYTHING, ["top"]).tokens
-    selections: dict[str, Any] = {"top": {"dataset": "top", "where": None, "tokens": target}}
+    target = catalog.select(EVERYTHING, [top]).tokens
+    randoms: dict[int, dict[str, Any]] = {}
     for seed in range(seeds):
         column = f"draw_{seed}"
         ordered = duckdb.sql(
@@ -197,7 +207,7 @@ def random_selections(catalog: Any, tokens: Path, seeds: int) -> dict[str, Any]:
         got = catalog.select(where, ["pool"]).tokens
         if got != target:  # the fill is exact by construction; the catalog must agree
             raise RuntimeError(f"random selection of seed {seed} holds {got} tokens, not {target}")
-        selections[f"random_{seed}"] = {
+        randoms[seed] = {
             "dataset": "pool",
             "where": where,
             "tokens": got,
@@ -206,7 +216,8 @@ def random_selections(catalog: Any, tokens: Path, seeds: int) -> dict[str, Any]:
             "filler_documents": len(fill.fillers),
             "filler_tokens": int(ordered[list(fill.fillers)].sum()),
         }
-    for selection in selections.values():
+    selections = {"top": {"dataset": top, "where": None, "tokens": target}, "random": randoms}
+    for selection in [selections["top"], *randoms.values()]:
         folder = tokens / selection["dataset"]
         selection["composition"] = composition(folder, selection["where"] or EVERYTHING)
     return selections

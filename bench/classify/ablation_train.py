@@ -97,7 +97,9 @@ def train_run(
     )
     steps = settings["steps"]
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"], weight_decay=0.1)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(steps // 20, steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, warmup_cosine(max(1, steps // 20), steps)
+    )
     spec = selection_mixture(catalog, selection, seed, settings)
     dataset = MixtureDataset(spec, dtype="int64", boundaries="none")
     loader = torch_loader(dataset, settings["batch"])
