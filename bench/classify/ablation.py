@@ -39,12 +39,12 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from bench.classify.ablation_corpus import build  # noqa: E402
 from bench.classify.ablation_pipeline import cap_good, prepare  # noqa: E402
+from bench.classify.ablation_plots import plot  # noqa: E402
 from bench.classify.ablation_report import (  # noqa: E402
     LOW_QUALITY,
     classifier_report,
     composition_table,
     loss_table,
-    plot,
     summarize,
 )
 from bench.classify.ablation_train import heldout_sequences, train_run  # noqa: E402
@@ -77,6 +77,7 @@ def arguments() -> argparse.Namespace:
     add("--out", type=Path, default=RESULTS)
     add("--images", type=Path, default=IMAGES)
     add("--work", type=Path, default=DATA)
+    add("--replot", action="store_true", help="only the plots and tables of --out's results")
     return parser.parse_args()
 
 
@@ -91,6 +92,9 @@ def corpus_summary(docs: list) -> dict[str, dict]:
 
 def main() -> None:
     args = arguments()
+    if args.replot:
+        report(json.loads(args.out.read_text()), args.images)
+        return
     started = time.perf_counter()
     docs = cap_good(build(args.work, args.synth_docs, args.man_pages, seed=0), args.good_chars, 0)
     settings = {
@@ -167,19 +171,22 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
-    for path in plot(results, prepared.scores, args.images):
+    report(results, args.images)
+    print(f"written {args.out}", file=sys.stderr)
+
+
+def report(results: dict, images: Path) -> None:
+    """The plots and the tables of a run's results."""
+    for path in plot(results, images):
         print(f"written {path}", file=sys.stderr)
     pool = results["classifier"]["pool"]
     print(f"classifier on the pool: {json.dumps(pool['at_0.5'])}")
     print(f"top selections: {json.dumps(pool['top_selections'])}")
     print(composition_table(results))
-    for experiment in experiments.values():
-        print(
-            f"\nkeep_top {experiment['keep_top']} ({experiment['selections']['top']['tokens']:,} "
-            "tokens a selection)"
-        )
-        print(loss_table(experiment["summary"], origins))
-    print(f"written {args.out}", file=sys.stderr)
+    for experiment in results["experiments"].values():
+        tokens = experiment["selections"]["top"]["tokens"]
+        print(f"\nkeep_top {experiment['keep_top']} ({tokens:,} tokens a selection)")
+        print(loss_table(experiment["summary"], results["heldout_origins"]))
 
 
 if __name__ == "__main__":

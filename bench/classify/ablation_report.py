@@ -1,9 +1,8 @@
-"""The ablation's numbers and plots: the classifier against the labels, the runs' held-out
-losses over seeds (and the paired difference top - random), the docs' tables."""
+"""The ablation's numbers: the classifier against the labels, the runs' held-out losses
+over seeds (and the paired difference top - random), the docs' tables."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,8 @@ GROUPS = {
 def classifier_report(scores: dict[str, Any], merges: dict[str, dict]) -> dict[str, Any]:
     """Precision/recall of the scores on the pool (documents the classifier never saw)
     against the labels: at 0.5, for each `keep_top` selection (`merges`: its merge summary),
-    per origin, and the whole curve."""
+    per origin, along the ranking (the top k documents for 200 values of k), and the
+    histogram of the scores by label."""
     score, good, origin = scores["score"], scores["good"], scores["origin"]
     order = np.argsort(-score, kind="stable")
     hits = np.cumsum(good[order])
@@ -49,8 +49,15 @@ def classifier_report(scores: dict[str, Any], merges: dict[str, dict]) -> dict[s
             "mean_score": float(score[mask].mean()),
             "kept": {top: float(scores["kept"][top][mask].mean()) for top in merges},
         }
+    edges = np.linspace(0.0, 1.0, 41)
+    clipped = np.clip(score, 0.0, 1.0)  # fastText's certain score reads 1.00001
     return {
         "at_0.5": binary_metrics(good, score),
+        "histogram": {
+            "edges": edges.tolist(),
+            "good": np.histogram(clipped[good], edges)[0].tolist(),
+            "bad": np.histogram(clipped[~good], edges)[0].tolist(),
+        },
         "top_selections": tops,
         "by_origin": by_origin,
         "curve": {
@@ -116,84 +123,6 @@ def loss_table(summary: dict[str, Any], origins: list[str]) -> str:
 
 def _cell(stats: dict[str, float], form: str = ".3f") -> str:
     return f"{stats['mean']:{form}} [{stats['min']:{form}}, {stats['max']:{form}}]"
-
-
-def plot(results: dict[str, Any], scores: dict[str, Any], folder: Path) -> list[Path]:
-    """Two PNGs: per `keep_top`, the held-out loss on real and on synthetic clean text of
-    every run over steps, and the paired difference per held-out set; the classifier's
-    precision and recall on the pool, and its scores by label."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    folder.mkdir(parents=True, exist_ok=True)
-    origins, experiments = results["heldout_origins"], results["experiments"]
-    colours = {"random": "tab:orange", "top": "tab:blue"}
-    rows = len(experiments)
-    figure, axes = pyplot.subplots(rows, 3, figsize=(15, 3.8 * rows), squeeze=False)
-    for row, experiment in enumerate(experiments.values()):
-        keep = experiment["keep_top"]
-        for axis, group in zip(axes[row][:2], ("clean_real", "clean_synth"), strict=True):
-            for arm, seeds in experiment["runs"].items():
-                for index, run in enumerate(seeds.values()):
-                    steps = [point["step"] for point in run["curve"]]
-                    values = [with_groups(point, origins)[group] for point in run["curve"]]
-                    label = f"{arm} (a line a seed)" if index == 0 else None
-                    axis.plot(steps, values, color=colours[arm], alpha=0.8, label=label)
-            axis.set_xlabel("step")
-            axis.set_ylabel("held-out loss (nats/token)")
-            axis.set_title(f"keep_top {keep}: {group.replace('_', ' text, ')}")
-            axis.legend()
-        difference = experiment["summary"]["top_minus_random"]
-        names = [*GROUPS, *origins]  # low_quality is in the table: its scale is another
-        means = [difference[n]["mean"] for n in names]
-        low = [difference[n]["mean"] - difference[n]["min"] for n in names]
-        high = [difference[n]["max"] - difference[n]["mean"] for n in names]
-        axis = axes[row][2]
-        bars = ["tab:blue" if mean < 0 else "tab:orange" for mean in means]
-        axis.bar(np.arange(len(names)), means, 0.6, yerr=[low, high], color=bars)
-        axis.axhline(0, color="black", linewidth=0.8)
-        axis.set_xticks(np.arange(len(names)), names, rotation=35, ha="right", fontsize=8)
-        axis.set_ylabel("top - random, final loss")
-        axis.set_title(f"keep_top {keep}: top - random on clean text (seed range)")
-    figure.tight_layout()
-    loss_path = folder / "quality-ablation-loss.png"
-    figure.savefig(loss_path, dpi=100)
-    pyplot.close(figure)
-
-    classifier = results["classifier"]["pool"]
-    curve = classifier["curve"]
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(11, 3.8))
-    left.plot(curve["recall"], curve["precision"], color="tab:blue")
-    at_half = classifier["at_0.5"]
-    points = [("score >= 0.5", at_half, "black")] + [
-        (f"keep_top {top['keep_top']}", top, "tab:red")
-        for top in classifier["top_selections"].values()
-    ]
-    for text, point, colour in points:
-        left.scatter([point["recall"]], [point["precision"]], color=colour, zorder=3)
-        left.annotate(text, (point["recall"], point["precision"]), (-80, -16),
-                      textcoords="offset points")  # fmt: skip
-    left.set_xlabel("recall of good documents")
-    left.set_ylabel("precision")
-    left.set_title("classifier on the pool (never trained on)")
-    bins = np.linspace(0, 1.0001, 41)
-    for label, mask, colour in (("good", scores["good"], "tab:green"),
-                                ("bad", ~scores["good"], "tab:red")):  # fmt: skip
-        right.hist(scores["score"][mask], bins, alpha=0.6, color=colour, label=label)
-    for top in classifier["top_selections"].values():
-        right.axvline(top["cutoff"], color="black", linestyle="--")
-    right.set_yscale("log")
-    right.set_xlabel("score (probability of good); dashed: keep_top cutoffs")
-    right.set_ylabel("documents")
-    right.set_title("scores of the pool's documents by label")
-    right.legend()
-    figure.tight_layout()
-    classifier_path = folder / "quality-ablation-classifier.png"
-    figure.savefig(classifier_path, dpi=110)
-    pyplot.close(figure)
-    return [loss_path, classifier_path]
 
 
 def composition_table(results: dict[str, Any]) -> str:
