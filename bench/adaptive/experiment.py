@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 import time
@@ -40,14 +39,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from mixplane.load import MixtureDataset
-from mixplane.load.adaptive.feedback import Feedback
-from mixplane.load.adaptive.weight_log import trajectories
-from mixplane.load.tools.synthetic import write_catalog
-from mixplane.load.torch import torch_loader
-from mixplane.mix.policy.ado import EARLIER
-
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.tiny_lm import TinyLM, token_losses, warmup_cosine  # noqa: E402
+from mixplane.load import MixtureDataset  # noqa: E402
+from mixplane.load.adaptive.feedback import Feedback  # noqa: E402
+from mixplane.load.adaptive.weight_log import trajectories  # noqa: E402
+from mixplane.load.tools.synthetic import write_catalog  # noqa: E402
+from mixplane.load.torch import torch_loader  # noqa: E402
+from mixplane.mix.policy.ado import EARLIER  # noqa: E402
+
 VOCAB = 256
 SEQ_LEN = 64
 BATCH = 16
@@ -144,34 +146,9 @@ def held_out(sequences: int = 64) -> dict[str, torch.Tensor]:
 # -- the model ---------------------------------------------------------------------------
 
 
-class TinyLM(nn.Module):
-    """A pre-norm causal transformer: 3 layers of width 96, about 390k parameters."""
-
-    def __init__(self, dim: int = 96, layers: int = 3, heads: int = 4):
-        super().__init__()
-        self.embed = nn.Embedding(VOCAB, dim)
-        self.position = nn.Embedding(SEQ_LEN, dim)
-        layer = nn.TransformerEncoderLayer(
-            dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True
-        )
-        self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, VOCAB)
-        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(SEQ_LEN))
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        length = ids.shape[1]
-        x = self.embed(ids) + self.position(torch.arange(length))
-        x = self.blocks(x, mask=self.mask[:length, :length], is_causal=True)
-        return self.head(self.norm(x))
-
-
-def token_losses(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
-    """The unreduced next-token loss, [batch, seq_len - 1]."""
-    logits = model(ids[:, :-1])
-    return nn.functional.cross_entropy(
-        logits.reshape(-1, VOCAB), ids[:, 1:].reshape(-1), reduction="none"
-    ).reshape(ids.shape[0], -1)
+def tiny_lm() -> TinyLM:
+    """The model of every run: 3 layers of width 96, about 390k parameters."""
+    return TinyLM(VOCAB, SEQ_LEN, dim=96, layers=3, heads=4)
 
 
 @torch.no_grad()
@@ -205,11 +182,9 @@ def mixture(catalog: str, weights: str, policy: dict | None, seed: int) -> dict:
 def train(spec: dict, steps: int, eval_every: int, seed: int) -> dict:
     data = held_out()
     torch.manual_seed(seed)
-    model = TinyLM()
+    model = tiny_lm()
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / 100) * 0.5 * (1 + math.cos(math.pi * s / steps))
-    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(100, steps))
     dataset = MixtureDataset(spec, dtype="int64", boundaries="none")
     loader = torch_loader(dataset, BATCH)
     feedback = Feedback(loader) if spec.get("policy") else None
