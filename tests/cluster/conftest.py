@@ -1,6 +1,6 @@
 """The cluster every test of this folder shares: hosts in network namespaces, moto's S3
-server on one, a Ray cluster on three (see `machines.py`). Made once per session, removed
-at its end, whatever happened.
+server on one, a Ray cluster on three (see `machines.py`). Made once, removed after the
+folder's last test, whatever happened.
 
 Where namespaces cannot be made (not root, no iproute2), the tests fail with one line
 saying why; MIXPLANE_SKIP_CLUSTER=1 turns them off.
@@ -25,7 +25,7 @@ def cluster_unavailable(error: Exception) -> str:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory) -> Cluster:
     if os.environ.get(SKIP) == "1":
         pytest.skip(f"{SKIP}=1: the cluster tests are turned off")
@@ -38,3 +38,10 @@ def cluster(tmp_path_factory) -> Cluster:
         yield made
     finally:
         made.stop()
+
+
+@pytest.fixture
+def ray_cluster(cluster: Cluster) -> Cluster:
+    """The cluster with Ray on its three hosts (started again where a test killed it)."""
+    cluster.ensure_ray()
+    return cluster

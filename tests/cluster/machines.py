@@ -21,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+from readme_blocks import readme_block
+
 from cluster.netns import Host, Network
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +31,7 @@ S3_PORT = 9000
 RAY_PORT = 6379
 BUCKET = "my-bucket"
 HOSTS = ("store", "head", "worker1", "worker2")
+RAY_WORKERS = ("worker1", "worker2")
 # Per Ray node: one CPU (one task at a time) and an object store of 80 MB.
 RAY_RESOURCES = {"CPU": 1, "object_store_memory": 80 * 1000 * 1000}
 # A dead node is noticed within a second or two instead of 30.
@@ -50,7 +53,8 @@ def host_env(host: Host, **extra: str) -> dict[str, str]:
         "AWS_DEFAULT_REGION": "us-east-1",
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_OVERRIDE_RESOURCES": json.dumps(RAY_RESOURCES),
-        "MIXPLANE_TEST_HOST": host.name,
+        # gloo finds its interface by the host name, which names the machine, not the host
+        "GLOO_SOCKET_IFNAME": "eth0",
         **RAY_HEALTH,
         **extra,
     }
@@ -160,14 +164,7 @@ class Cluster:
     def run(self, host: str, argv: list[str], **extra: str) -> str:
         """Run `argv` on `host` to its end; its output, or `CommandFailed` with the output
         when it exits with an error."""
-        self.commands += 1
-        log = self.logs / f"{self.commands:03d}-{host}.log"
-        service = Service(self.hosts[host], argv, log, self.env(host, **extra))
-        code = service.wait()
-        if code:
-            tail = service.output[-3000:]
-            raise CommandFailed(f"{host}: {shlex.join(argv)} exited with {code}:\n{tail}")
-        return service.output
+        return self.finish(self.launch(host, argv, **extra))
 
     def shell(self, host: str, script: str, **extra: str) -> str:
         """Run a shell script on `host` (as a user types it, `set -e`)."""
@@ -184,28 +181,63 @@ class Cluster:
         return self.run(host, [sys.executable, "-c", code, *args], **extra)
 
     def up(self, ray: bool = True) -> Cluster:
-        """Make the hosts, start the S3 server (with bucket BUCKET) and the Ray cluster."""
+        """Make the hosts, start the S3 server (with bucket BUCKET) and the Ray cluster;
+        what can start side by side does."""
         self.network.create()
         store = self.hosts["store"]
-        server = self.start(
+        self.s3 = self.start(
             "store",
             [sys.executable, "-m", "moto.server", "-H", store.address, "-p", str(S3_PORT)],
             "s3",
         )
-        server.wait_for(r"Running on http://")
-        self.s3 = server
+        head = self.launch("head", ["bash", "-ec", RAY_HEAD]) if ray else None
+        self.s3.wait_for(r"Running on http://")
         self.python("head", MAKE_BUCKET, BUCKET)
-        if ray:
-            self.start_ray()
+        if head is not None:
+            self.finish(head)
+            self.start_ray_workers(RAY_WORKERS)
         return self
 
-    def start_ray(self, workers: tuple[str, ...] = ("worker1", "worker2")) -> None:
-        """`ray start --head` on the head, `ray start --address` on `workers`, as the
-        README says; returns once every node is alive in the cluster."""
-        self.shell("head", RAY_HEAD)
-        for worker in workers:
-            self.shell(worker, RAY_WORKER)
-        self.wait_for_nodes(1 + len(workers))
+    def start_ray_workers(self, workers: tuple[str, ...]) -> None:
+        """`ray start --address` on `workers`, as the README says, side by side; returns
+        once every node of the cluster is alive."""
+        for started in [self.launch(host, ["bash", "-ec", RAY_WORKER]) for host in workers]:
+            self.finish(started)
+        self.wait_for_nodes(3)
+
+    def launch(self, host: str, argv: list[str], **extra: str) -> Service:
+        """Start a command on `host`, its output in the next numbered log."""
+        self.commands += 1
+        log = self.logs / f"{self.commands:03d}-{host}.log"
+        return Service(self.hosts[host], argv, log, self.env(host, **extra))
+
+    def finish(self, service: Service) -> str:
+        code = service.wait()
+        if code:
+            tail = service.output[-3000:]
+            raise CommandFailed(
+                f"{service.host.name}: {shlex.join(service.argv)} exited with {code}:\n{tail}"
+            )
+        return service.output
+
+    def ensure_ray(self) -> None:
+        """Ray on every worker host again where a test killed it: what is left of such a
+        host is killed (it was lost), then `ray start --address` runs on it."""
+        lost = tuple(host for host in RAY_WORKERS if self.pid_of(host, "raylet") is None)
+        for host in lost:
+            self.network.kill(self.hosts[host])
+        if lost:
+            self.start_ray_workers(lost)
+
+    def pid_of(self, host: str, name: str) -> int | None:
+        """A process of `host` whose command is `name` (as /proc/PID/comm has it)."""
+        for pid in self.hosts[host].pids():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == name:
+                    return pid
+            except OSError:
+                continue
+        return None
 
     def wait_for_nodes(self, count: int) -> None:
         """Until the Ray cluster has `count` nodes alive."""
@@ -214,7 +246,8 @@ class Cluster:
     def s3_requests(self) -> list[tuple[str, str, str]]:
         """Every request the S3 server answered: (client address, method, path)."""
         pattern = re.compile(r'^(\S+) - - \[[^\]]*\] "(\w+) (\S+) HTTP')
-        return [m.groups() for line in self.s3.output.splitlines() if (m := pattern.match(line))]
+        text = re.sub(r"\x1b\[[0-9;]*m", "", self.s3.output)  # the log's colours
+        return [m.groups() for line in text.splitlines() if (m := pattern.match(line))]
 
     def stop(self) -> None:
         """Stop everything that was started and delete the namespaces that were made."""
@@ -230,9 +263,15 @@ class Cluster:
         self.stop()
 
 
-# The README's commands (the cluster test checks that they are these).
-RAY_HEAD = "ray start --head --port=6379"
-RAY_WORKER = "ray start --address=$HEAD:6379"
+def readme_line(marker: str, block_marker: str = "ray start --head") -> str:
+    """The line of the README's bash block holding `block_marker` that holds `marker`."""
+    block = readme_block("bash", block_marker)
+    return next(line for line in block.splitlines() if marker in line)
+
+
+# The README's commands, as written (`$HEAD` is set on every host).
+RAY_HEAD = readme_line("--head")
+RAY_WORKER = readme_line("--address")
 
 MAKE_BUCKET = """
 import sys, boto3

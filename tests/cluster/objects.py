@@ -1,7 +1,7 @@
 """Copying folders to and from the cluster's S3 server, run on a host of the cluster.
 
-    python -m cluster.objects put LOCAL_FOLDER s3://BUCKET/PREFIX
-    python -m cluster.objects get s3://BUCKET/PREFIX LOCAL_FOLDER
+    python -m cluster.objects put LOCAL_FOLDER s3://BUCKET/PREFIX [LOCAL_FOLDER URL ...]
+    python -m cluster.objects get s3://BUCKET/PREFIX LOCAL_FOLDER [URL LOCAL_FOLDER ...]
 
 The endpoint is the environment's AWS_ENDPOINT_URL (as `machines.Cluster.env` sets it).
 """
@@ -13,15 +13,16 @@ import sys
 import s3fs
 
 
-def main(action: str, source: str, target: str) -> None:
+def main(action: str, *pairs: str) -> None:
     fs = s3fs.S3FileSystem()
-    if action == "put":
-        fs.put(source.rstrip("/") + "/", target.removeprefix("s3://"), recursive=True)
-    elif action == "get":
-        fs.get(source.removeprefix("s3://").rstrip("/") + "/", target, recursive=True)
-    else:
-        sys.exit(f"unknown action {action!r}: put or get")
+    for source, target in zip(pairs[::2], pairs[1::2], strict=True):
+        if action == "put":
+            fs.put(source.rstrip("/") + "/", target.removeprefix("s3://"), recursive=True)
+        elif action == "get":
+            fs.get(source.removeprefix("s3://").rstrip("/") + "/", target, recursive=True)
+        else:
+            sys.exit(f"unknown action {action!r}: put or get")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:])

@@ -23,7 +23,8 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in listed.splitlines() if line.strip()}
 
 
-def test_each_host_has_its_address_and_disk_and_reaches_the_others(cluster):
+def test_each_host_has_its_address_and_disk_and_reaches_the_others(ray_cluster):
+    cluster = ray_cluster
     hosts = cluster.hosts
     for name in HOSTS:
         shown = cluster.run(name, ["ip", "-4", "-o", "addr", "show", "eth0"])

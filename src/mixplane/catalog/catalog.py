@@ -22,8 +22,10 @@ from mixplane.catalog.mirror import MetadataMirror
 from mixplane.catalog.predicate import ValidPredicate, check_predicate
 from mixplane.catalog.query import check_unchanged, meta_urls, open_engine, select_version
 from mixplane.catalog.registry import DatasetVersion, Registry, is_null_type
+from mixplane.catalog.remote_file import catalog_to_update
 from mixplane.catalog.selection import Selection
 from mixplane.errors import MixplaneError
+from mixplane.io.atomic import is_local
 
 DEFAULT_CATALOG = "catalog.duckdb"
 # Versions queried side by side: on object storage each query waits on round trips.
@@ -55,8 +57,16 @@ class Catalog:
     def register_verbose(self, folder: str, name: str) -> tuple[DatasetVersion, bool]:
         """Like `register`, also saying whether a new version was created."""
         scan = scan_folder(folder, self.storage_options)
-        with Registry(self.path, writable=True) as registry:
-            return registry.add(scan, name)
+        if is_local(self.path):
+            with Registry(self.path, writable=True) as registry:
+                return registry.add(scan, name)
+        # The registry is closed (its file complete) before the copy is uploaded.
+        with (
+            catalog_to_update(self.path, self.storage_options) as copy,
+            Registry(copy.path, writable=True) as registry,
+        ):
+            version, copy.changed = registry.add(scan, name)
+        return version, copy.changed
 
     def get(self, ref: str) -> DatasetVersion:
         """`NAME` (latest version) or `NAME@N`."""

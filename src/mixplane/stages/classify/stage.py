@@ -81,6 +81,9 @@ class _ClassifyOptions(Stage):
     def provenance(self) -> dict[str, Any]:
         return {"model": self.model, "model_sha256": verified_hash(self.model)}
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        return [(self.model, "classifier model", False)]
+
     def setup(self) -> None:
         if self._classifier is None:
             self._classifier = load_classifier(self.model)

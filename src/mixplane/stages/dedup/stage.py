@@ -67,6 +67,10 @@ class DedupStage(GlobalStage):
     #: only through a chain of pairs (see `clusters.split_into_stars`).
     direct_survivors: ClassVar[bool] = False
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        # The merge's tasks write the index's new generation, on any node.
+        return [(self.index, "dedup index", True)] if self.index else []
+
     def band_count(self) -> int:
         return 1
 
