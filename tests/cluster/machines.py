@@ -34,7 +34,7 @@ HOSTS = ("store", "head", "worker1", "worker2")
 RAY_WORKERS = ("worker1", "worker2")
 # Per Ray node: one CPU (one task at a time) and an object store of 80 MB.
 RAY_RESOURCES = {"CPU": 1, "object_store_memory": 80 * 1000 * 1000}
-# A dead node is noticed within a second or two instead of 30.
+# A node whose raylet died is noticed within two seconds instead of about 30.
 RAY_HEALTH = {"RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3"}
 WAIT_SECONDS = 120  # how long a service may take to come up before the test gives up
 
@@ -150,10 +150,6 @@ class Cluster:
     def ray_address(self) -> str:
         return f"{self.hosts['head'].address}:{RAY_PORT}"
 
-    @property
-    def storage_options(self) -> dict[str, str]:
-        return {"endpoint_url": self.endpoint}
-
     def env(self, host: str, **extra: str) -> dict[str, str]:
         """A process's environment on `host`: the store's endpoint as every host of a
         cluster on an S3-compatible store has it (AWS_ENDPOINT_URL, as boto reads it), and
@@ -198,12 +194,17 @@ class Cluster:
             self.start_ray_workers(RAY_WORKERS)
         return self
 
-    def start_ray_workers(self, workers: tuple[str, ...]) -> None:
+    def start_ray_head(self) -> None:
+        """`ray start --head` on the head, as the README says."""
+        self.shell("head", RAY_HEAD)
+        self.wait_for_nodes(1)
+
+    def start_ray_workers(self, workers: tuple[str, ...], alive: int = 3) -> None:
         """`ray start --address` on `workers`, as the README says, side by side; returns
-        once every node of the cluster is alive."""
+        once the cluster has `alive` nodes alive."""
         for started in [self.launch(host, ["bash", "-ec", RAY_WORKER]) for host in workers]:
             self.finish(started)
-        self.wait_for_nodes(3)
+        self.wait_for_nodes(alive)
 
     def launch(self, host: str, argv: list[str], **extra: str) -> Service:
         """Start a command on `host`, its output in the next numbered log."""

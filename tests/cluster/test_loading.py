@@ -133,3 +133,7 @@ def test_two_hosts_then_three_ranks_after_losing_one(cluster: Cluster, training)
         assert fetched[host] and set(fetched[host].values()) == {1}, fetched[host]
         assert set(downloads(cluster, host, "catalog.duckdb").values()) == {1}
     assert downloads(cluster, "worker1", ".bin") == fetched["worker1"]
+    # One plan per host, in the host's own cache, whatever its ranks and restarts.
+    for host in TRAINERS:
+        plans = cluster.hosts[host].local("/tmp/home/.cache/mixplane/plans")
+        assert len([entry for entry in plans.iterdir() if entry.is_dir()]) == 1
