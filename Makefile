@@ -9,7 +9,7 @@ LEAN := .venv-lean
 LEAN_STAMP := $(LEAN)/.installed
 SOURCES := pyproject.toml setup.py src/mixplane/load/_pieces.c
 
-.PHONY: demo test test-lean lint format bench clean browser
+.PHONY: demo test test-lean lint format bench clean browser netns
 
 # torch is pinned so pip takes the CPU wheel; the [load] extra accepts any recent torch.
 $(STAMP): $(SOURCES)
@@ -35,7 +35,12 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) test-lean browser
+# The cluster tests (tests/cluster) make hosts out of network namespaces: iproute2's `ip`.
+netns:
+	@command -v ip >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; }
+
+test: $(STAMP) test-lean browser netns
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/pytest -q

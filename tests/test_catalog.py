@@ -309,3 +309,44 @@ def test_a_declared_type_wins_over_the_null_type_of_shards_or_datasets_without_v
     assert columns_of([empty_version, other])["score"] == '"NULL"'
     selection = catalog.select("score IS NULL OR score > 0.45", ["empty", "typed", "other"])
     assert [part.documents for part in selection] == [20, 5, 5]
+
+
+def test_registering_into_a_catalog_on_object_storage(s3_bucket, tmp_path: Path):
+    """A catalog at an s3:// URL is downloaded, registered into and uploaded; registering
+    unchanged data uploads nothing; a catalog changed meanwhile is not overwritten."""
+    import s3fs
+
+    from mixplane.catalog import remote_file
+
+    bucket, options = s3_bucket
+    fs = s3fs.S3FileSystem(**options)
+    for name, seed in (("web", 0), ("wiki", 5)):
+        write_metadata_shards(f"s3://{bucket}/{name}", [random_properties(30, seed=seed)],
+                              storage_options=options)  # fmt: skip
+    remote = Catalog(f"s3://{bucket}/catalog.duckdb", storage_options=options)
+    assert remote.register_verbose(f"s3://{bucket}/web", "web")[0].ref == "web@1"
+    assert remote.register_verbose(f"s3://{bucket}/wiki", "wiki")[0].ref == "wiki@1"
+    stamp = fs.info(f"{bucket}/catalog.duckdb")["ETag"]
+    assert remote.register_verbose(f"s3://{bucket}/web", "web")[1] is False
+    assert fs.info(f"{bucket}/catalog.duckdb")["ETag"] == stamp
+    fs.get_file(f"{bucket}/catalog.duckdb", str(tmp_path / "copy.duckdb"))
+    local = Catalog(tmp_path / "copy.duckdb", storage_options=options)
+    assert [version.ref for version in local.versions()] == ["web@1", "wiki@1"]
+    # Another register uploads while this one works on its copy: this one refuses.
+    write_metadata_shards(f"s3://{bucket}/web2", [random_properties(20, seed=9)],
+                          storage_options=options)  # fmt: skip
+    local.register(f"s3://{bucket}/web2", "web2")
+    refused = pytest.raises(MixplaneError, match="changed while this register ran")
+    with refused, remote_file.catalog_to_update(remote.path, options) as copy:
+        fs.put_file(str(tmp_path / "copy.duckdb"), f"{bucket}/catalog.duckdb")
+        copy.changed = True
+    assert [version.ref for version in remote_versions(fs, bucket, tmp_path)] == [
+        "web@1",
+        "web2@1",
+        "wiki@1",
+    ]
+
+
+def remote_versions(fs, bucket: str, folder: Path) -> list:
+    fs.get_file(f"{bucket}/catalog.duckdb", str(folder / "now.duckdb"))
+    return Catalog(folder / "now.duckdb").versions()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -305,8 +308,9 @@ def test_metadata_survives_and_the_stages_compose_with_ordinary_ones(tmp_path: P
     assert {"dup_cluster_id", "dup_cluster_size"} <= set(table.column_names)
 
 
-def test_dedup_writes_to_object_storage_like_to_disk(s3_bucket, tmp_path: Path):
+def test_dedup_writes_to_object_storage_like_to_disk(s3_bucket, tmp_path: Path, caplog):
     bucket, options = s3_bucket
+    caplog.set_level(logging.INFO, logger="werkzeug")  # the S3 server's request log
     near_corpus(tmp_path, seed=6)
     config = {
         "input": str(tmp_path / "raw" / "*" / "*.jsonl"),
@@ -325,3 +329,11 @@ def test_dedup_writes_to_object_storage_like_to_disk(s3_bucket, tmp_path: Path):
         assert path.read_bytes() == (tmp_path / "downloaded" / path.name).read_bytes()
     assert not fs.exists(f"{bucket}/out/_work")
     assert fs.exists(f"{bucket}/index/index.json")
+    # A merge downloads each task's run once (a second time to copy it into the index), not
+    # once per band and key slice, as it reads a local run's slices.
+    runs = Counter(
+        match.group(1)
+        for record in caplog.records
+        if (match := re.search(r"GET (/[^ ?]*/collect/task-\d+\.run)[ ?]", record.getMessage()))
+    )
+    assert runs and max(runs.values()) <= 2, runs

@@ -362,3 +362,19 @@ def test_shard_reader_needs_no_dataset(workspace: Path, tmp_path: Path):
     assert len(shard) == 160 and shard.dtype == np.uint16
     assert sum(len(shard.document(i)) for i in range(len(shard))) == shard.n_tokens
     shard.verify()
+
+
+def test_workers_tokenize_with_the_tokenizer_the_run_loaded(workspace: Path, tmp_path: Path):
+    """The tokenizer travels with the tasks: a worker that cannot see the file the config
+    names (another host's disk; here, removed once the run has loaded it) tokenizes all the
+    same, into the shards a run with the file gives."""
+    base = {"input": str(workspace / "clean"), "eos": True, "workers": 2}
+    kept = tokenize_dataset(
+        base | {"output": str(tmp_path / "kept"), "tokenizer": str(workspace / "tokenizer.json")}
+    )
+    vanishing = tmp_path / "tokenizer.json"
+    vanishing.write_bytes((workspace / "tokenizer.json").read_bytes())
+    config = base | {"output": str(tmp_path / "gone"), "tokenizer": str(vanishing)}
+    gone = tokenize_dataset(config, on_planned=lambda tasks: vanishing.unlink())
+    assert not vanishing.exists() and gone.stats["tokens"] == kept.stats["tokens"] > 0
+    assert digests(tmp_path / "gone") == digests(tmp_path / "kept")

@@ -30,8 +30,10 @@ from mixplane.catalog.query import (
     select_version,
 )
 from mixplane.catalog.registry import DatasetVersion, Registry, is_null_type
+from mixplane.catalog.remote_file import catalog_to_update
 from mixplane.catalog.selection import Selection
 from mixplane.errors import MixplaneError
+from mixplane.io.atomic import is_local
 
 DEFAULT_CATALOG = "catalog.duckdb"
 # Versions queried side by side: on object storage each query waits on round trips.
@@ -63,8 +65,16 @@ class Catalog:
     def register_verbose(self, folder: str, name: str) -> tuple[DatasetVersion, bool]:
         """Like `register`, also saying whether a new version was created."""
         scan = scan_folder(folder, self.storage_options)
-        with Registry(self.path, writable=True) as registry:
-            return registry.add(scan, name)
+        if is_local(self.path):
+            with Registry(self.path, writable=True) as registry:
+                return registry.add(scan, name)
+        # The registry is closed (its file complete) before the copy is uploaded.
+        with (
+            catalog_to_update(self.path, self.storage_options) as copy,
+            Registry(copy.path, writable=True) as registry,
+        ):
+            version, copy.changed = registry.add(scan, name)
+        return version, copy.changed
 
     def add_column(
         self, source: DatasetVersion, column: AddedColumn

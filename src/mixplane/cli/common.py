@@ -59,6 +59,13 @@ def _root() -> None:
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
+RAY_ADDRESS_OPTION = typer.Option(
+    None,
+    "--ray-address",
+    help="With --executor ray: the Ray cluster to run on (HEAD:6379, as `ray start --head` "
+    "printed); default: a Ray of this machine's own.",
+    show_default=False,
+)
 STORAGE_OPTION = typer.Option(
     None,
     "--storage-options",

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from mixplane.cli.common import (
     JSON_OPTION,
+    RAY_ADDRESS_OPTION,
     STORAGE_OPTION,
     console,
     print_json,
@@ -39,6 +40,7 @@ def process(
     ),
     workers: int | None = typer.Option(None, "--workers", "-w", help="Parallel tasks."),
     executor: str | None = typer.Option(None, "--executor", help="'local' or 'ray'."),
+    ray_address: str | None = RAY_ADDRESS_OPTION,
     allow_mostly_quarantined: bool = typer.Option(
         False,
         "--allow-mostly-quarantined",
@@ -78,6 +80,7 @@ def process(
     from mixplane.process.pipeline import Pipeline
 
     overrides = {"output": output, "workers": workers, "executor": executor}
+    overrides["ray_address"] = ray_address
     overrides["allow_mostly_quarantined"] = allow_mostly_quarantined or None
     overrides["max_stage_errors"] = max_stage_errors
     overrides["storage_options"] = storage_options(storage) or None

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from mixplane.cli.common import (
     JSON_OPTION,
+    RAY_ADDRESS_OPTION,
     STORAGE_OPTION,
     console,
     print_json,
@@ -38,6 +39,7 @@ def tokenize(
     batch_size: int = typer.Option(1000, "--batch-size", help="Documents per encode call."),
     workers: int = typer.Option(1, "--workers", "-w", help="Parallel tasks (one per file)."),
     executor: str = typer.Option("local", "--executor", help="'local' or 'ray'."),
+    ray_address: str | None = RAY_ADDRESS_OPTION,
     shard_size_mb: float = typer.Option(
         256.0, "--shard-size-mb", help="Target size of each shard's token file."
     ),
@@ -72,6 +74,7 @@ def tokenize(
             "batch_size": batch_size,
             "workers": workers,
             "executor": executor,
+            "ray_address": ray_address,
             "shard_size_mb": shard_size_mb,
             "group_by": group_by,
             "storage_options": storage_options(storage),
@@ -113,6 +116,7 @@ def train_tokenizer_command(
         None, "--max-documents", help="Train on the first N documents only."
     ),
     text_key: str = typer.Option("text", "--text-key", help="Field holding the text."),
+    storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Train a byte-level BPE tokenizer and save it as a tokenizer.json."""
@@ -121,7 +125,12 @@ def train_tokenizer_command(
 
     specs = [InputConfig(path=path, text_key=text_key) for path in input]
     summary = train_tokenizer(
-        specs, vocab_size, out, min_frequency=min_frequency, max_documents=max_documents
+        specs,
+        vocab_size,
+        out,
+        min_frequency=min_frequency,
+        max_documents=max_documents,
+        storage_options=storage_options(storage),
     )
     if as_json:
         print_json(summary)

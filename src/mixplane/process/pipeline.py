@@ -15,12 +15,13 @@ from mixplane.errors import MostlyQuarantinedError, StageErrorsError
 from mixplane.io.atomic import join_url, remove_stale_temporaries, write_bytes
 from mixplane.manifest import file_fingerprint, find_parent_manifests, write_manifest
 from mixplane.process.config import PipelineConfig
-from mixplane.process.executors import ExecutorSettings, execute
+from mixplane.process.executors import ExecutorSettings, execute, ray_session
 from mixplane.process.harmonize import harmonize
 from mixplane.process.outcome import mostly_quarantined, stage_errors_message
 from mixplane.process.runner import load_stages, run_task
 from mixplane.process.segment_plan import plan_segments
 from mixplane.process.segments import remove_work, run_segments
+from mixplane.process.shared_paths import NodePath, check_nodes_see, stage_modules
 from mixplane.process.sources import check_declared_sources, check_stage_sources
 from mixplane.process.stats import merge_stats
 from mixplane.process.tasks import Task, plan_tasks, scan_inputs
@@ -56,8 +57,8 @@ class Pipeline:
     def __init__(self, config: PipelineConfig):
         self.config = config
         # Build every stage now so a bad name or option fails before any work starts.
-        stages = [spec.build() for spec in config.stages]
-        self.is_global = [isinstance(stage, GlobalStage) for stage in stages]
+        self.stages = [spec.build() for spec in config.stages]
+        self.is_global = [isinstance(stage, GlobalStage) for stage in self.stages]
         config.stage_records()  # a model that fails its hash check fails now, too
         check_declared_sources(config)
 
@@ -69,6 +70,21 @@ class Pipeline:
         files = scan_inputs(self.config.input, self.config.storage_options)
         check_stage_sources(self.config, files)
         return plan_tasks(files, int(self.config.task_size_mb * (1 << 20)))
+
+    def node_paths(self, tasks: list[Task]) -> list[NodePath]:
+        """The paths every host running tasks must see: the output, each input's first
+        file, and the files the stages open."""
+        paths = [NodePath(self.config.output, "output", writes=True)]
+        firsts = {}
+        for task in tasks:
+            firsts.setdefault(task.input_index, task.shards[0].url)
+        paths += [NodePath(url, "input file") for url in firsts.values()]
+        for stage in self.stages:
+            paths += [NodePath(*item) for item in stage.node_paths()]
+        return paths
+
+    def stage_modules(self) -> list[str]:
+        return stage_modules([spec.name for spec in self.config.stages])
 
     def run(
         self,
@@ -96,13 +112,15 @@ class Pipeline:
             load_stages(config)
         settings = ExecutorSettings(config.workers, config.executor, config.ray_address)
         merges, skipped_by_segment = None, None
-        if any(self.is_global):
-            segments = plan_segments(self.is_global)
-            results, merges, skipped_by_segment = run_segments(
-                config, segments, tasks, settings, on_done, on_phase
-            )
-        else:
-            results = execute(run_task, tasks, config, settings, on_done)
+        with ray_session(settings):
+            check_nodes_see(self.node_paths(tasks), self.stage_modules(), settings)
+            if any(self.is_global):
+                segments = plan_segments(self.is_global)
+                results, merges, skipped_by_segment = run_segments(
+                    config, segments, tasks, settings, on_done, on_phase
+                )
+            else:
+                results = execute(run_task, tasks, config, settings, on_done)
         results = harmonize(config, results)
         stats = merge_stats([result["stats"] for result in results])
         # Tasks that reused work a former run completed (in any segment).

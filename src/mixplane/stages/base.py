@@ -67,6 +67,13 @@ class Stage(BaseModel):
         stages."""
         return {}
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        """Files and folders the stage's workers open besides the run's inputs and output,
+        as `(path, what it is, whether they write into it)`: a run on a Ray cluster checks
+        that every node sees the local ones (`process.shared_paths`). Empty for most
+        stages."""
+        return []
+
 
 class FunctionStage(Stage):
     """Wraps a plain function `f(doc) -> Document | Drop | bool | None` as a stage.
@@ -102,6 +109,9 @@ class SourceScoped(Stage):
 
     def provenance(self) -> dict[str, Any]:
         return self.inner.provenance()
+
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        return self.inner.node_paths()
 
     def apply(self, doc: Document) -> Result:
         return self.inner.apply(doc) if doc.source in self.sources else doc

@@ -22,6 +22,9 @@ class Embedded:
     file_name: str
     content: bytes
 
+    def __repr__(self) -> str:  # short: it keys caches of loaded tokenizers
+        return f"Embedded({self.file_name!r}, xxh3_128:{xxhash.xxh3_128_hexdigest(self.content)})"
+
 
 class Tokenizer(ABC):
     """A loaded tokenizer.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.urls import url_filesystem
 from mixplane.tokenize.backends import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
-from mixplane.tokenize.base import Tokenizer
+from mixplane.tokenize.base import Embedded, Tokenizer
 
 if TYPE_CHECKING:
     from mixplane.store.dataset import TokenizedDataset
@@ -35,18 +35,24 @@ def load_tokenizer(
     eos_token: str | None = None,
     threads: int | None = None,
     storage_options: dict | None = None,
+    saved: Embedded | None = None,
 ) -> Tokenizer:
     """Load the tokenizer `spec` names; `bos`/`eos` choose the ids added around documents.
 
     `threads=1` keeps the library single-threaded (for one worker process per core); None
-    lets it use every core.
+    lets it use every core. `saved`: the tokenizer's file as `Tokenizer.embedded()` gave it,
+    used instead of resolving `spec` again (a worker on another host may not see the file
+    `spec` names, nor reach the hub).
 
     Example:
         >>> tokenizer = load_tokenizer("tokenizer.json", eos=True)  # doctest: +SKIP
         >>> tokenizer.eos_id  # doctest: +SKIP
         0
     """
-    tokenizer = _load(spec, threads, storage_options or {})
+    if saved is not None:
+        tokenizer = _from_content(spec, saved.file_name, saved.content, threads)
+    else:
+        tokenizer = _load(spec, threads, storage_options or {})
     if bos or bos_token is not None:
         tokenizer.resolve_special("bos", bos_token)
     if eos or eos_token is not None:
@@ -100,7 +106,11 @@ def _load(spec: str, threads: int | None, storage_options: dict) -> Tokenizer:
 
 def _from_file(spec: str, fs, path: str, threads: int | None) -> Tokenizer:
     with fs.open(path, "rb") as handle:
-        content = handle.read()
+        return _from_content(spec, path, handle.read(), threads)
+
+
+def _from_content(spec: str, path: str, content: bytes, threads: int | None) -> Tokenizer:
+    """The tokenizer in `content`, the bytes of the file `path` (`.model`: SentencePiece)."""
     if path.endswith(".model"):
         try:
             return SentencePieceTokenizer(spec, content, threads)

@@ -20,7 +20,8 @@ import xxhash
 
 from mixplane.io.atomic import join_url, remove_stale_temporaries, write_bytes
 from mixplane.manifest import find_parent_manifests, write_manifest
-from mixplane.process.executors import ExecutorSettings, execute
+from mixplane.process.executors import ExecutorSettings, execute, ray_session
+from mixplane.process.shared_paths import NodePath, check_nodes_see
 from mixplane.store.format import FILE_SUFFIXES, FORMAT_NAME, FORMAT_VERSION, token_dtype
 from mixplane.tokenize.config import TokenizeConfig
 from mixplane.tokenize.inputs import find_input_files
@@ -43,6 +44,18 @@ def plan(config: TokenizeConfig) -> list[TokenizeTask]:
     return [TokenizeTask(index, file) for index, file in enumerate(files)]
 
 
+def node_paths(config: TokenizeConfig, tasks: list[TokenizeTask]) -> list[NodePath]:
+    """What every host running tasks must see: the output and each input's first file
+    (the tokenizer travels with the tasks)."""
+    firsts: dict[int, str] = {}
+    for task in tasks:
+        firsts.setdefault(task.file.input_index, task.file.url)
+    return [
+        NodePath(config.output, "output", writes=True),
+        *(NodePath(url, "input file") for url in firsts.values()),
+    ]
+
+
 def tokenize_dataset(
     config: TokenizeConfig | dict[str, Any],
     on_planned: Callable[[list[TokenizeTask]], None] | None = None,
@@ -57,18 +70,21 @@ def tokenize_dataset(
     # Load here first: a bad spec or missing BOS/EOS fails before any task starts.
     probe = TokenizeContext(config, "", threads)
     tokenizer = task_tokenizer(probe)
-    context = TokenizeContext(config, config.outputs_hash(tokenizer.fingerprint()), threads)
+    saved = tokenizer.embedded()
+    config_hash = config.outputs_hash(tokenizer.fingerprint())
+    context = TokenizeContext(config, config_hash, threads, saved)
     remove_stale_temporaries(config.output)  # what a killed run was writing
     tasks = plan(config)
     if on_planned:
         on_planned(tasks)
     settings = ExecutorSettings(config.workers, config.executor, config.ray_address)
-    results = execute(run_tokenize_task, tasks, context, settings, on_done)
+    with ray_session(settings):
+        check_nodes_see(node_paths(config, tasks), [], settings)
+        results = execute(run_tokenize_task, tasks, context, settings, on_done)
     options = config.storage_options
 
     describe = tokenizer.describe() | {"dtype": token_dtype(tokenizer.vocab_size).name}
     outputs = []
-    saved = tokenizer.embedded()
     if saved is not None:
         write_bytes(join_url(config.output, saved.file_name), saved.content, options)
         describe["file"] = saved.file_name

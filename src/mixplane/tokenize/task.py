@@ -26,7 +26,7 @@ from mixplane.process.sinks import QUARANTINE_SCHEMA
 from mixplane.process.tasks import InputFile
 from mixplane.store.format import parse_stem, strip_suffix, token_dtype
 from mixplane.store.writer import TaskShardWriter
-from mixplane.tokenize.base import Tokenizer
+from mixplane.tokenize.base import Embedded, Tokenizer
 from mixplane.tokenize.config import TokenizeConfig
 from mixplane.tokenize.inputs import read_batches
 from mixplane.tokenize.load import cached_tokenizer
@@ -42,11 +42,14 @@ class TokenizeTask:
 
 @dataclass(frozen=True)
 class TokenizeContext:
-    """What every task needs; picklable, sent once to each worker."""
+    """What every task needs; picklable, sent once to each worker. `saved`: the tokenizer's
+    file as the run loaded it, so workers on other hosts need not see the file the config
+    names (None: load by the spec, as for tiktoken's named encodings)."""
 
     config: TokenizeConfig
     config_hash: str
     threads: int | None
+    saved: Embedded | None = None
 
 
 def marker_url(output: str, index: int) -> str:
@@ -63,6 +66,7 @@ def task_tokenizer(context: TokenizeContext) -> Tokenizer:
         eos_token=config.eos_token,
         threads=context.threads,
         storage_options=config.storage_options,
+        saved=context.saved,
     )
 
 

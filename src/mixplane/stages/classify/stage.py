@@ -94,6 +94,9 @@ class _ClassifyOptions(Stage):
             record["encoder_sha256"] = verified_encoder(self.model, description)
         return record
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        return [(self.model, "classifier model", False)]
+
     def setup(self) -> None:
         self._load()
 

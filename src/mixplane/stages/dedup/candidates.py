@@ -49,6 +49,9 @@ class MergePlan:
     rechecked: np.ndarray | None = None
     #: Neighbours on each side the second pass pairs a rechecked node with.
     window: int = RECHECK_WINDOW
+    #: Names this merge: a process keeps the remote runs it downloaded for it
+    #: (`runs.load_arrays`).
+    scope: str = ""
 
     @property
     def offsets(self) -> np.ndarray:
@@ -97,7 +100,7 @@ def unit_keys(unit: tuple[int, int], plan: MergePlan) -> tuple[np.ndarray, np.nd
     for number, run in enumerate(plan.runs):
         if run.keyed == 0:
             continue
-        keys, rows = key_range(run, band, low, high, plan.storage_options)
+        keys, rows = key_range(run, band, low, high, plan.storage_options, plan.scope)
         all_keys.append(keys)
         all_nodes.append(rows.astype(np.int64) + offsets[number])
     if not all_nodes:
@@ -218,7 +221,8 @@ def signatures_of(nodes: np.ndarray, plan: MergePlan) -> np.ndarray:
     run_of = np.searchsorted(offsets, nodes, side="right") - 1
     result: np.ndarray | None = None
     for number in np.unique(run_of).tolist():
-        signatures = load_arrays(plan.runs[number].url("run"), plan.storage_options)["sigs"]
+        run = plan.runs[number]
+        signatures = load_arrays(run.url("run"), plan.storage_options, plan.scope)["sigs"]
         if result is None:
             result = np.empty((len(nodes), signatures.shape[1]), dtype=np.uint32)
         chosen = run_of == number

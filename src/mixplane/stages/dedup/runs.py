@@ -10,13 +10,17 @@ A run is two files sharing a prefix:
 - `PREFIX.ids.parquet`: the `id` and `source` of every document, in row order.
 
 Local runs are memory-mapped (and the mappings reused within a process), so a merge
-touches only the slices it needs.
+touches only the slices it needs. A run on object storage is downloaded whole; within one
+merge (its `scope`) a process keeps the runs it downloaded, up to `REMOTE_CACHE_BYTES`,
+least recently used first out: a merge reads every run once per unit (band and key slice),
+which on object storage was a download of every run per unit.
 """
 
 from __future__ import annotations
 
 import io
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +35,10 @@ from mixplane.io.urls import url_filesystem
 HEADER = 256
 _MAGIC = "mixplane-dedup-run"
 _mapped: dict[tuple[str, int, int], dict[str, np.ndarray]] = {}
+REMOTE_CACHE_BYTES = 512 << 20
+# (scope, url) -> arrays, least recently used first; a scope is one merge, so a run file
+# rewritten by a later run (same URL, other inputs) is never served from an older merge.
+_downloaded: OrderedDict[tuple[str, str], tuple[dict[str, np.ndarray], int]] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,9 @@ def save_arrays(url: str, keys: np.ndarray, rows: np.ndarray, signatures, option
             handle.write(np.ascontiguousarray(array, dtype=dtype).tobytes())
 
 
-def load_arrays(url: str, options: dict[str, Any]) -> dict[str, np.ndarray]:
-    """A run's arrays: `keys`, `rows` and `sigs` (memory-mapped when local)."""
+def load_arrays(url: str, options: dict[str, Any], scope: str = "") -> dict[str, np.ndarray]:
+    """A run's arrays: `keys`, `rows` and `sigs` (memory-mapped when local; downloaded
+    once per process within a merge's `scope` when remote, or on every call without one)."""
     if is_local(url):
         path = local_path(url)
         status = os.stat(path)
@@ -70,10 +79,19 @@ def load_arrays(url: str, options: dict[str, Any]) -> dict[str, np.ndarray]:
             data = np.memmap(path, dtype=np.uint8, mode="r")
             _mapped[cache_key] = _split(data, header)
         return _mapped[cache_key]
+    if (scope, url) in _downloaded:
+        _downloaded.move_to_end((scope, url))
+        return _downloaded[(scope, url)][0]
     fs, path = url_filesystem(url, options)
     with fs.open(path, "rb") as handle:
         data = np.frombuffer(handle.read(), dtype=np.uint8)
-    return _split(data, orjson.loads(bytes(data[:HEADER])))
+    arrays = _split(data, orjson.loads(bytes(data[:HEADER])))
+    if scope and data.nbytes <= REMOTE_CACHE_BYTES:
+        _downloaded[(scope, url)] = (arrays, data.nbytes)
+        held = sum(size for _, size in _downloaded.values())
+        while held > REMOTE_CACHE_BYTES:
+            held -= _downloaded.popitem(last=False)[1][1]
+    return arrays
 
 
 def _split(data: np.ndarray, header: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -158,9 +176,9 @@ def read_ids(run: Run, storage_options: dict[str, Any]) -> pa.Table:
         return pq.read_table(handle)
 
 
-def key_range(run: Run, band: int, low: int, high: int, storage_options) -> tuple:
+def key_range(run: Run, band: int, low: int, high: int, storage_options, scope: str = "") -> tuple:
     """Keys `(width, k)` and rows `(k,)` of `band` whose first word is in `[low, high)`."""
-    arrays = load_arrays(run.url("run"), storage_options)
+    arrays = load_arrays(run.url("run"), storage_options, scope)
     keys = arrays["keys"][band]
     first = keys[0]
     start = int(np.searchsorted(first, np.uint64(low), side="left")) if low > 0 else 0

@@ -9,6 +9,7 @@ documents are then filtered in the same order they were collected.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -67,6 +68,10 @@ class DedupStage(GlobalStage):
     #: only through a chain of pairs (see `clusters.split_into_stars`).
     direct_survivors: ClassVar[bool] = False
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        # The merge's tasks write the index's new generation, on any node.
+        return [(self.index, "dedup index", True)] if self.index else []
+
     def band_count(self) -> int:
         return 1
 
@@ -96,7 +101,8 @@ class DedupStage(GlobalStage):
 
     def merge(self, work: WorkArea, tasks: list[int], run: MergeRun) -> dict[str, Any]:
         options = work.storage_options
-        task_runs = [_task_run(work, task) for task in tasks]
+        scope = uuid.uuid4().hex  # this merge, for the runs processes keep (`load_arrays`)
+        task_runs = [_task_run(work, task, scope) for task in tasks]
         index = DedupIndex(self.index, self.index_params(), options) if self.index else None
         index_runs = index.runs(excluding=run.run_id) if index else []
         runs = task_runs + index_runs
@@ -110,6 +116,7 @@ class DedupStage(GlobalStage):
             self.verify_cutoff(),
             options,
             window=self.recheck_window(),
+            scope=scope,
         )
         parallel = keys * self.band_count() >= PARALLEL_KEYS
         mapper = run.map if parallel else _in_process
@@ -206,13 +213,13 @@ def _in_process(function, items: list, context) -> list:
     return [function(item, context) for item in items]
 
 
-def _task_run(work: WorkArea, task: int) -> Run:
+def _task_run(work: WorkArea, task: int, scope: str) -> Run:
     prefix = work.url("collect", f"task-{task:05d}")
     probe = Run(prefix, 0, 0)
     fs, path = url_filesystem(probe.url("ids"), work.storage_options)
     with fs.open(path, "rb") as handle:
         documents = pq.read_metadata(handle).num_rows
-    keyed = load_arrays(probe.url("run"), work.storage_options)["keys"].shape[2]
+    keyed = load_arrays(probe.url("run"), work.storage_options, scope)["keys"].shape[2]
     return Run(prefix, documents, keyed)
 
 

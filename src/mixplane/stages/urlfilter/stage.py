@@ -131,6 +131,13 @@ class UrlFilter(Stage):
     def setup(self) -> None:
         self.rules()
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        return [
+            (path, f"{name.replace('_', ' ')} list", False)
+            for name in LIST_NAMES
+            for path in getattr(self, f"{name}_files")
+        ]
+
     def rules(self) -> UrlRules:
         """The lists, read and normalized once per worker."""
         if self._rules is None:
