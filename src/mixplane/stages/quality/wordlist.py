@@ -143,6 +143,10 @@ class WordList(QualityFilter):
         self.terms()
         return {"lists_sha256": self._digest}
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        files = [entry if isinstance(entry, str) else entry.path for entry in self.paths]
+        return [(path, "block list", False) for path in files]
+
     def prefix(self) -> str:
         return f"{self.label}_"
 

@@ -124,6 +124,9 @@ class SemanticDedup(GlobalStage):
     def provenance(self) -> dict[str, Any]:
         return {"encoder": self.encoder, "encoder_sha256": folder_sha256(self.encoder)}
 
+    def node_paths(self) -> list[tuple[str, str, bool]]:
+        return [(self.encoder, "text encoder", False)]
+
     def load(self) -> Encoder:
         return load_encoder(self.encoder, max_length=self.max_length)
 
