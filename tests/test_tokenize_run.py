@@ -368,10 +368,11 @@ def test_workers_tokenize_with_the_tokenizer_the_run_loaded(workspace: Path, tmp
     """The tokenizer travels with the tasks: a worker that cannot see the file the config
     names (another host's disk; here, removed once the run has loaded it) tokenizes all the
     same, into the shards a run with the file gives."""
-    base = {"input": str(workspace / "clean"), "eos": True, "workers": 2}
+    base = {"input": str(workspace / "clean"), "eos": True}
     kept = tokenize_dataset(
         base | {"output": str(tmp_path / "kept"), "tokenizer": str(workspace / "tokenizer.json")}
     )
+    base["workers"] = 2  # tasks in processes of their own
     vanishing = tmp_path / "tokenizer.json"
     vanishing.write_bytes((workspace / "tokenizer.json").read_bytes())
     config = base | {"output": str(tmp_path / "gone"), "tokenizer": str(vanishing)}

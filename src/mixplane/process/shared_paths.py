@@ -71,13 +71,13 @@ def probe_node(expected: list[tuple[str, str, Any]], modules: list[str]) -> list
     return problems
 
 
-def check_nodes_see(paths: list[NodePath], modules: list[str], settings: ExecutorSettings):
+def check_nodes_see(paths: list[NodePath], modules: list[str], settings: ExecutorSettings) -> None:
     """On a Ray cluster (an address was given), check every node with CPUs sees `paths`
     as this process does and imports `modules`; raise `ConfigError` with the first
     problem otherwise. Call it inside `ray_session(settings)`."""
-    local = [item for item in paths if is_local(item.path)]
     if settings.executor != "ray" or settings.ray_address is None:
         return
+    local = [item for item in paths if is_local(item.path)]
     if not local and not modules:
         return
     import ray
