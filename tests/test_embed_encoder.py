@@ -74,3 +74,15 @@ def test_a_missing_or_broken_folder_is_a_clear_error(tmp_path):
     weights.write_bytes(weights.read_bytes()[:1000])
     with pytest.raises(ConfigError, match="cannot load the encoder"):
         load_encoder(truncated)
+
+
+def test_embedding_leaves_the_callers_thread_count_alone():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        load_encoder(MODEL, threads=1).embed(TEXTS[:2])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

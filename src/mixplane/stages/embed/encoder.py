@@ -160,7 +160,6 @@ class Encoder:
         self.sha256 = folder_sha256(folder)
         torch, transformers = _require_libraries()
         self._torch = torch
-        torch.set_num_threads(threads)
         try:
             self._tokenizer = transformers.AutoTokenizer.from_pretrained(
                 self.folder, local_files_only=True
@@ -186,15 +185,20 @@ class Encoder:
         # Texts of similar length share a batch, so little of it is padding; the order is a
         # function of the texts alone, so the batches (and the vectors) are too.
         order = np.argsort([-len(text) for text in texts], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
-            out[rows] = self._embed_batch([texts[row] for row in rows])
+        # The thread count is the encoder's only while it runs: a training process that
+        # scores a few texts keeps its own.
+        caller_threads = self._torch.get_num_threads()
+        self._torch.set_num_threads(self.threads)
+        try:
+            for start in range(0, len(texts), batch_size):
+                rows = order[start : start + batch_size]
+                out[rows] = self._embed_batch([texts[row] for row in rows])
+        finally:
+            self._torch.set_num_threads(caller_threads)
         return out
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         torch = self._torch
-        if torch.get_num_threads() != self.threads:  # a library in between may have changed it
-            torch.set_num_threads(self.threads)
         inputs = self._tokenizer(
             [text.encode("utf-8", "replace").decode("utf-8") for text in texts],
             padding=True,
