@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -32,7 +33,28 @@ from pathlib import Path
 SUBNET = "10.77.0"
 PREFIX_LENGTH = 24
 # The command line run inside a host: its folder mounted over /tmp, then the program.
-_ENTER = 'mount --bind "$0" /tmp && mkdir -p /tmp/home && cd /tmp && exec "$@"'
+_ENTER = 'mount --rbind "$0" /tmp && mkdir -p /tmp/home && cd /tmp && exec "$@"'
+
+
+def _kept_in_tmp() -> list[Path]:
+    """The project and its Python when they live under /tmp (a checkout there): the host's
+    /tmp would hide them, so they are mounted into its disk first, at the same place."""
+    project = Path(__file__).resolve().parents[2]
+    places = {project, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    tmp = Path("/tmp").resolve()
+    return sorted(place for place in places if place.is_relative_to(tmp))
+
+
+def enter_script() -> str:
+    """`_ENTER`, after binding what `_kept_in_tmp` names into the host's disk ("$0")."""
+    tmp = Path("/tmp").resolve()
+    binds = ""
+    for place in _kept_in_tmp():
+        inside = shlex.quote(str(place.relative_to(tmp)))
+        binds += (
+            f'mkdir -p "$0"/{inside} && mount --bind {shlex.quote(str(place))} "$0"/{inside} && '
+        )
+    return binds + _ENTER
 
 
 class NamespaceError(RuntimeError):
@@ -51,7 +73,8 @@ class Host:
 
     def command(self, argv: list[str]) -> list[str]:
         """`argv` as run on this host, in `/tmp` (its disk), with HOME at `/tmp/home`."""
-        return ["ip", "netns", "exec", self.namespace, "sh", "-c", _ENTER, str(self.disk), *argv]
+        script = enter_script()
+        return ["ip", "netns", "exec", self.namespace, "sh", "-c", script, str(self.disk), *argv]
 
     def local(self, path: str) -> Path:
         """The machine's path of `path` on this host's disk (`/tmp/...` inside the host)."""
