@@ -222,13 +222,26 @@ class Cluster:
         return service.output
 
     def ensure_ray(self) -> None:
-        """Ray on every worker host again where a test killed it: what is left of such a
-        host is killed (it was lost), then `ray start --address` runs on it."""
+        """Ray on every host again where a test killed it: what is left of such a host is
+        killed (it was lost), then `ray start` runs on it. A lost head takes the workers'
+        Ray with it: they belonged to its cluster."""
+        if self.pid_of("head", "gcs_server") is None:
+            self.restart_ray()
+            return
         lost = tuple(host for host in RAY_WORKERS if self.pid_of(host, "raylet") is None)
         for host in lost:
             self.network.kill(self.hosts[host])
         if lost:
             self.start_ray_workers(lost)
+
+    def restart_ray(self) -> None:
+        """A new Ray cluster on the same hosts, as after a head's machine was lost: every
+        Ray process is killed (the head's disk keeps what it held), then the README's
+        `ray start` commands run again."""
+        for host in ("head", *RAY_WORKERS):
+            self.network.kill(self.hosts[host])
+        self.start_ray_head()
+        self.start_ray_workers(RAY_WORKERS)
 
     def pid_of(self, host: str, name: str) -> int | None:
         """A process of `host` whose command is `name` (as /proc/PID/comm has it)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -196,6 +197,44 @@ def test_a_node_killed_mid_run_changes_nothing(ray_cluster: Cluster, corpus):
     assert "Task run_segment_task failed. There are 2 retries remaining" in output
     got, expected = download(cluster, "s3://my-bucket/failure/clean", "s3://my-bucket/clean")
     assert assert_same_outputs(got, expected) > 8
+
+
+def test_a_run_resumes_on_a_restarted_head_from_the_tasks_it_completed(
+    ray_cluster: Cluster, corpus
+):
+    """The head's machine is lost mid-run, with the driver on it, once a task has written
+    its completion marker and while another is held on worker2 (so the run cannot end
+    first). On a new Ray cluster (head and workers started again), the same command reuses
+    the completed tasks and gives the bytes of a run without the loss."""
+    cluster = ray_cluster
+    output = "s3://my-bucket/restart/clean"
+    argv = ["mixplane", "process", "pipeline.yaml", "--ray-address", cluster.ray_address,
+            "--output", output]  # fmt: skip
+    run = cluster.launch("head", argv)
+    held = wait_for_task(cluster, "worker2", "ray::run_segment_task", run)
+    os.kill(held, signal.SIGSTOP)
+    wait_for_marker(cluster, "/my-bucket/restart/clean/", run)
+    cluster.network.kill(cluster.hosts["head"])
+    assert run.wait() != 0
+    cluster.restart_ray()
+    again = cluster.run("head", argv)
+    reused = re.search(r"(\d+) of (\d+) tasks reused completed work", again)
+    assert reused and 0 < int(reused[1]) < int(reused[2]), again[-2000:]
+    got, expected = download(cluster, output, "s3://my-bucket/clean")
+    assert assert_same_outputs(got, expected) > 8
+
+
+def wait_for_marker(cluster: Cluster, prefix: str, run) -> None:
+    """Until the S3 server has stored a task's completion marker under `prefix`; fails if
+    the run ends first."""
+    marker = re.compile(re.escape(prefix) + r".*/_tasks/task-\d+\.json$")
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not any(
+        method == "PUT" and marker.match(path) for _, method, path in cluster.s3_requests()
+    ):
+        if run.process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"no task marker under {prefix} while the run lasted")
+        time.sleep(0.05)
 
 
 def wait_for_task(cluster: Cluster, host: str, title: str, run) -> int:
