@@ -14,6 +14,7 @@ from mixtures import three_sources
 
 from mixplane.catalog import Catalog
 from mixplane.load import MixtureDataset
+from mixplane.load.plan import samples
 from mixplane.load.plan.packing import PackedComponent
 from mixplane.load.resolve.plan_cache import EpochOrders
 from mixplane.load.tools.synthetic import write_catalog
@@ -75,8 +76,16 @@ def test_orders_on_disk_are_the_orders_in_memory(tmp_path, window):
         )
 
 
+@pytest.fixture
+def shared_orders(monkeypatch) -> None:
+    """The catalog's small components keep their orders on disk too, as large ones do."""
+    monkeypatch.setattr(samples, "SHARED_ORDERS_FROM", 0)  # forked workers inherit it
+
+
 @pytest.mark.parametrize("window", [None, 1])
-def test_the_stream_with_orders_on_disk_is_the_stream_in_memory(catalog, tmp_path, window):
+def test_the_stream_with_orders_on_disk_is_the_stream_in_memory(
+    catalog, tmp_path, window, shared_orders
+):
     spec = mixture(catalog, tmp_path / "cache", shuffle_window=window)
     on_disk = MixtureDataset(spec)
     in_memory = MixtureDataset(spec, catalog=Catalog(catalog))  # no cache entry: in memory
@@ -180,7 +189,7 @@ def test_a_killed_writer_leaves_nothing_read_as_complete(tmp_path, victim):
     assert not list(folder.glob(".*.tmp"))  # the killed writer's temporaries are gone
 
 
-def test_dataloader_workers_map_the_same_files(catalog, tmp_path, monkeypatch):
+def test_dataloader_workers_map_the_same_files(catalog, tmp_path, monkeypatch, shared_orders):
     spec = mixture(catalog, tmp_path / "cache", global_batch_size=4)
     expected = MixtureDataset(spec, catalog=Catalog(catalog)).batches(4)
     log, load = tmp_path / "mapped", EpochOrders.load
@@ -213,3 +222,21 @@ def test_dataloader_workers_map_the_same_files(catalog, tmp_path, monkeypatch):
     assert first & second  # the same files (same inodes) mapped in both workers
     # Each order was written once: every path seen always had the same inode.
     assert len({path for _, path in first | second}) == len(first | second)
+
+
+def test_small_components_keep_their_orders_in_memory(catalog, tmp_path, monkeypatch):
+    """A block of the tiny catalog spans hundreds of epochs of each component: none is
+    written to disk (a file and an fsync for each cost seconds), and the stream is the
+    one whose orders are kept on disk."""
+    spec = mixture(catalog, tmp_path / "cache")
+    dataset = MixtureDataset(spec)
+    assert dataset.resolved.folder is not None  # a cached plan, which could hold orders
+    positions = np.arange(dataset.read_ahead)
+    assert dataset.plan.epochs_at(len(positions)).min() > 100
+    got = dataset.read_positions(positions)
+    assert order_files(tmp_path / "cache") == []
+    monkeypatch.setattr(samples, "SHARED_ORDERS_FROM", 0)
+    want = MixtureDataset(mixture(catalog, tmp_path / "shared")).read_positions(positions[:600])
+    assert order_files(tmp_path / "shared")
+    for key in ("input_ids", "document_ids", "component"):
+        assert np.array_equal(got[key][:600], want[key]), key

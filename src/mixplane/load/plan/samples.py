@@ -29,6 +29,12 @@ from mixplane.mix.blend import NO_CAP, Blend
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
+# Components this large share their epoch orders through the plan cache (12 bytes a
+# document an epoch, seconds to compute at 1e8). A smaller one's order costs milliseconds
+# and little memory, while a block may span hundreds of its epochs: files for each would
+# cost far more than they save.
+SHARED_ORDERS_FROM = 1 << 20
+
 
 @dataclass(frozen=True)
 class Block:
@@ -61,7 +67,8 @@ class SamplePlan:
     appended); with a `shuffle_window`, `runs[c]` gives the shards of its documents as
     (shard, documents) of each run of consecutive documents. `weight_changes` are
     `{"step": s, "weights": {...}}` made by `set_weights`. With `orders` (the plan cache's
-    `EpochOrders`), the components' epoch orders are kept on disk and memory-mapped.
+    `EpochOrders`), the epoch orders of components of `SHARED_ORDERS_FROM` documents or more
+    are kept on disk and memory-mapped; smaller ones are computed in memory.
     """
 
     def __init__(
@@ -86,7 +93,7 @@ class SamplePlan:
                 overlap=int(spec.labels),
                 runs=runs[c] if runs is not None else None,
                 window=spec.shuffle_window,
-                orders=orders,
+                orders=orders if len(lengths[c]) >= SHARED_ORDERS_FROM else None,
             )
             for c, leaf in enumerate(tree.leaves)
         ]
