@@ -148,6 +148,16 @@ def test_one_and_two_workers_write_identical_shards(workspace: Path, tmp_path: P
     first = read_json(str(tmp_path / "one" / "_manifest.json"))
     second = read_json(str(tmp_path / "two" / "_manifest.json"))
     assert first["shards"] == second["shards"]
+    # Where the output went and where the tokenizer was read from decide nothing.
+    assert first["config_hash"] == second["config_hash"]
+    copied = tmp_path / "elsewhere" / "tokenizer.json"
+    copied.parent.mkdir()
+    copied.write_bytes((workspace / "tokenizer.json").read_bytes())
+    third = tokenize_dataset(base | {"output": str(tmp_path / "two"), "tokenizer": str(copied)})
+    assert third.stats["skipped_tasks"] == third.stats["tasks"]
+    assert (
+        read_json(str(tmp_path / "two" / "_manifest.json"))["config_hash"] == first["config_hash"]
+    )
 
 
 def test_rerun_skips_done_files_and_redoes_changed_options(workspace: Path, tmp_path: Path):

@@ -11,8 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mixplane.configs import validate_config
 from mixplane.process.config import InputConfig
 
-# Options that change how fast the work runs, never what it writes.
-_NOT_DECISIVE = {"workers", "executor", "ray_address", "storage_options", "batch_size"}
+# Options that change how fast the work runs or where, never what it writes. The tokenizer
+# counts by its fingerprint (its content), not by where it was read from.
+_NOT_DECISIVE = {
+    "output", "tokenizer", "workers", "executor", "ray_address", "storage_options", "batch_size"
+}  # fmt: skip
 
 
 class TokenizeConfig(BaseModel):
