@@ -140,6 +140,11 @@ def test_errors_are_on_stderr_with_exit_code_2_and_nothing_on_stdout(sparse, tmp
     failed("catalog", "show", "sparse@9", "-c", catalog)
     failed("catalog", "register", str(tmp_path / "empty"), "--name", "x", "-c", catalog)
 
+    # A long error into a pipe is one line, not cut at 80 columns (no COLUMNS is set).
+    missing = str(tmp_path / DEEP / "none.duckdb")
+    long = failed("query", "true", "-c", missing, "--count").stderr
+    assert len(long) > 120 and long.count("\n") == 1 and missing in long, long
+
     usage = mixplane("query")  # click's own usage errors go to stderr as well
     assert usage.returncode == 2 and usage.stdout == "" and "Missing argument" in usage.stderr
 
