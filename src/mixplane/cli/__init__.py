@@ -36,7 +36,7 @@ for _module in (
 
 
 def prose(text: str) -> str:
-    """A docstring's paragraphs as one line each, so the help wraps to the terminal.
+    r"""A docstring's paragraphs as one line each, so the help wraps to the terminal.
 
     Example:
         >>> prose("Count the documents\nof a query.\n\n  Then stop.")

@@ -15,8 +15,9 @@ the file system alone, so a crash leaves nothing stale behind:
   goes first (the loader knows its future: the read order is a function of the mixture).
 
 Example:
-    >>> cache = ShardCache("/tmp/cache", limit=200 * 2**30, storage_options={})
-    >>> path = cache.acquire(RemoteFile("s3://b/web/shard-00000-000.bin", 123, "xxh3_128:..."))
+    >>> cache = ShardCache("/tmp/cache", limit=200 * 2**30, storage_options={})  # doctest: +SKIP
+    >>> shard = RemoteFile("s3://b/web/shard-00000-000.bin", 123, "xxh3_128:...")
+    >>> path = cache.acquire(shard)  # doctest: +SKIP
     >>> cache.release("s3://b/web/shard-00000-000.bin")  # doctest: +SKIP
 """
 
