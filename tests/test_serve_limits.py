@@ -33,6 +33,7 @@ from mixplane.load.remote.catalog_copy import open_catalog
 from mixplane.load.resolve.plan_cache import entry_folder, load_resolved
 from mixplane.load.resolve.query import resolve_mixture
 from mixplane.mix.spec import MixtureSpec
+from mixplane.serve.app import MAX_DETAIL
 from mixplane.serve.guard import allowed_hosts, host_allowed
 from mixplane.serve.jobs import JobStore
 
@@ -206,9 +207,17 @@ def test_validation_errors_name_the_problem_not_the_input(limited):
         assert len(answer.text) < 2000
         problem = answer.json()["detail"][0]
         assert problem["loc"][0] == "body" and problem["msg"] and problem["type"]
-    # A refused mixture (400) does not repeat a long key back either.
-    answer = limited.post("/api/plans", {"mixture": MIXTURE | {big: 1}})
-    assert answer.status_code == 400 and len(answer.text) < 2500
+    # A refused mixture or query (400) repeats no more than a short excerpt of the input.
+    name = "x" * 1_900
+    wiki = {"where": f"{name} = 1", "weight": 0.5}
+    for answer in [
+        limited.post("/api/plans", {"mixture": MIXTURE | {big: 1}}),
+        limited.post("/api/plans", {"mixture": MIXTURE | {"datasets": [f"{name}@1"]}}),
+        limited.post("/api/mixtures/preview", {"mixture": MIXTURE | {"components": {"w": wiki}}}),
+        limited.get("/api/count", where=f"{name} = 1"),
+    ]:
+        assert answer.status_code == 400, answer.text[:200]
+        assert len(answer.json()["detail"]) <= MAX_DETAIL and "x" * 200 not in answer.text
 
 
 def queued(local: int, remote: int) -> tuple[int, int] | None:

@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from importlib.resources import files
 
@@ -31,7 +32,10 @@ from mixplane.serve.scans import NotFound
 from mixplane.serve.service import Service
 from mixplane.serve.settings import ServeSettings
 
-MAX_DETAIL = 2000  # characters of an error's text: never a whole body sent back
+# An error's text in an answer: at most this many characters, and no word (a name, a
+# value, a path) longer than MAX_ECHO, so a refusal never sends the request back.
+MAX_DETAIL = 400
+MAX_ECHO = 80
 MAX_PROBLEMS = 20  # of a request that does not have the expected shape
 ERRORS = {
     status: {"model": Problem, "description": text}
@@ -159,7 +163,7 @@ async def _method_not_allowed(request: Request, error: HTTPException) -> JSONRes
 
 def _answer(status: int):
     async def handler(_: Request, error: Exception) -> JSONResponse:
-        return JSONResponse({"detail": _short(str(error), MAX_DETAIL)}, status_code=status)
+        return JSONResponse({"detail": _detail(str(error))}, status_code=status)
 
     return handler
 
@@ -176,6 +180,17 @@ async def _invalid(_: Request, error: RequestValidationError) -> JSONResponse:
         for item in error.errors()[:MAX_PROBLEMS]
     ]
     return JSONResponse({"detail": problems}, status_code=422)
+
+
+def _detail(text: str) -> str:
+    """An error's text as an answer gives it: long words cut, then the whole.
+
+    Example:
+        >>> _detail("unknown column '" + "x" * 500 + "'")[:20], len(_detail("x" * 500))
+        ("unknown column 'xxxx", 80)
+    """
+    words = re.split(r"(\s+)", text)
+    return _short("".join(_short(word, MAX_ECHO) for word in words), MAX_DETAIL)
 
 
 def _short(text: str, limit: int) -> str:
