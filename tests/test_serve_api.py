@@ -275,6 +275,18 @@ def test_an_empty_mixture_is_invalid_by_the_spec_as_by_the_service(demo_service,
         assert schema.is_valid({"mixture": MIXTURE})
         refused = demo_service.post(path, {"mixture": {}})
         assert refused.status_code == 400 and "components" in refused.json()["detail"]
+    # What the spec's validators refuse inside a mixture, the published schema refuses too.
+    wiki = MIXTURE["components"]["wiki"]
+    for refused_too in (
+        MIXTURE | {"datasets": ["bad ref!"]},
+        MIXTURE | {"datasets": []},
+        MIXTURE | {"datasets": ["demo@1" + "0" * 18]},
+        MIXTURE | {"components": {"wiki": wiki | {"datasets": ["demo@0"]}}},
+        MIXTURE | {"components": {"wiki": wiki | {"where": " "}}},
+    ):
+        assert not validator(spec, "MixtureRequest").is_valid({"mixture": refused_too})
+        answer = demo_service.post("/api/plans", {"mixture": refused_too})
+        assert answer.status_code in (400, 422), answer.text
     image_text = {"kind": "image_text", "components": {"a": {"weight": 1}}}
     assert validator(spec, "MixtureRequest").is_valid({"mixture": image_text})
     assert not validator(spec, "MixtureRequest").is_valid({"mixture": image_text | {"seq_len": 8}})

@@ -21,7 +21,9 @@ from mixplane.errors import MixplaneError
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 NAME_RULE = "a name starts with a letter or digit and uses letters, digits, '_', '-', '.'"
-_VERSION = re.compile(r"^[1-9][0-9]*$")
+_VERSION = re.compile(r"^[1-9][0-9]{0,17}$")  # a version fits the catalog's 64-bit integers
+# What `parse_ref` accepts, as a regular expression (for JSON Schemas): NAME or NAME@N.
+REF = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}(@[1-9][0-9]{0,17})?"
 
 
 def parse_ref(ref: str) -> tuple[str, int | None]:

@@ -24,16 +24,17 @@ import hashlib
 import re
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import WithJsonSchema
 
 from mixplane.configs import read_yaml_overridden, validate_config
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.sizes import parse_size
 from mixplane.mix.policy.spec import PolicySpec
-from mixplane.refs import parse_ref
+from mixplane.refs import REF, parse_ref
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 MAX_RESOLUTION = 1 << 22
@@ -68,6 +69,17 @@ class Weighting(BaseModel):
         return self
 
 
+# What the validators `check_datasets` and `_where` accept, said in JSON Schema (the service
+# publishes it); their messages stay the ones users read.
+DatasetRefs = Annotated[
+    list[str],
+    WithJsonSchema(
+        {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": f"^{REF}$"}}
+    ),
+]
+Predicate = Annotated[str, WithJsonSchema({"type": "string", "pattern": r"\S"})]
+
+
 class ComponentSpec(BaseModel):
     """A named slice of the catalog with a weight, or a group of nested components.
 
@@ -77,8 +89,8 @@ class ComponentSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    where: str | None = Field(None, description="SQL predicate over document properties")
-    datasets: list[str] | None = Field(
+    where: Predicate | None = Field(None, description="SQL predicate over document properties")
+    datasets: DatasetRefs | None = Field(
         None, description="restrict to these catalog datasets: NAME (latest) or NAME@N (pinned)"
     )
     weight: float | None = Field(None, ge=0, description="share of tokens among its siblings")
@@ -136,7 +148,7 @@ class MixtureSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     catalog: str | None = Field(None, description="catalog path or URL (.duckdb)")
-    datasets: list[str] | None = Field(
+    datasets: DatasetRefs | None = Field(
         None, description="restrict every component to these: NAME (latest) or NAME@N (pinned)"
     )
     kind: Literal["text", "image_text"] = Field(

@@ -21,13 +21,13 @@ from pydantic.json_schema import WithJsonSchema
 
 from mixplane.mix.spec import IMAGE_TEXT_UNUSED, MixtureSpec
 from mixplane.mix.spec import NAME as COMPONENT
+from mixplane.refs import REF
 
 JOB_NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
 COMPONENT_NAME = r"^[A-Za-z0-9_.\-/]{1,200}$"
 # A dataset reference, as `mixplane.refs` parses it: NAME (the latest version) or NAME@N.
-DATASET_REF = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}(@[1-9][0-9]{0,17})?"
-DATASET = f"^{DATASET_REF}$"
-DATASETS = f"^{DATASET_REF}(,{DATASET_REF})*$"  # one or several, comma-separated
+DATASET = f"^{REF}$"
+DATASETS = f"^{REF}(,{REF})*$"  # one or several, comma-separated
 # A property column's name: the catalog decides which exist (an unknown one is a 400).
 COLUMN = r"^[^\x00-\x1f\x7f]{1,256}$"
 SHARD = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}$"  # a shard's stem, as the catalog lists it
