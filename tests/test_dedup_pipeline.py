@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import logging
 import random
 import re
 import shutil
-from collections import Counter
 from pathlib import Path
 
+import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,8 +18,12 @@ from conftest import write_jsonl
 
 from mixplane.document import Document
 from mixplane.errors import ConfigError
+from mixplane.io.flaky_proxy import FlakyProxy
 from mixplane.process.pipeline import run_pipeline
+from mixplane.stages.dedup import runs as run_files
+from mixplane.stages.dedup import stage as stage_module
 from mixplane.stages.dedup.near import MinHashDedup
+from mixplane.stages.dedup.runs import key_range, signature_rows, sort_keys, write_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "debian_copyright"
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -107,6 +111,9 @@ def test_exact_normalisation_options(tmp_path: Path):
     assert default["kept"] == 2 and excluded(tmp_path / "o2")["c"]["detail"]["duplicate_of"] == "a"
     loose = run(tmp_path / "raw", tmp_path / "o3", [{"dedup_exact": {"ignore_punctuation": True}}])
     assert loose["kept"] == 1
+
+
+COLLECTED = re.compile(r"-(dedup_\w+)/collect/task-\d+\.run$")
 
 
 def near_corpus(root: Path, seed: int = 2) -> dict[str, list[str]]:
@@ -308,32 +315,90 @@ def test_metadata_survives_and_the_stages_compose_with_ordinary_ones(tmp_path: P
     assert {"dup_cluster_id", "dup_cluster_size"} <= set(table.column_names)
 
 
-def test_dedup_writes_to_object_storage_like_to_disk(s3_bucket, tmp_path: Path, caplog):
+@pytest.mark.parametrize("read", ["whole", "ranges"])
+def test_dedup_writes_to_object_storage_like_to_disk(s3_bucket, tmp_path: Path, monkeypatch, read):
+    """The same bytes as on disk. A merge whose runs fit in what a process keeps downloads
+    each run once (a second time to copy it into the index); a larger one (here: made to
+    count as larger) reads each band and key slice of a run by ranges, so a run crosses the
+    network about once, not once per slice."""
     bucket, options = s3_bucket
-    caplog.set_level(logging.INFO, logger="werkzeug")  # the S3 server's request log
     near_corpus(tmp_path, seed=6)
+    monkeypatch.setattr(stage_module, "KEYS_PER_UNIT", 16)  # several key slices a band
+    if read == "ranges":
+        monkeypatch.setattr(run_files, "REMOTE_CACHE_BYTES", 0)
+    proxy = FlakyProxy(options["endpoint_url"])
+    proxied = options | {"endpoint_url": proxy.start()}
     config = {
         "input": str(tmp_path / "raw" / "*" / "*.jsonl"),
         "stages": ["dedup_exact", {"dedup_minhash": {"index": f"s3://{bucket}/index"}}],
-        "storage_options": options,
+        "storage_options": proxied,
         "task_size_mb": 0.1,
     }
-    remote = run_pipeline(config | {"output": f"s3://{bucket}/out"})
-    local_config = config | {"output": str(tmp_path / "out")}
+    try:
+        remote = run_pipeline(config | {"output": f"s3://{bucket}/out"})
+    finally:
+        proxy.stop()
+    local_config = config | {"output": str(tmp_path / "out"), "storage_options": options}
     local_config["stages"] = ["dedup_exact", {"dedup_minhash": {"index": str(tmp_path / "idx")}}]
     local = run_pipeline(local_config)
     assert remote.stats["excluded_by"] == local.stats["excluded_by"]
+    assert remote.stats["excluded_by"]["dedup_minhash"]["duplicate"] > 0
     fs = s3fs.S3FileSystem(**options)
     fs.get(f"{bucket}/out", str(tmp_path / "downloaded"), recursive=True)
     for path in sorted((tmp_path / "out").glob("part-*")):
         assert path.read_bytes() == (tmp_path / "downloaded" / path.name).read_bytes()
     assert not fs.exists(f"{bucket}/out/_work")
     assert fs.exists(f"{bucket}/index/index.json")
-    # A merge downloads each task's run once (a second time to copy it into the index), not
-    # once per band and key slice, as it reads a local run's slices.
-    runs = Counter(
-        match.group(1)
-        for record in caplog.records
-        if (match := re.search(r"GET (/[^ ?]*/collect/task-\d+\.run)[ ?]", record.getMessage()))
-    )
-    assert runs and max(runs.values()) <= 2, runs
+    runs = {path: sizes for path, sizes in proxy.served.items() if COLLECTED.search(path)}
+    assert len(runs) == 6  # three tasks' runs of each stage
+    for path, sizes in runs.items():
+        merged = remote.stats["merges"][COLLECTED.search(path)[1]]
+        assert merged["units"] >= 4 and merged["read_by_ranges"] == (read == "ranges"), merged
+        header, whole = sizes[0], proxy.stored[path]
+        copied = [whole] if "minhash" in path else []  # its copy into the index reads it whole
+        if read == "whole":
+            assert sizes == [header, whole, *copied], (path, sizes)
+        else:
+            reads = sizes[1 : len(sizes) - len(copied)]  # after the header: fences, slices, rows
+            assert max(reads) < whole and sum(reads) < 1.5 * whole, (path, sizes)
+            assert len(reads) > merged["units"], (path, sizes)
+
+
+def test_ranged_reads_of_a_run_on_object_storage_are_the_local_slices(s3_bucket, tmp_path):
+    """Every band and key slice (coarser and finer than the fences) and any rows' signatures
+    read by ranges equal the local run's; a run written before fences existed is read whole."""
+    bucket, options = s3_bucket
+    rng = np.random.default_rng(4)
+    documents = 300
+    keys = rng.integers(0, 1 << 62, (documents, 3, 2), dtype=np.uint64) << np.uint64(2)
+    keys[::7] = keys[1::7][: len(keys[::7])]  # shared keys, as duplicates have
+    signatures = rng.integers(0, 1 << 32, (documents, 5), dtype=np.uint64).astype(np.uint32)
+    keyed = np.ones(documents, dtype=bool)
+    ids = [f"d{i}" for i in range(documents)]
+    local = write_run(str(tmp_path / "run"), keys, keyed, ids, ids, signatures, {})
+    remote = write_run(f"s3://{bucket}/run", keys, keyed, ids, ids, signatures, options)
+    sorted_keys, rows = sort_keys(keys, keyed)
+    old_format = f"s3://{bucket}/old"
+    header = orjson.dumps(
+        {"format": "mixplane-dedup-run", "shapes": {
+            "keys": sorted_keys.shape, "rows": rows.shape, "sigs": signatures.shape}}
+    ).ljust(run_files.HEADER)  # fmt: skip
+    body = header + sorted_keys.tobytes() + rows.tobytes() + signatures.tobytes()
+    s3fs.S3FileSystem(**options).pipe(f"{bucket}/old.run", body)
+    old = run_files.Run(old_format, documents, documents)
+    # Finer than the fences: the parts at and around fence edges, and a few others.
+    fine = sorted({0, 1, 2, 3, 4, 255, 256, 257, 510, 511, *rng.integers(0, 512, 6).tolist()})
+    for parts, chosen_parts in ((1, [0]), (4, range(4)), (512, fine)):
+        for band in range(3):
+            for part in chosen_parts:
+                low = part * ((1 << 64) // parts)
+                high = (1 << 64) if part == parts - 1 else (part + 1) * ((1 << 64) // parts)
+                want = key_range(local, band, low, high, {})
+                for run in (remote, old):
+                    got = key_range(run, band, low, high, options, scope="s", ranged=True)
+                    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    chosen = np.array([5, 3, 3, 299, 0, 150, 151, 152])
+    want = signature_rows(local, chosen, {})
+    assert np.array_equal(want, signatures[chosen])
+    for run in (remote, old):
+        assert np.array_equal(signature_rows(run, chosen, options, "s", ranged=True), want)

@@ -6,7 +6,8 @@ slow bodies, corrupted bytes, refusals (`refuse`: 403, never in the default rota
 no retry helps), added latency and a bandwidth limit. Faults are injected
 deterministically: every `every`-th request (GET by default) whose path matches `match` gets
 the next kind of fault in `kinds`, so a test can say exactly what happened. A `Gate` holds
-chosen downloads halfway until the test lets them go, and `gets` counts each path's GETs.
+chosen downloads halfway until the test lets them go, `gets` counts each path's GETs,
+`served` lists the size of each GET's body and `stored` the size of the last PUT, per path.
 
 Example:
     >>> proxy = FlakyProxy("http://127.0.0.1:5000", Faults(every=3, match=r"\\.bin$"))
@@ -132,6 +133,10 @@ class FlakyProxy:
         # GETs per path (without the query: a presigned URL's signature differs each time),
         # to check how often each object was read.
         self.gets: Counter[str] = Counter()
+        # The body size of every GET answered, per path: what each read of an object moved;
+        # and of the last PUT, per path: the size of what was stored there.
+        self.served: dict[str, list[int]] = {}
+        self.stored: dict[str, int] = {}
         self._lock = threading.Lock()
         self._matched = 0
         self._burst_left = 0
@@ -206,6 +211,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "GET":
             with owner._lock:
                 owner.gets[urlsplit(self.path).path] += 1
+        if self.command == "PUT":
+            with owner._lock:
+                owner.stored[urlsplit(self.path).path] = length
         fault = owner.fault_for(self.command, self.path)
         if owner.faults.latency and touched:
             time.sleep(owner.faults.latency)
@@ -234,6 +242,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if head:
             return
+        if self.command == "GET":
+            with owner._lock:
+                owner.served.setdefault(urlsplit(self.path).path, []).append(len(data))
         if fault == "flip" and data:
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.stages.dedup.minhash import agreement
-from mixplane.stages.dedup.runs import Run, key_range, load_arrays
+from mixplane.stages.dedup.runs import Run, key_range, signature_rows
 
 KEY_SPACE = 1 << 64
 #: Neighbours on each side a document that failed verification is paired with again.
@@ -52,6 +52,8 @@ class MergePlan:
     #: Names this merge: a process keeps the remote runs it downloaded for it
     #: (`runs.load_arrays`).
     scope: str = ""
+    #: Remote runs are read by ranges, not downloaded whole (see `runs`).
+    ranged: bool = False
 
     @property
     def offsets(self) -> np.ndarray:
@@ -100,7 +102,7 @@ def unit_keys(unit: tuple[int, int], plan: MergePlan) -> tuple[np.ndarray, np.nd
     for number, run in enumerate(plan.runs):
         if run.keyed == 0:
             continue
-        keys, rows = key_range(run, band, low, high, plan.storage_options, plan.scope)
+        keys, rows = key_range(run, band, low, high, plan.storage_options, plan.scope, plan.ranged)
         all_keys.append(keys)
         all_nodes.append(rows.astype(np.int64) + offsets[number])
     if not all_nodes:
@@ -221,10 +223,12 @@ def signatures_of(nodes: np.ndarray, plan: MergePlan) -> np.ndarray:
     run_of = np.searchsorted(offsets, nodes, side="right") - 1
     result: np.ndarray | None = None
     for number in np.unique(run_of).tolist():
-        run = plan.runs[number]
-        signatures = load_arrays(run.url("run"), plan.storage_options, plan.scope)["sigs"]
+        chosen = run_of == number
+        rows = nodes[chosen] - offsets[number]
+        signatures = signature_rows(
+            plan.runs[number], rows, plan.storage_options, plan.scope, plan.ranged
+        )
         if result is None:
             result = np.empty((len(nodes), signatures.shape[1]), dtype=np.uint32)
-        chosen = run_of == number
-        result[chosen] = signatures[nodes[chosen] - offsets[number]]
+        result[chosen] = signatures
     return result if result is not None else np.empty((0, 0), dtype=np.uint32)

@@ -19,8 +19,10 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from mixplane.document import Document, Drop
+from mixplane.io.atomic import is_local
 from mixplane.io.urls import url_filesystem
 from mixplane.stages.base import Result
+from mixplane.stages.dedup import runs as run_files
 from mixplane.stages.dedup.candidates import (
     RECHECK_WINDOW,
     MergePlan,
@@ -41,7 +43,7 @@ from mixplane.stages.dedup.clusters import (
 )
 from mixplane.stages.dedup.decisions import read_decisions, write_decisions
 from mixplane.stages.dedup.index import DedupIndex, write_index_run
-from mixplane.stages.dedup.runs import Run, load_arrays, read_ids, write_run
+from mixplane.stages.dedup.runs import Run, read_ids, run_layout, write_run
 from mixplane.stages.global_stage import GlobalStage, MergeRun, WorkArea
 
 KEYS_PER_UNIT = 1 << 22  # keys of one band sorted together in a merge unit (~100 MB)
@@ -117,6 +119,7 @@ class DedupStage(GlobalStage):
             options,
             window=self.recheck_window(),
             scope=scope,
+            ranged=_read_by_ranges(runs, options, scope),
         )
         parallel = keys * self.band_count() >= PARALLEL_KEYS
         mapper = run.map if parallel else _in_process
@@ -164,6 +167,8 @@ class DedupStage(GlobalStage):
             "split_clusters": split,
             "duplicates": int((survivors != np.flatnonzero(fresh)).sum()),
             "duplicates_of_index": int(members.in_index[survivors].sum()),
+            "units": len(plan.units()),
+            "read_by_ranges": plan.ranged,
         }
 
     def _members(self, nodes: np.ndarray, roots: np.ndarray, plan: MergePlan) -> Members:
@@ -219,8 +224,16 @@ def _task_run(work: WorkArea, task: int, scope: str) -> Run:
     fs, path = url_filesystem(probe.url("ids"), work.storage_options)
     with fs.open(path, "rb") as handle:
         documents = pq.read_metadata(handle).num_rows
-    keyed = load_arrays(probe.url("run"), work.storage_options, scope)["keys"].shape[2]
+    keyed = run_layout(probe.url("run"), work.storage_options, scope).shapes["keys"][2]
     return Run(prefix, documents, keyed)
+
+
+def _read_by_ranges(runs: list[Run], options: dict[str, Any], scope: str) -> bool:
+    """Whether a merge reads its runs by ranges: when they are remote and more than a
+    process keeps downloaded (whole downloads would then be repeated for every unit)."""
+    remote = [run.url("run") for run in runs if not is_local(run.url("run"))]
+    total = sum(run_layout(url, options, scope).size for url in remote)
+    return total > run_files.REMOTE_CACHE_BYTES
 
 
 def _decisions_url(work: WorkArea) -> str:
