@@ -56,6 +56,7 @@ def host_env(host: Host, **extra: str) -> dict[str, str]:
         # gloo finds its interface by the host name, which names the machine, not the host
         "GLOO_SOCKET_IFNAME": "eth0",
         **RAY_HEALTH,
+        **KEEPALIVE,
         **extra,
     }
 
@@ -283,9 +284,16 @@ def readme_line(marker: str, block_marker: str = "ray start --head") -> str:
     return next(line for line in block.splitlines() if marker in line)
 
 
-# The README's commands, as written (`$HEAD` is set on every host).
+# The README's commands, as written (`$HEAD` is set on every host), and the settings it
+# exports on every host.
 RAY_HEAD = readme_line("--head")
 RAY_WORKER = readme_line("--address")
+KEEPALIVE = dict(
+    setting.split("=", 1)
+    for line in readme_block("bash", "ray start --head").splitlines()
+    if line.startswith("export ")
+    for setting in line.split()[1:]
+)
 
 MAKE_BUCKET = """
 import sys, boto3

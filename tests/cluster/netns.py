@@ -150,8 +150,15 @@ class Network:
 
     def cut(self, host: Host) -> None:
         """Take `host`'s link to the bridge down: its processes live on, unreachable."""
+        self._link(host, "down")
+
+    def mend(self, host: Host) -> None:
+        """Bring `host`'s link to the bridge up again."""
+        self._link(host, "up")
+
+    def _link(self, host: Host, state: str) -> None:
         number = self.names.index(host.name) + 1
-        ip("-n", self.switch, "link", "set", f"h{number}", "down")
+        ip("-n", self.switch, "link", "set", f"h{number}", state)
 
     def destroy(self) -> None:
         """Kill the processes in the namespaces this network made, then delete them (the

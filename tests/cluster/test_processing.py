@@ -198,6 +198,31 @@ def test_a_node_killed_mid_run_changes_nothing(ray_cluster: Cluster, corpus):
     assert assert_same_outputs(got, expected) > 8
 
 
+def test_a_node_cut_off_mid_run_changes_nothing(ray_cluster: Cluster, corpus):
+    """worker2's link is cut while a task of the run is on it (held there, so the task
+    cannot finish first): its processes live on but cannot be reached. With the README's
+    keepalive settings Ray gives up on the node and runs the task elsewhere, and the output
+    is that of the run without the failure. The host is then lost for good (killed, its
+    link mended), as `ensure_ray` expects of a lost host."""
+    cluster = ray_cluster
+    worker2 = cluster.hosts["worker2"]
+    run = cluster.launch(
+        "head",
+        ["mixplane", "process", "pipeline.yaml", "--ray-address", cluster.ray_address,
+         "--output", "s3://my-bucket/cut/clean"],
+    )  # fmt: skip
+    os.kill(wait_for_task(cluster, "worker2", "ray::run_segment_task", run), signal.SIGSTOP)
+    cluster.network.cut(worker2)
+    try:
+        output = cluster.finish(run)
+    finally:
+        cluster.network.kill(worker2)
+        cluster.network.mend(worker2)
+    assert "Task run_segment_task failed. There are 2 retries remaining" in output
+    got, expected = download(cluster, "s3://my-bucket/cut/clean", "s3://my-bucket/clean")
+    assert assert_same_outputs(got, expected) > 8
+
+
 def test_a_run_resumes_on_a_restarted_head_from_the_tasks_it_completed(
     ray_cluster: Cluster, corpus
 ):
