@@ -60,7 +60,7 @@ _LISTS = {
     "nn": "og i er det som på ein til av for med at har ikkje dei",
     "is": "og að í á er sem um til við með ekki var en það",
     "fo": "og at í á er sum til við ikki tað hann hon",
-    "pcm": "di dey na wey don say im dem go for and no to am e make una",  # Nigerian Pidgin
+    "pcm": "di dey na wey don say dem go for and no to am e make una wetin",  # Nigerian Pidgin
     # Romance and Latin
     "fr": "le la les de des et est que un une en du pour dans qui pas sur au il",
     "es": "de la que el en y a los se del las un por con no una para es",
@@ -80,7 +80,7 @@ _LISTS = {
     "ht": "ak nan la pou li ki pa yo se sa yon nou te ap gen mwen tout sou men",
     "gcf": "an é la sé ki pa on ka pou nou yo i ni té épi di ou sa",
     "gcr": "ki an é pa sa la pou ka té yé so li nou di ké épi ou",
-    "vo": "e ed in binon su ko de pro no u äs kel kela at et bal ma id",
+    "vo": "e ed in binon su ko de pro no u äs kel kela at et bal ma",
     # Slavic
     "ru": "и в не на что с по как это к а из для он от у о",
     "uk": "і в на не що з та до у й це як для за від",
@@ -185,7 +185,8 @@ _LISTS = {
     "yo": "ti tí ni ní àti ó sí fún wọ́n kí pé náà láti jẹ́ kò a lórí àwọn nínú yìí",
     "gn": "ha ko pe ha'e ndive upe avei peteĩ rupi guarã umi hína ndaha'éi oĩ opa mba'e",
     "guw": "to po lọ mẹ ma e he nado na dọ lẹ ji sọn sọ wẹ bọ",  # Gun
-    "qu": "chay kay hina mana manan manam ichaqa ima pay chaymanta kan kanku hinaspa icha ama ari",
+    "qu": "chay kay hina mana manan manam ichaqa chaypi pay chaymanta kan kanku hinaspa icha "
+    "ama ari",
     # East Asian: single characters (text without spaces is split into characters)
     "zh": "的 是 在 了 和 有 我 这 不 人 一 个 也 中 這 個 嘅 係 唔 喺",
     "ja": "の に は を た が で て と し な も か",
