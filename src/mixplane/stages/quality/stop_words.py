@@ -30,7 +30,7 @@ Cantonese and Wu are `zh` (whose list has the traditional forms 這 個 and Cant
 嘅 係 唔 喺; Wu shares 是 个 了 有 一 with Mandarin), Southern Kurdish is `ku` (whose list
 has Kurmanji in Latin and Sorani in Arabic script), Southern Uzbek is `uz` (its Arabic
 script is not covered). A language without a list gets no stop-word check (the stage
-records why), rather than a drop: besides the five above, `zxx` (no linguistic content, no
+records why), rather than a drop: besides those five, `zxx` (no linguistic content, no
 words to count) and Fulfulde (`ff`), whose function words we do not know well enough to
 write a list a real page would match.
 
@@ -60,8 +60,7 @@ _LISTS = {
     "nn": "og i er det som på ein til av for med at har ikkje dei",
     "is": "og að í á er sem um til við með ekki var en það",
     "fo": "og at í á er sum til við ikki tað hann hon",
-    "pcm": "di dey na wey don say dem go for and no to am e make una wetin",  # Nigerian Pidgin
-    # Romance and Latin
+    # Romance, Latin, French-based creoles, constructed languages
     "fr": "le la les de des et est que un une en du pour dans qui pas sur au il",
     "es": "de la que el en y a los se del las un por con no una para es",
     "pt": "de a o que e do da em um para é com não uma os no se na por",
@@ -94,7 +93,7 @@ _LISTS = {
     "cs": "a se v na je že to s z do o k pro i by",
     "sk": "a sa v na je že to s z do o k pre ako aj",
     "pl": "i w z na się nie do to że jest o jak a po od dla",
-    # Baltic, Finnic, Hungarian
+    # Baltic, Finno-Ugric
     "lt": "ir yra kad su į iš o bet tai per kaip ar nuo jo buvo už",
     "lv": "un ir ar par no uz kas ka lai bet arī tas to nav",
     "ltg": "i ir ar nu ka kai bet jo da uz ari tys par ni voi vys",
@@ -107,7 +106,6 @@ _LISTS = {
     "ga": "an na agus ar is a i le ag go sé ní don",
     "gd": "agus an na a air anns aig gu ann e tha is ri le bha nach ach seo sin mar",
     "br": "ar an al ha hag e da eo a en ur un ul evit gant war ne met pe ez",
-    "mt": "u il l ta tal li fi fil minn ma huwa hija jew biex dan din kif mhux ukoll għal",
     "grc": "καὶ δὲ τὸ τοῦ τῶν ἐν ὁ ἡ τὴν τῆς γὰρ μὲν οὐ εἰς τὸν τὰ ἐπὶ πρὸς ὡς ἀλλὰ",
     "sq": "të e në dhe për një me që nga është i së u se",
     "el": "και το να η της την με του σε για που των ο στο είναι",
@@ -129,13 +127,14 @@ _LISTS = {
     "ba": "һәм менән был ул өсөн да дә та тә ә йәки юҡ бар түгел буйынса бер ҙа ҙә",
     "ug": "ۋە بىلەن ئۈچۈن بۇ بىر ئۇ ياكى ئەمەس بار يوق دەپ بولۇپ ھەم شۇ ئارقىلىق كېيىن ھەمدە "
     "ئەگەر ئەڭ باشقا",
-    # Semitic, Iranian, Indic
+    # Afro-Asiatic (Semitic, Berber, Cushitic, Chadic), Iranian, Indic
     "ar": "في من على إلى أن عن مع هذا التي الذي ما لا هذه كان اللي",
     "am": "እና ላይ ውስጥ ወደ ግን ይህ ወይም እንደ ጋር ሲሆን ነው ናቸው ሁሉ ይህን እንዲሁም የሆነ ከዚህ በዚህ",
     "ha": "da a na ta ya ba ne ce wannan cikin kuma don su shi ga za ko amma wanda zuwa",
     "om": "fi kan irratti keessatti akka yoo garuu kun sun ykn ni hin keessa waliin itti kana isaa",
     "so": "iyo ka in ku oo waa u la ee ay aan ah uu ayaa soo si mid wax ama",
     "kab": "n d deg i ur ad akken s ara si di seg ɣer am yal kan ɣef neɣ ma",
+    "mt": "u il l ta tal li fi fil minn ma huwa hija jew biex dan din kif mhux ukoll għal",
     "he": "של את על זה לא עם הוא גם כי אם או היא אין יש כל אל כדי בין רק עוד אשר",
     # Biblical Hebrew, as langid sees it: with vowel points (unpointed text is labelled he).
     "hbo": "כִּי אֲשֶׁר לֹא הוּא אֵת אֶת אֶל עַל כָּל כֹּל מִן עַד אִם גַּם הִוא זֶה לוֹ אֵין וְלֹא",
@@ -160,7 +159,7 @@ _LISTS = {
     "kn": "ಮತ್ತು ಈ ಆ ಒಂದು ಅಥವಾ ಇದು ಅದು ಎಂದು ಇಲ್ಲ ಆಗಿದೆ ಇದೆ ಹಾಗೂ ಅವರು ಕೂಡ ಆದರೆ ಬೇಕು ಅಲ್ಲ ಮಾಡಿ ಮೇಲೆ ನಂತರ",
     "ml": "ഒരു ഈ ആ എന്ന അല്ലെങ്കിൽ വേണ്ടി കൂടി എന്നാൽ ഇത് അത് ഉണ്ട് ആണ് ഇല്ല എന്നിവ നിന്ന് കൊണ്ട് എന്ന് നിന്നും",
     "ta": "ஒரு மற்றும் இந்த என்று அவர் இது உள்ள என அந்த போது பல அல்லது இல்லை உள்ளது ஆனால் வேண்டும் உடன்",
-    # Southeast Asian and African languages written with spaces
+    # Southeast Asian, African and American languages written with spaces
     "id": "yang dan di ini dengan untuk dari dalam tidak itu ke pada akan ada adalah",
     "ms": "yang dan di ini dengan untuk dari dalam tidak itu ke pada akan ada adalah ialah",
     "tl": "ang ng sa na at mga ay ko si hindi para ito kung lang",
@@ -187,6 +186,7 @@ _LISTS = {
     "guw": "to po lọ mẹ ma e he nado na dọ lẹ ji sọn sọ wẹ bọ",  # Gun
     "qu": "chay kay hina mana manan manam ichaqa chaypi pay chaymanta kan kanku hinaspa icha "
     "ama ari",
+    "pcm": "di dey na wey don say dem go for and no to am e make una wetin",  # Nigerian Pidgin
     # East Asian: single characters (text without spaces is split into characters)
     "zh": "的 是 在 了 和 有 我 这 不 人 一 个 也 中 這 個 嘅 係 唔 喺",
     "ja": "の に は を た が で て と し な も か",
