@@ -4,6 +4,7 @@ not checked for stop words (with the reason recorded) instead of dropped."""
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -11,9 +12,10 @@ import pytest
 from conftest import write_jsonl
 
 from mixplane import run_pipeline
+from mixplane.document import Document
 from mixplane.stages.langid.codes import MODEL_CODES
 from mixplane.stages.quality.gopher_quality import GopherQuality
-from mixplane.stages.quality.stop_words import STOP_WORDS
+from mixplane.stages.quality.stop_words import _LISTS, STOP_WORDS
 from mixplane.stages.text import analyze
 
 # Ordinary prose, a paragraph per language, over the filter's 50 words.
@@ -45,7 +47,38 @@ PROSE = {
     "mieszkańcy siedzą przed swoimi domami, opowiadają historie o dawnych czasach i patrzą, "
     "jak słońce powoli znika za wzgórzami. Dla wielu to najlepsza pora dnia i nikt się nie "
     "spieszy do domu.",
+    "ht": "Ti vil la chita bò yon gwo rivyè nan sid peyi a. Nan sezon chalè, anpil vizitè "
+    "vini pou yo mache nan vye lari yo epi achte fwi fre nan mache a. Lè aswè rive, moun yo "
+    "chita devan kay yo, yo rakonte istwa sou tan lontan epi yo gade solèy la k ap disparèt "
+    "dousman dèyè mòn yo. Pou anpil moun, se pi bon moman nan jounen an, e pèsonn pa prese "
+    "tounen lakay.",
+    "jv": "Kutha cilik iku dumunung ing pinggir kali gedhe ing sisih kidul negara. Nalika "
+    "mangsa ketiga akeh wong sing teka kanggo mlaku-mlaku ing dalan lawas lan tuku woh-wohan "
+    "seger ing pasar. Yen wis sore, warga padha lungguh ing ngarep omahe, crita bab jaman "
+    "biyen lan nyawang srengenge sing alon-alon ilang ing mburi gunung. Kanggo akeh wong, "
+    "wektu iku wektu sing paling apik lan ora ana sing kesusu mulih.",
+    "so": "Magaalada yar waxay ku taal webi weyn oo ku yaal koonfurta dalka. Xilliga kulaylka "
+    "waxaa yimaada dad badan oo booqdayaal ah, kuwaas oo ku socda waddooyinka duugga ah, "
+    "waxayna ka iibsadaan khudaar iyo miro cusub suuqa. Fiidkii dadka magaalada waxay "
+    "fadhiistaan guryahooda hortooda, waxay isu sheegaan sheekooyin ku saabsan waqtiyadii "
+    "hore, waxayna daawadaan qorraxda oo si tartiib ah uga dhacaysa buuraha gadaashooda.",
+    "gd": "Tha am baile beag na laighe ri taobh abhainn mhòr ann an ceann a deas na dùthcha. "
+    "As t-samhradh bidh mòran luchd-tadhail a' tighinn agus a' coiseachd air na seann "
+    "sràidean, agus bidh iad a' ceannach measan ùra aig a' mhargadh. Anns an fheasgar bidh "
+    "na daoine nan suidhe air beulaibh nan taighean aca, ag innse sgeulachdan mun t-seann "
+    "aimsir agus a' coimhead air a' ghrian a' dol fodha air cùl nam beann.",
+    "ha": "Ƙaramin garin yana gefen wani babban kogi a kudancin ƙasar. A lokacin zafi baƙi da "
+    "yawa suna zuwa don yawo a cikin tsofaffin tituna, kuma su sayi sababbin 'ya'yan itatuwa "
+    "a kasuwa. Da yamma mutanen garin suna zaune a gaban gidajensu, suna ba da labarai game da "
+    "zamanin da, kuma suna kallon rana tana faɗuwa a hankali a bayan tuddai. Ga mutane da "
+    "yawa, wannan shi ne lokaci mafi kyau a rana.",
 }
+# Cantonese, which langid labels zh: the zh list has its own function characters.
+CANTONESE = (
+    "呢個細細嘅小鎮喺國家南部一條大河旁邊。夏天嘅時候有好多遊客嚟到，佢哋喺啲舊街度行吓，"
+    "又喺街市買啲新鮮生果。到咗夜晚，啲居民就坐喺屋企門口，講吓以前嘅故事，睇住個太陽慢慢喺山後面"
+    "落山。對好多人嚟講，呢段時間係一日入面最好嘅，冇人會趕住返屋企。"
+)
 # No stop-word list: Thai (written without spaces, split into characters).
 THAI = (
     "เมืองเล็กๆ แห่งนี้ตั้งอยู่ริมแม่น้ำสายใหญ่ทางภาคใต้ของประเทศ ในฤดูร้อนมีนักท่องเที่ยวมากมาย"
@@ -58,6 +91,7 @@ def test_prose_in_other_languages_passes_with_the_documents_language(tmp_path: P
     """The README's way: langid, then gopher_quality, with their defaults."""
     records = [{"id": lang, "text": text} for lang, text in PROSE.items()]
     records.append({"id": "th", "text": THAI})
+    records.append({"id": "yue", "text": CANTONESE})
     raw = write_jsonl(tmp_path / "raw" / "web" / "a.jsonl", records)
     stages = ["langid", "gopher_quality"]
     result = run_pipeline({"input": str(raw), "output": str(tmp_path / "out"), "stages": stages})
@@ -68,6 +102,7 @@ def test_prose_in_other_languages_passes_with_the_documents_language(tmp_path: P
         assert (
             rows[lang]["gopher_stop_words"] >= 4 and rows[lang]["gopher_stop_words_skipped"] == ""
         )
+    assert rows["yue"]["language"] == "zh" and rows["yue"]["gopher_stop_words"] >= 6
     assert rows["th"]["language"] == "th" and rows["th"]["gopher_stop_words"] is None
     assert rows["th"]["gopher_stop_words_skipped"] == "no stop-word list for language 'th'"
 
@@ -96,3 +131,27 @@ def test_every_stop_word_is_a_token_the_splitter_can_produce(code: str):
     words = sorted(STOP_WORDS[code])
     text = " x ".join(words)
     assert set(words) <= analyze(f"x {text} x", code).word_set
+
+
+@pytest.mark.parametrize("code", sorted(_LISTS))
+def test_lists_are_written_in_nfc_without_repeats(code: str):
+    words = _LISTS[code].split()
+    assert len(words) == len(set(words))
+    assert all(unicodedata.normalize("NFC", word) == word for word in words)
+
+
+def test_a_stop_word_counts_in_the_spellings_real_text_has():
+    """Assamese typed with য় as one code point (as in the system's own catalogs) and
+    Malayalam with its chillu letters written the old way count like their NFC forms."""
+    assamese = "এই ফাইল নহয় আৰু ই খালী নহয়"
+    typed = assamese.replace("\u09af\u09bc", "\u09df")
+    assert typed != assamese
+    malayalam = "ഇത് ഒരു ഫയൽ അല്ലെങ്കിൽ ഫോൾഡർ ആണ്"
+    old = malayalam.replace("ൽ", "\u0d32\u0d4d\u200d")
+    for code, text, other in (("as", assamese, typed), ("ml", malayalam, old)):
+        stage = GopherQuality(mode="annotate")
+        counts = [
+            stage.apply(Document("a", t, "s", {"language": code})).metadata["gopher_stop_words"]
+            for t in (text, other)
+        ]
+        assert counts[0] == counts[1] >= 3

@@ -66,18 +66,35 @@ def readmes(limit: int, rng: random.Random) -> list[tuple[str, str]]:
     return found
 
 
-def message_documents(locale: Path, limit: int) -> list[tuple[str, str]]:
-    """A locale's translated messages, joined into documents of about 150 words."""
-    words: list[str] = []
+def catalog_messages(
+    locale: Path, min_words: int, skip: tuple[str, ...] = ()
+) -> list[tuple[str, str]]:
+    """A locale's (source, translation) message pairs of at least `min_words` words, in
+    catalog and key order, with the %s and %d placeholders taken out; catalogs whose name
+    starts with one of `skip` are left out."""
+    pairs = []
     for catalog in sorted(locale.glob("LC_MESSAGES/*.mo")):
+        if catalog.name.startswith(skip):
+            continue
         try:
             with catalog.open("rb") as handle:
                 messages = gettext.GNUTranslations(handle)._catalog
         except Exception:  # a catalog gettext cannot parse (odd plural headers): skipped
             continue
         for key, value in sorted(messages.items(), key=lambda item: str(item[0])):
-            if key and isinstance(value, str) and len(value.split()) >= 4:
-                words += value.replace("%s", "").replace("%d", "").split() + ["\n"]
+            if key and isinstance(value, str):
+                source = key if isinstance(key, str) else key[0]  # plurals: (msgid, n)
+                value = value.replace("%s", "").replace("%d", "")
+                if len(value.split()) >= min_words:
+                    pairs.append((source, value))
+    return pairs
+
+
+def message_documents(locale: Path, limit: int) -> list[tuple[str, str]]:
+    """A locale's translated messages, joined into documents of about 150 words."""
+    words: list[str] = []
+    for _, value in catalog_messages(locale, min_words=4):
+        words += value.split() + ["\n"]
     docs = []
     for start in range(0, len(words), WORDS_PER_MESSAGE_DOC):
         text = " ".join(words[start : start + WORDS_PER_MESSAGE_DOC]).replace(" \n ", "\n")
