@@ -1,0 +1,83 @@
+"""A padded batch of whole documents: where their tokens are, and the arrays they fill.
+
+Each row is one document cut to `seq_len` (its appended EOS included when it fits), left
+aligned and followed by `pad_id` up to the batch's width: its longest row rounded up to
+`pad_to_multiple_of`. `attention_mask` is 1 over the document's tokens and 0 over padding.
+The copy itself is the packed loader's (`read.assemble.PlannedBlock`).
+
+Example:
+    >>> batch = padded_batch(dataset, positions).fill()  # doctest: +SKIP
+    >>> batch["input_ids"].shape, batch["attention_mask"].sum(1)  # doctest: +SKIP
+    ((3, 16), array([13, 9, 16]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from mixplane.errors import ConfigError
+from mixplane.load.plan.buckets import padded
+from mixplane.load.plan.documents import DocumentStream
+from mixplane.load.plan.resolved import ResolvedMixture
+from mixplane.load.read.assemble import PlannedBlock
+from mixplane.load.read.source import TokenSource
+
+
+def padded_batch(
+    stream: DocumentStream,
+    resolved: ResolvedMixture,
+    source: TokenSource,
+    positions: np.ndarray,
+    pad_id: int,
+    multiple: int,
+) -> PlannedBlock:
+    """Plan the padded batch of the documents at global `positions` (fill it to read)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    components, documents, lengths = stream.lookup(positions)
+    rows = len(positions)
+    width = int(padded(lengths.max(), multiple)) if rows else 0
+    shard, first, stored = (np.empty(rows, dtype=np.int64) for _ in range(3))
+    for c in np.unique(components).tolist():
+        mine = components == c
+        docs = documents[mine]
+        shard[mine] = resolved.ranges[c].shard_of(docs)
+        first[mine] = resolved.starts[c][docs]
+        stored[mine] = resolved.lengths[c][docs]
+    stored -= resolved.appended[shard]
+    take = np.minimum(lengths, stored)
+    target = np.arange(rows, dtype=np.int64) * width
+    eos_at = (target + take)[take < lengths]  # the appended EOS, where the cut keeps it
+    if len(eos_at) and source.eos_id is None:
+        raise ValueError("an appended EOS is needed but no eos_id is known")
+    arrays = {
+        "input_ids": np.full((rows, width), pad_id, dtype=source.dtype),
+        "attention_mask": (np.arange(width) < lengths[:, None]).astype(np.int64),
+        "component": components,
+        "index": positions,
+    }
+    pinned = source.open(shard)
+    zeros = np.zeros(rows, dtype=np.int64)
+    return PlannedBlock(
+        arrays, source, shard, first, take, target, lengths, zeros, eos_at, pinned=pinned
+    )
+
+
+def pad_id_of(pad_id: int | None, datasets: list[Mapping[str, Any]], dtype: np.dtype) -> int:
+    """The padding token: the mixture's `pad_id`, else the one every dataset's tokenizer
+    records; refused when unknown or when `dtype` cannot hold it."""
+    if pad_id is None:
+        found = {(info.get("tokenizer") or {}).get("pad_id") for info in datasets}
+        if len(found) != 1 or None in found:
+            eos = sorted({str((i.get("tokenizer") or {}).get("eos_id")) for i in datasets})
+            raise ConfigError(
+                "packing: none pads batches, but the mixture's datasets record no single "
+                f"padding token (their tokenizers' pad_id: {sorted(map(str, found))}); set "
+                f"pad_id in the mixture (the tokenizer's pad token, or its EOS: {', '.join(eos)})"
+            )
+        pad_id = int(found.pop())  # type: ignore[arg-type]
+    if pad_id > np.iinfo(dtype).max:
+        raise ConfigError(f"pad_id {pad_id} does not fit dtype {dtype}; use int32 or int64")
+    return pad_id

@@ -1,0 +1,90 @@
+"""PyTorch adapter: an `UnpackedDataset` as a `DataLoader` whose batches follow the stream.
+
+`torch_loader(dataset, batch_size=None, num_workers=...)` builds it. DataLoader workers take
+the rank's batches in turn (worker w of N: batches w, w + N, ...), so the DataLoader, which
+asks its workers in turn, yields them in the stream's order; the training process checks
+and counts each batch the loop receives, so `dataset.state_dict()` is exact although the
+workers read ahead.
+
+Example:
+    >>> loader = torch_loader(UnpackedDataset("sft.yaml"), None, num_workers=2)  # doctest: +SKIP
+    >>> next(iter(loader))["attention_mask"].shape  # doctest: +SKIP
+    torch.Size([52, 312])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from mixplane.errors import ConfigError
+from mixplane.load.channel import WorkerChannel
+from mixplane.load.torch.adapter import Received, exit_with_parent, loader_options
+from mixplane.load.torch.transfer import WorkerBatch, as_tensors
+from mixplane.load.unpacked.dataset import UnpackedDataset
+
+
+class TorchUnpackedDataset(IterableDataset):
+    """Yields the dataset's padded batches as dicts of tensors (one batch per item)."""
+
+    def __init__(self, dataset: UnpackedDataset):
+        super().__init__()
+        self.dataset = dataset
+        self.tracked = False  # set by unpacked_loader, which follows the batches received
+        if dataset.channel is None:
+            dataset.channel = WorkerChannel()
+
+    def __iter__(self) -> Iterator[Any]:
+        info = get_worker_info()
+        dataset = self.dataset
+        if info is None:
+            return map(as_tensors, iter(dataset))
+        exit_with_parent()
+        if not self.tracked:
+            dataset.channel.flag_untracked_workers()
+        dataset.sync_with_trainer()
+        return map(WorkerBatch, dataset.worker_batches(info.num_workers, info.id))
+
+
+class UnpackedLoader(DataLoader):
+    """A DataLoader over a `TorchUnpackedDataset` that follows the batches the loop receives;
+    `state_dict()` and `load_state_dict()` are the dataset's."""
+
+    dataset: TorchUnpackedDataset
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        if self.num_workers == 0:
+            return super().__iter__()  # the pass runs here and counts what it hands out
+        unpacked = self.dataset.dataset
+        generation = unpacked.begin_worker_pass()
+        return Received(super().__iter__(), unpacked, generation)  # type: ignore[arg-type]
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.dataset.dataset.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.dataset.dataset.load_state_dict(state)
+
+
+def unpacked_loader(
+    dataset: UnpackedDataset, batch_size: int | None = None, num_workers: int = 0, **options: Any
+) -> UnpackedLoader:
+    """The loader `torch_loader` builds for an unpacked dataset; the batch size is the
+    dataset's (`batch_size` may repeat it, or be None)."""
+    if batch_size is not None and batch_size != dataset.batch_size:
+        sized = dataset.batch_size or "bucketed by max_tokens_per_batch"
+        raise ConfigError(
+            f"the batches of an unpacked mixture are the dataset's ({sized}); pass "
+            f"batch_size=None to torch_loader, not {batch_size}"
+        )
+    error = "the batch size is the dataset's (UnpackedDataset(batch_size=...) or bucketing)"
+    options = loader_options(options, error)
+    adapter = TorchUnpackedDataset(dataset)
+    adapter.tracked = True
+    return UnpackedLoader(adapter, batch_size=None, num_workers=num_workers, **options)
+
+
+__all__ = ["TorchUnpackedDataset", "UnpackedLoader", "unpacked_loader"]
