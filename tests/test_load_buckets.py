@@ -65,7 +65,9 @@ def test_greedy_batches_are_full_each_takes_all_that_fits(lengths, budget):
 @given(st.integers(1, 6), st.integers(1, 40), st.data())
 def test_splitting_reaches_a_multiple_of_the_world_size(world, steps, data):
     n = world * steps
-    cuts = sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=n)) + [0])) if n > 1 else [0]
+    cuts = (
+        sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=n)) + [0])) if n > 1 else [0]
+    )
     split = split_to_multiple(np.array(cuts), n, world)
     assert len(split) % world == 0 and set(cuts) <= set(split.tolist())
     assert np.all(np.diff([*split.tolist(), n]) >= 1)

@@ -33,7 +33,13 @@ def catalog(tmp_path_factory) -> str:
         {
             "wiki": {"documents": 120, "seed": 1, "source": "wiki", "mean_tokens": 60},
             # Tokenized with EOS already: nothing is appended to its documents.
-            "code": {"documents": 90, "seed": 2, "source": "code", "mean_tokens": 80, "eos_id": EOS},
+            "code": {
+                "documents": 90,
+                "seed": 2,
+                "source": "code",
+                "mean_tokens": 80,
+                "eos_id": EOS,
+            },
             "web": {"documents": 150, "seed": 3, "source": "web", "mean_tokens": 40},
         },
     )
@@ -113,7 +119,9 @@ def test_fixed_batches_follow_the_stream(catalog):
     del spec["bucketing"]
     dataset = UnpackedDataset(spec, batch_size=5)
     batches = take(iter(dataset), 4)
-    assert [b["index"].tolist() for b in batches] == [list(range(5 * i, 5 * i + 5)) for i in range(4)]
+    assert [b["index"].tolist() for b in batches] == [
+        list(range(5 * i, 5 * i + 5)) for i in range(4)
+    ]
     for batch in batches:
         assert len(batch["index"]) == 5
         ids, mask = batch["input_ids"], batch["attention_mask"]
@@ -227,7 +235,9 @@ def test_mistakes_are_named(catalog):
     with pytest.raises(ConfigError, match="read it with mixplane.load.unpacked.UnpackedDataset"):
         MixtureDataset(spec)
     with pytest.raises(ConfigError, match="read it with MixtureDataset"):
-        UnpackedDataset({k: v for k, v in spec.items() if k not in ("packing", "bucketing", "pad_id")})
+        UnpackedDataset(
+            {k: v for k, v in spec.items() if k not in ("packing", "bucketing", "pad_id")}
+        )
     with pytest.raises(ConfigError, match="not both"):
         UnpackedDataset(spec, batch_size=4)
     with pytest.raises(ConfigError, match="needs UnpackedDataset\\(batch_size=N\\)"):
@@ -243,7 +253,9 @@ def test_mistakes_are_named(catalog):
     with pytest.raises(ConfigError, match="pass batch_size=None"):
         torch_loader(UnpackedDataset(spec), batch_size=8)
     with pytest.raises(ConfigError, match="another mixture"):
-        UnpackedDataset(mixture(catalog, seed=3)).load_state_dict(UnpackedDataset(spec).state_dict())
+        UnpackedDataset(mixture(catalog, seed=3)).load_state_dict(
+            UnpackedDataset(spec).state_dict()
+        )
 
 
 def test_readme_recipe(catalog, tmp_path, monkeypatch):
@@ -252,8 +264,20 @@ def test_readme_recipe(catalog, tmp_path, monkeypatch):
     write_catalog(
         str(tmp_path),
         {
-            "chat": {"documents": 300, "seed": 4, "source": "chat", "mean_tokens": 300},
-            "code": {"documents": 200, "seed": 5, "source": "code", "mean_tokens": 500},
+            "chat": {
+                "documents": 300,
+                "seed": 4,
+                "source": "chat",
+                "mean_tokens": 300,
+                "eos_id": 1,
+            },
+            "code": {
+                "documents": 200,
+                "seed": 5,
+                "source": "code",
+                "mean_tokens": 500,
+                "eos_id": 1,
+            },
         },
     )
     (tmp_path / "sft.yaml").write_text(readme_block("yaml", "packing: none"))

@@ -20,7 +20,7 @@ Example:
     >>> lengths = np.array([5, 300, 7, 290, 6, 310])
     >>> batches = bucket_batches(lengths, budget=640, multiple=8, world_size=2, seed=[0, 0])
     >>> [sorted(lengths[b].tolist()) for b in batches]
-    [[7], [5, 6], [290, 300], [310]]
+    [[6], [5, 7], [290, 300], [310]]
 """
 
 from __future__ import annotations
@@ -91,9 +91,11 @@ def bucket_batches(
     rounded = padded(lengths, multiple)
     if int(rounded.max()) > budget:
         raise ValueError(f"a sample of {int(rounded.max())} padded tokens exceeds {budget}")
-    order = np.lexsort((generator.random(n), rounded))
-    cuts = split_to_multiple(greedy_cuts(rounded[order], budget), n, world_size)
-    batches = np.split(order, cuts[1:])
+    # By length, ties in random order: one sort of (length, random 32 bits) in one int64.
+    keys = (rounded << 32) | generator.integers(0, 1 << 32, n, dtype=np.int64)
+    order = np.argsort(keys)
+    cuts = split_to_multiple(greedy_cuts(rounded[order], budget), n, world_size).tolist()
+    batches = [order[a:b] for a, b in zip(cuts, [*cuts[1:], n], strict=True)]
     steps = generator.permutation(len(batches) // world_size)
     return [batches[s * world_size + r] for s in steps.tolist() for r in range(world_size)]
 

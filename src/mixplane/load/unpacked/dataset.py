@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,23 @@ from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.read.source import token_source
 from mixplane.load.resolve.query import resolve_mixture
-from mixplane.load.unpacked.batch import pad_id_of, padded_batch
+from mixplane.load.unpacked.batch import Located, locate, pad_id_of, padded_batch
+from mixplane.load.unpacked.read_ahead import ReadAhead
 from mixplane.load.unpacked.state import StepCursor, UnpackedState
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
 FIXED_WINDOW_BATCHES = 64  # global batches per window of a fixed batch size (resume unit)
-WINDOWS_KEPT = 2
+WINDOWS_KEPT = 3  # the window read, the next, and one planned for a replaced state
+
+
+@dataclass(frozen=True)
+class Step:
+    """This rank's batch of step `step` of `window`: `rows` index the window's documents."""
+
+    window: Window
+    located: Located
+    step: int
+    rows: np.ndarray
 
 
 class UnpackedDataset:
@@ -63,6 +75,7 @@ class UnpackedDataset:
         catalog: Any = None,
         dtype: str | np.dtype = "int64",
         resolved: ResolvedMixture | None = None,
+        prefetch: int = 2,
     ):
         spec = load_mixture(mixture)
         if spec.packing != "none":
@@ -90,7 +103,13 @@ class UnpackedDataset:
         self.generation = 0  # counts loaded states; passes begun before one are stale
         self._passes = 0  # counts passes in this process; an older one may not continue
         self.channel: WorkerChannel | None = None  # set up by the PyTorch adapter
-        self._windows: OrderedDict[int, Window] = OrderedDict()
+        self._windows: OrderedDict[tuple[int, int], tuple[Window, Located]] = OrderedDict()
+        self.prefetch = prefetch
+        self._reading: ReadAhead | None = None  # the running pass's reading thread
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy for a DataLoader worker starts without this process's reading thread.
+        return self.__dict__ | {"_reading": None}
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -106,65 +125,97 @@ class UnpackedDataset:
     @property
     def plan(self) -> BatchPlan:
         """How the stream becomes steps from the cursor's base."""
+        return self._plan(self.cursor.base)
+
+    def _plan(self, base: int) -> BatchPlan:
         world = self.layout.world_size
-        return batch_plan(self.spec, world, self.batch_size, self.cursor.base, self.stream.length)
+        return batch_plan(self.spec, world, self.batch_size, base, self.stream.length)
 
     def window(self, number: int) -> Window:
         """Window `number` from the cursor's base, planned (the last few kept)."""
-        found = self._windows.get(number)
+        return self._window(self.cursor.base, number)[0]
+
+    def _window(self, base: int, number: int) -> tuple[Window, Located]:
+        # Keyed by base too: a reading thread may still plan for a state just replaced.
+        found = self._windows.get((base, number))
         if found is None:
-            plan = self.plan
-            positions = plan.window_positions(number)
-            found = plan.plan_window(number, self.stream.lookup(positions)[2])
-            self._windows[number] = found
+            plan = self._plan(base)
+            located = locate(self.stream, self.resolved, plan.window_positions(number))
+            found = (plan.plan_window(number, located.lengths), located)
+            self._windows[(base, number)] = found
             while len(self._windows) > WINDOWS_KEPT:
                 self._windows.popitem(last=False)
         return found
 
     def read(self, positions: np.ndarray) -> dict[str, np.ndarray]:
         """The padded batch of the documents at global `positions` (random access)."""
+        located = locate(self.stream, self.resolved, positions)
+        return self._fill(located, np.arange(len(located.positions)))
+
+    def _fill(self, located: Located, rows: np.ndarray) -> dict[str, np.ndarray]:
         multiple = self.spec.pad_to_multiple_of
-        return padded_batch(
-            self.stream, self.resolved, self.source, positions, self.pad_id, multiple
-        ).fill()
+        return padded_batch(located, rows, self.source, self.pad_id, multiple).fill()
 
     # -- iteration -----------------------------------------------------------------------------
 
-    def steps(self, workers: int = 1, worker: int = 0) -> Iterator[tuple[Window, int]]:
-        """(window, step) of this rank's batches from the cursor on; batch j of them goes to
+    def steps(self, workers: int = 1, worker: int = 0) -> Iterator[Step]:
+        """This rank's batches from the cursor on, as `Step`s; batch j of them goes to
         DataLoader worker j mod `workers`, so the workers' batches, taken in turn, are the
         rank's stream in order."""
-        number, step, j = self.cursor.window, self.cursor.step, 0
+        cursor = self.cursor  # taken now: the iterator may run in a reading thread
+        return self._steps(cursor.base, cursor.window, cursor.step, workers, worker)
+
+    def _steps(self, base: int, number: int, step: int, workers: int, worker: int):
+        rank, j = self.layout.rank, 0
         while True:
-            window = self.window(number)
+            window, located = self._window(base, number)
             if window.steps == 0:  # past the end of the stream
                 return
             for s in range(step, window.steps):
                 if j % workers == worker:
-                    yield window, s
+                    rows = window.batches[s * window.world_size + rank]
+                    yield Step(window, located, s, rows)
                 j += 1
             number, step = number + 1, 0
+
+    def _read_step(self, step: Step) -> dict[str, np.ndarray]:
+        return self._fill(step.located, step.rows)
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         """The batches from where the loop is; each counts as received when handed out."""
         self._passes += 1
+        self._stop_reading()
         return self._main_pass(self._passes, self.generation)
 
     def _main_pass(self, number: int, generation: int) -> Iterator[dict[str, np.ndarray]]:
-        for window, step in self.steps():
-            batch = self.read(window.batch(step, self.layout.rank))
-            if generation != self.generation or number != self._passes:
-                raise ConfigError(
-                    "this iteration was overtaken by load_state_dict or a newer iteration of "
-                    "the same dataset; start a new one (iter(dataset))"
-                )
-            self._advance(window, step)
-            yield batch
+        if self.prefetch > 0:
+            ahead = ReadAhead(self.steps(), self._read_step, self.prefetch)
+            self._reading, made = ahead, iter(ahead)
+        else:
+            made = ((step, self._read_step(step)) for step in self.steps())
+        try:
+            for step, batch in made:
+                if generation != self.generation or number != self._passes:
+                    raise ConfigError(
+                        "this iteration was overtaken by load_state_dict or a newer iteration "
+                        "of the same dataset; start a new one (iter(dataset))"
+                    )
+                self._advance(step.window, step.step)
+                yield batch
+        finally:
+            if self.prefetch > 0:
+                ahead.close()
+
+    def _stop_reading(self) -> None:
+        reading, self._reading = self._reading, None
+        if reading is not None:
+            reading.close()
 
     def worker_batches(self, workers: int, worker: int) -> Iterator[dict[str, np.ndarray]]:
-        """In a DataLoader worker: its batches from the start the trainer published."""
-        for window, step in self.steps(workers, worker):
-            yield self.read(window.batch(step, self.layout.rank))
+        """In a DataLoader worker: its batches from the start the trainer published (a
+        worker is already a process reading ahead: no thread here)."""
+        for step in self.steps(workers, worker):
+            yield self._read_step(step)
 
     def _advance(self, window: Window, step: int) -> None:
         if step + 1 < window.steps:
@@ -246,6 +297,7 @@ class UnpackedDataset:
             cursor = StepCursor(loaded.base, loaded.window, loaded.step)
         else:
             cursor = StepCursor(self._received_before(loaded))
+        self._stop_reading()
         self.cursor = cursor
         self._windows.clear()
         self.generation += 1
@@ -270,7 +322,9 @@ class UnpackedDataset:
         return start
 
     def close(self) -> None:
-        """Let go of the shards this process holds (iterating again reopens them)."""
+        """Stop reading ahead and let go of the shards this process holds (iterating again
+        reopens them)."""
+        self._stop_reading()
         self.source.close()
 
     def __repr__(self) -> str:

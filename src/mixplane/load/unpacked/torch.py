@@ -56,8 +56,12 @@ class UnpackedLoader(DataLoader):
     dataset: TorchUnpackedDataset
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        if self.num_workers == 0:
-            return super().__iter__()  # the pass runs here and counts what it hands out
+        if self.num_workers == 0:  # the pass runs here and counts what it hands out
+            if self.pin_memory:
+                return super().__iter__()
+            # Straight from the dataset, as `MixtureLoader` does: the DataLoader's own loop
+            # would add a profiler record and a fetch per batch.
+            return map(self.collate_fn, iter(self.dataset))
         unpacked = self.dataset.dataset
         generation = unpacked.begin_worker_pass()
         return Received(super().__iter__(), unpacked, generation)  # type: ignore[arg-type]
