@@ -12,7 +12,7 @@ import torch
 from mixtures import three_sources
 from readme_blocks import readme_block
 
-from mixplane.errors import ConfigError
+from mixplane.errors import ConfigError, MixplaneError
 from mixplane.load import MixtureDataset
 from mixplane.load.tools.synthetic import write_catalog
 from mixplane.load.torch import torch_loader
@@ -314,3 +314,48 @@ def test_readme_recipe(catalog, tmp_path, monkeypatch):
     resumed, _ = run(saved[0], 3)
     same(resumed, first[3:])
     assert os.path.exists("sft.yaml")
+
+
+def test_a_pass_overtaken_by_a_state_or_a_newer_pass_raises(catalog):
+    dataset = UnpackedDataset(mixture(catalog))
+    state = dataset.state_dict()
+    first = iter(dataset)
+    next(first)
+    dataset.load_state_dict(state)
+    with pytest.raises(ConfigError, match="overtaken by load_state_dict"):
+        next(first)
+    second = iter(dataset)
+    next(second)
+    third = iter(dataset)  # a newer pass: the older one may not go on
+    with pytest.raises(ConfigError, match="overtaken"):
+        next(second)
+    assert next(third)["index"].tolist() != []
+
+
+def test_iterating_again_continues_and_states_repeat(catalog):
+    spec = mixture(catalog)
+    reference = take(iter(UnpackedDataset(spec, prefetch=0)), 6)
+    dataset = UnpackedDataset(spec)
+    got = take(iter(dataset), 2)
+    got += take(iter(dataset), 4)  # a new pass continues where the loop is
+    same(got, reference)
+    assert dataset.state_dict() == dataset.state_dict()
+    for bad in (
+        {},
+        {"format": "mixplane-unpacked-loader", "version": 1},
+        dataset.state_dict() | {"step": -1},
+    ):
+        with pytest.raises(ConfigError):
+            dataset.load_state_dict(bad)
+
+
+def test_an_error_while_reading_ahead_is_raised_to_the_loop(tmp_path):
+    path = write_catalog(
+        str(tmp_path), {"wiki": {"documents": 40, "seed": 1, "source": "wiki", "eos_id": 0}}
+    )
+    spec = mixture(path, max_epochs=1, components={"wiki": {"weight": 1.0}})
+    dataset = UnpackedDataset(spec)
+    for shard in (tmp_path / "wiki").glob("*.bin"):
+        shard.unlink()  # gone before the reading thread opens it
+    with pytest.raises(MixplaneError, match=r"shard-00000-000.bin is missing"):
+        list(iter(dataset))

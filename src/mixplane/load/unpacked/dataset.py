@@ -195,16 +195,20 @@ class UnpackedDataset:
             made = ((step, self._read_step(step)) for step in self.steps())
         try:
             for step, batch in made:
-                if generation != self.generation or number != self._passes:
-                    raise ConfigError(
-                        "this iteration was overtaken by load_state_dict or a newer iteration "
-                        "of the same dataset; start a new one (iter(dataset))"
-                    )
+                self._check_pass(number, generation)
                 self._advance(step.window, step.step)
                 yield batch
+            self._check_pass(number, generation)  # a pass stopped by a newer one ends here
         finally:
             if self.prefetch > 0:
                 ahead.close()
+
+    def _check_pass(self, number: int, generation: int) -> None:
+        if generation != self.generation or number != self._passes:
+            raise ConfigError(
+                "this iteration was overtaken by load_state_dict or a newer iteration of the "
+                "same dataset; start a new one (iter(dataset))"
+            )
 
     def _stop_reading(self) -> None:
         reading, self._reading = self._reading, None

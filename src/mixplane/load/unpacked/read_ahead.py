@@ -21,6 +21,7 @@ from typing import Generic, TypeVar
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 _END = object()
+_CLOSED = object()
 
 
 class ReadAhead(Generic[Job, Result]):
@@ -57,13 +58,17 @@ class ReadAhead(Generic[Job, Result]):
     def __iter__(self) -> Iterator[tuple[Job, Result]]:
         while True:
             item = self._queue.get()
-            if item is _END:
+            if item is _END or item is _CLOSED:
                 return
             if isinstance(item, BaseException):
                 raise item
             yield item  # type: ignore[misc]
 
     def close(self) -> None:
-        """Stop the thread (what it made and nobody took is dropped)."""
+        """Stop the thread; what it made and nobody took is dropped, and iterating ends (the
+        reader checks why)."""
         self._stop.set()
         self._thread.join()
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._queue.put(_CLOSED)
