@@ -2,9 +2,9 @@
 
 Each row is one document cut to `seq_len` (its appended EOS included when it fits), left
 aligned and followed by `pad_id` up to the batch's width: its longest row rounded up to
-`pad_to_multiple_of`. `attention_mask` is 1 over the document's tokens and 0 over padding.
-The copy itself is the packed loader's (`read.assemble.PlannedBlock`), over an array
-filled with the pad id.
+`pad_to_multiple_of`. `attention_mask` (int32) is 1 over the document's tokens and 0 over padding.
+The copy itself is the packed loader's (`read.assemble.PlannedBlock`); the pads are
+written after it by the same compiled kernel.
 
 Example:
     >>> located = locate(dataset.stream, dataset.resolved, positions)  # doctest: +SKIP
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import ConfigError
+from mixplane.load._pieces import number_pieces
 from mixplane.load.plan.buckets import padded
 from mixplane.load.plan.documents import DocumentStream
 from mixplane.load.plan.resolved import ResolvedMixture
@@ -59,9 +60,37 @@ def locate(stream: DocumentStream, resolved: ResolvedMixture, positions: np.ndar
     return Located(positions, components, documents, lengths, shard, first, stored)
 
 
+@dataclass
+class PaddedBlock:
+    """A planned batch: the documents' copy (the packed loader's `PlannedBlock`), then the
+    pad id after each row's tokens (only there: a few percent of a bucketed batch) and the
+    attention mask."""
+
+    planned: PlannedBlock
+    pad_id: int
+
+    def fill(self) -> dict[str, np.ndarray]:
+        planned = self.planned
+        arrays = planned.fill()
+        tokens, lengths, target = arrays["input_ids"], planned.lengths, planned.target
+        after, pads = target + lengths, tokens.shape[1] - lengths
+        number_pieces(tokens, after, pads, np.full(len(pads), self.pad_id, dtype=np.int64), 0)
+        # int32 like `document_ids`: the kernel's fastest width (an int64 mask cost more CPU
+        # than copying the tokens); models take any integer mask.
+        mask = np.empty(tokens.shape, dtype=np.int32)
+        number_pieces(mask, target, lengths, np.ones(len(lengths), dtype=np.int64), 0)
+        number_pieces(mask, after, pads, np.zeros(len(pads), dtype=np.int64), 0)
+        arrays["attention_mask"] = mask
+        return arrays
+
+    def release(self) -> None:
+        """Let the cache evict the remote shards this batch read (once: filled or dropped)."""
+        self.planned.release()
+
+
 def padded_batch(
     located: Located, rows: np.ndarray, source: TokenSource, pad_id: int, multiple: int
-) -> PlannedBlock:
+) -> PaddedBlock:
     """Plan the padded batch of the documents `rows` of `located` (fill it to read)."""
     lengths = located.lengths[rows]
     count = len(rows)
@@ -73,29 +102,17 @@ def padded_batch(
     if len(eos_at) and source.eos_id is None:
         raise ValueError("an appended EOS is needed but no eos_id is known")
     arrays = {
-        "input_ids": np.full((count, width), pad_id, dtype=source.dtype),
-        "attention_mask": attention_mask(lengths, width),
+        "input_ids": np.empty((count, width), dtype=source.dtype),
         "component": located.components[rows],
         "index": located.positions[rows],
     }
     pinned = source.open(shard)
     zeros = np.zeros(count, dtype=np.int64)
     first = located.first[rows]
-    return PlannedBlock(
+    planned = PlannedBlock(
         arrays, source, shard, first, take, target, lengths, zeros, eos_at, pinned=pinned
     )
-
-
-def attention_mask(lengths: np.ndarray, width: int) -> np.ndarray:
-    """1 over each row's first `lengths` columns, 0 after (int64, as models take it).
-
-    >>> attention_mask(np.array([1, 3]), 4).tolist()
-    [[1, 0, 0, 0], [1, 1, 1, 0]]
-    """
-    mask = np.empty((len(lengths), width), dtype=np.int64)
-    # Measured: a filled array and this comparison beat writing pads and mask piece by piece.
-    np.less(np.arange(width), lengths[:, None], out=mask, casting="unsafe")
-    return mask
+    return PaddedBlock(planned, pad_id)
 
 
 def pad_id_of(pad_id: int | None, datasets: list[Mapping[str, Any]], dtype: np.dtype) -> int:
