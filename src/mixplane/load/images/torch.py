@@ -28,16 +28,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data import IterableDataset, get_worker_info
 
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.images.dataset import ImageTextDataset
-from mixplane.load.torch.adapter import (
-    Received,
-    as_tensors,
-    exit_with_parent,
-    loader_options,
-)
+from mixplane.load.torch.adapter import as_tensors, exit_with_parent, loader_options
+from mixplane.load.torch.following import FollowingLoader
 
 
 class TorchImageTextDataset(IterableDataset):
@@ -72,7 +68,7 @@ class TorchImageTextDataset(IterableDataset):
         return len(self.dataset)
 
 
-class ImageTextLoader(DataLoader):
+class ImageTextLoader(FollowingLoader):
     """A DataLoader over a `TorchImageTextDataset` that follows the batches the loop receives.
 
     `state_dict()` and `load_state_dict()` are the dataset's, so trainers that checkpoint
@@ -80,19 +76,6 @@ class ImageTextLoader(DataLoader):
     """
 
     dataset: TorchImageTextDataset
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        if self.num_workers == 0:
-            return super().__iter__()  # the pass runs here and counts what it hands out
-        images = self.dataset.dataset
-        generation = images.begin_worker_pass()
-        return Received(super().__iter__(), images, generation)  # type: ignore[arg-type]
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.dataset.dataset.state_dict()
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.dataset.dataset.load_state_dict(state)
 
 
 class SharedBatches:

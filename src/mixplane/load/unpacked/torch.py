@@ -14,15 +14,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data import IterableDataset, get_worker_info
 
 from mixplane.errors import ConfigError
 from mixplane.load.channel import WorkerChannel
-from mixplane.load.torch.adapter import Received, exit_with_parent, loader_options
+from mixplane.load.torch.adapter import exit_with_parent, loader_options
+from mixplane.load.torch.following import FollowingLoader
 from mixplane.load.torch.transfer import WorkerBatch, as_tensors
 from mixplane.load.unpacked.dataset import UnpackedDataset
 
@@ -49,28 +50,18 @@ class TorchUnpackedDataset(IterableDataset):
         return map(WorkerBatch, dataset.worker_batches(info.num_workers, info.id))
 
 
-class UnpackedLoader(DataLoader):
+class UnpackedLoader(FollowingLoader):
     """A DataLoader over a `TorchUnpackedDataset` that follows the batches the loop receives;
     `state_dict()` and `load_state_dict()` are the dataset's."""
 
     dataset: TorchUnpackedDataset
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        if self.num_workers == 0:  # the pass runs here and counts what it hands out
-            if self.pin_memory:
-                return super().__iter__()
+        if self.num_workers == 0 and not self.pin_memory:
             # Straight from the dataset, as `MixtureLoader` does: the DataLoader's own loop
             # would add a profiler record and a fetch per batch.
             return map(self.collate_fn, iter(self.dataset))
-        unpacked = self.dataset.dataset
-        generation = unpacked.begin_worker_pass()
-        return Received(super().__iter__(), unpacked, generation)  # type: ignore[arg-type]
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.dataset.dataset.state_dict()
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.dataset.dataset.load_state_dict(state)
+        return super().__iter__()
 
 
 def unpacked_loader(
