@@ -359,3 +359,17 @@ def test_an_error_while_reading_ahead_is_raised_to_the_loop(tmp_path):
         shard.unlink()  # gone before the reading thread opens it
     with pytest.raises(MixplaneError, match=r"shard-00000-000.bin is missing"):
         list(iter(dataset))
+
+
+def test_a_batch_out_of_order_or_cut_is_refused(catalog):
+    dataset = UnpackedDataset(mixture(catalog))
+    expected = dataset.window(0).batch(0, 0)
+    generation = dataset.generation
+    with pytest.raises(ConfigError, match="whole and in order"):
+        dataset.received(int(expected[0]) + 1, len(expected), generation)
+    with pytest.raises(ConfigError, match="whole and in order"):
+        dataset.received(int(expected[0]), len(expected) - 1, generation)
+    with pytest.raises(ConfigError, match="start a new pass"):
+        dataset.received(int(expected[0]), len(expected), generation - 1)
+    dataset.received(int(expected[0]), len(expected), generation)
+    assert dataset.state_dict()["step"] == 1
