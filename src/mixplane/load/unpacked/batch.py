@@ -8,7 +8,8 @@ written after it by the same compiled kernel.
 
 Example:
     >>> located = locate(dataset.stream, dataset.resolved, positions)  # doctest: +SKIP
-    >>> batch = padded_batch(located, np.arange(3), dataset.source, 0, 8).fill()  # doctest: +SKIP
+    >>> [batch] = padded_batches(located, [np.arange(3)], dataset.source, 0, 8).fill()
+    ... # doctest: +SKIP
     >>> batch["input_ids"].shape, batch["attention_mask"].sum(1)  # doctest: +SKIP
     ((3, 16), array([13, 9, 16]))
 """
@@ -62,57 +63,82 @@ def locate(stream: DocumentStream, resolved: ResolvedMixture, positions: np.ndar
 
 @dataclass
 class PaddedBlock:
-    """A planned batch: the documents' copy (the packed loader's `PlannedBlock`), then the
-    pad id after each row's tokens (only there: a few percent of a bucketed batch) and the
-    attention mask."""
+    """Padded batches planned together and filled in one pass over one flat buffer each for
+    the tokens and the mask: the documents' copy (the packed loader's `PlannedBlock`), the
+    pad id after each row's tokens (only there: a few percent of a bucketed batch), then the
+    attention mask; each batch is a view of its part of the buffers."""
 
     planned: PlannedBlock
     pad_id: int
+    widths: np.ndarray  # per batch
+    sizes: np.ndarray  # rows per batch
+    row_width: np.ndarray  # per row: its batch's width
 
-    def fill(self) -> dict[str, np.ndarray]:
+    def fill(self) -> list[dict[str, np.ndarray]]:
         planned = self.planned
         arrays = planned.fill()
         tokens, lengths, target = arrays["input_ids"], planned.lengths, planned.target
-        after, pads = target + lengths, tokens.shape[1] - lengths
+        after, pads = target + lengths, self.row_width - lengths
         number_pieces(tokens, after, pads, np.full(len(pads), self.pad_id, dtype=np.int64), 0)
         # int32 like `document_ids`: the kernel's fastest width (an int64 mask cost more CPU
         # than copying the tokens); models take any integer mask.
         mask = np.empty(tokens.shape, dtype=np.int32)
         number_pieces(mask, target, lengths, np.ones(len(lengths), dtype=np.int64), 0)
         number_pieces(mask, after, pads, np.zeros(len(pads), dtype=np.int64), 0)
-        arrays["attention_mask"] = mask
-        return arrays
+        batches, row, flat = [], 0, 0
+        for size, width in zip(self.sizes.tolist(), self.widths.tolist(), strict=True):
+            cells, rows = size * width, slice(row, row + size)
+            batches.append(
+                {
+                    "input_ids": tokens[flat : flat + cells].reshape(size, width),
+                    "attention_mask": mask[flat : flat + cells].reshape(size, width),
+                    "component": arrays["component"][rows],
+                    "index": arrays["index"][rows],
+                }
+            )
+            row, flat = row + size, flat + cells
+        return batches
 
     def release(self) -> None:
-        """Let the cache evict the remote shards this batch read (once: filled or dropped)."""
+        """Let the cache evict the remote shards these batches read (once)."""
         self.planned.release()
 
 
-def padded_batch(
-    located: Located, rows: np.ndarray, source: TokenSource, pad_id: int, multiple: int
+def padded_batches(
+    located: Located,
+    batches: list[np.ndarray],
+    source: TokenSource,
+    pad_id: int,
+    multiple: int,
 ) -> PaddedBlock:
-    """Plan the padded batch of the documents `rows` of `located` (fill it to read)."""
+    """Plan the padded batches of the documents `batches` (rows of `located`, each non-empty)
+    as one block (fill it to read)."""
+    sizes = np.array([len(b) for b in batches], dtype=np.int64)
+    rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
     lengths = located.lengths[rows]
-    count = len(rows)
-    width = int(padded(lengths.max(), multiple)) if count else 0
+    starts = np.cumsum(sizes) - sizes
+    widths = padded(np.maximum.reduceat(lengths, starts), multiple) if len(rows) else sizes
+    row_width = np.repeat(widths, sizes)
+    offsets = np.cumsum(sizes * widths) - sizes * widths
+    row_in_batch = np.arange(len(rows)) - np.repeat(starts, sizes)
+    target = np.repeat(offsets, sizes) + row_in_batch * row_width
     shard = located.shard[rows]
     take = np.minimum(lengths, located.stored[rows])
-    target = np.arange(count, dtype=np.int64) * width
     eos_at = (target + take)[take < lengths]  # the appended EOS, where the cut keeps it
     if len(eos_at) and source.eos_id is None:
         raise ValueError("an appended EOS is needed but no eos_id is known")
     arrays = {
-        "input_ids": np.empty((count, width), dtype=source.dtype),
+        "input_ids": np.empty(int((sizes * widths).sum()), dtype=source.dtype),
         "component": located.components[rows],
         "index": located.positions[rows],
     }
     pinned = source.open(shard)
-    zeros = np.zeros(count, dtype=np.int64)
+    ordinal = np.zeros(len(rows), dtype=np.int64)
     first = located.first[rows]
     planned = PlannedBlock(
-        arrays, source, shard, first, take, target, lengths, zeros, eos_at, pinned=pinned
+        arrays, source, shard, first, take, target, lengths, ordinal, eos_at, pinned=pinned
     )
-    return PaddedBlock(planned, pad_id)
+    return PaddedBlock(planned, pad_id, widths, sizes, row_width)
 
 
 def pad_id_of(pad_id: int | None, datasets: list[Mapping[str, Any]], dtype: np.dtype) -> int:

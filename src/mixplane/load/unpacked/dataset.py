@@ -20,14 +20,14 @@ import numpy as np
 
 from mixplane.errors import ConfigError
 from mixplane.load.channel import WorkerChannel
-from mixplane.load.dataset import output_dtype
+from mixplane.load.dataset import READ_AHEAD_TOKENS, output_dtype
 from mixplane.load.plan.buckets import BatchPlan, Window
 from mixplane.load.plan.documents import DocumentStream
 from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.read.source import token_source
 from mixplane.load.resolve.query import resolve_mixture
-from mixplane.load.unpacked.batch import Located, locate, pad_id_of, padded_batch
+from mixplane.load.unpacked.batch import Located, locate, pad_id_of, padded_batches
 from mixplane.load.unpacked.read_ahead import ReadAhead
 from mixplane.load.unpacked.state import StepCursor, UnpackedState
 from mixplane.mix.spec import MixtureSpec, load_mixture
@@ -105,6 +105,10 @@ class UnpackedDataset:
         self.channel: WorkerChannel | None = None  # set up by the PyTorch adapter
         self._windows: OrderedDict[tuple[int, int], tuple[Window, Located]] = OrderedDict()
         self.prefetch = prefetch
+        bucketing = self.spec.bucketing
+        per_batch = bucketing.max_tokens_per_batch if bucketing else None
+        per_batch = per_batch or (batch_size or 1) * self.stream.seq_len
+        self.chunk = max(1, READ_AHEAD_TOKENS // per_batch)  # batches read together
         self._reading: ReadAhead | None = None  # the running pass's reading thread
 
     def __getstate__(self) -> dict[str, Any]:
@@ -153,8 +157,11 @@ class UnpackedDataset:
         return self._fill(located, np.arange(len(located.positions)))
 
     def _fill(self, located: Located, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return self._fill_all(located, [rows])[0]
+
+    def _fill_all(self, located: Located, batches: list[np.ndarray]) -> list[dict[str, Any]]:
         multiple = self.spec.pad_to_multiple_of
-        return padded_batch(located, rows, self.source, self.pad_id, multiple).fill()
+        return padded_batches(located, batches, self.source, self.pad_id, multiple).fill()
 
     # -- iteration -----------------------------------------------------------------------------
 
@@ -178,8 +185,21 @@ class UnpackedDataset:
                 j += 1
             number, step = number + 1, 0
 
-    def _read_step(self, step: Step) -> dict[str, np.ndarray]:
-        return self._fill(step.located, step.rows)
+    def _chunks(self, steps: Iterator[Step]) -> Iterator[list[Step]]:
+        """Steps grouped to be read together: consecutive ones of a window, up to about
+        `READ_AHEAD_TOKENS` (planning and filling a batch at a time costs more than its
+        copy)."""
+        chunk: list[Step] = []
+        for step in steps:
+            if chunk and (step.window is not chunk[0].window or len(chunk) == self.chunk):
+                yield chunk
+                chunk = []
+            chunk.append(step)
+        if chunk:
+            yield chunk
+
+    def _read_chunk(self, chunk: list[Step]) -> list[dict[str, Any]]:
+        return self._fill_all(chunk[0].located, [step.rows for step in chunk])
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         """The batches from where the loop is; each counts as received when handed out."""
@@ -188,16 +208,18 @@ class UnpackedDataset:
         return self._main_pass(self._passes, self.generation)
 
     def _main_pass(self, number: int, generation: int) -> Iterator[dict[str, np.ndarray]]:
+        chunks = self._chunks(self.steps())
         if self.prefetch > 0:
-            ahead = ReadAhead(self.steps(), self._read_step, self.prefetch)
+            ahead = ReadAhead(chunks, self._read_chunk, self.prefetch)
             self._reading, made = ahead, iter(ahead)
         else:
-            made = ((step, self._read_step(step)) for step in self.steps())
+            made = ((chunk, self._read_chunk(chunk)) for chunk in chunks)
         try:
-            for step, batch in made:
-                self._check_pass(number, generation)
-                self._advance(step.window, step.step)
-                yield batch
+            for chunk, batches in made:
+                for step, batch in zip(chunk, batches, strict=True):
+                    self._check_pass(number, generation)
+                    self._advance(step.window, step.step)
+                    yield batch
             self._check_pass(number, generation)  # a pass stopped by a newer one ends here
         finally:
             if self.prefetch > 0:
@@ -218,8 +240,8 @@ class UnpackedDataset:
     def worker_batches(self, workers: int, worker: int) -> Iterator[dict[str, np.ndarray]]:
         """In a DataLoader worker: its batches from the start the trainer published (a
         worker is already a process reading ahead: no thread here)."""
-        for step in self.steps(workers, worker):
-            yield self._read_step(step)
+        for chunk in self._chunks(self.steps(workers, worker)):
+            yield from self._read_chunk(chunk)
 
     def _advance(self, window: Window, step: int) -> None:
         if step + 1 < window.steps:
