@@ -15,9 +15,41 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from mixplane.load.torch.adapter import Received
+from mixplane.load.channel import WorkerChannel
+from mixplane.load.torch.adapter import Received, exit_with_parent
+from mixplane.load.torch.transfer import as_tensors
+
+
+class FollowedBatches(IterableDataset):
+    """A dataset's whole batches as dicts of tensors, one batch per DataLoader item.
+
+    Without workers, the dataset's own iteration (which counts what it hands out); in a
+    worker, `worker_batches` from the start the training process published. A subclass
+    says how a worker reads and sends its batches.
+    """
+
+    def __init__(self, dataset: Any):
+        super().__init__()
+        self.dataset = dataset
+        self.tracked = False  # set by a FollowingLoader's builder: it follows the batches
+        if dataset.channel is None:
+            dataset.channel = WorkerChannel()
+
+    def __iter__(self) -> Iterator[Any]:
+        info = get_worker_info()
+        if info is None:
+            return map(as_tensors, iter(self.dataset))
+        exit_with_parent()
+        if not self.tracked:
+            self.dataset.channel.flag_untracked_workers()
+        self.dataset.sync_with_trainer()
+        return self.worker_batches(info.num_workers, info.id)
+
+    def worker_batches(self, workers: int, worker: int) -> Iterator[Any]:
+        """In DataLoader worker `worker` of `workers`: its batches, ready to send."""
+        raise NotImplementedError
 
 
 class FollowingLoader(DataLoader):

@@ -18,36 +18,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch.utils.data import IterableDataset, get_worker_info
 
 from mixplane.errors import ConfigError
-from mixplane.load.channel import WorkerChannel
-from mixplane.load.torch.adapter import exit_with_parent, loader_options
-from mixplane.load.torch.following import FollowingLoader
-from mixplane.load.torch.transfer import WorkerBatch, as_tensors
+from mixplane.load.torch.adapter import loader_options
+from mixplane.load.torch.following import FollowedBatches, FollowingLoader
+from mixplane.load.torch.transfer import WorkerBatch
 from mixplane.load.unpacked.dataset import UnpackedDataset
 
 
-class TorchUnpackedDataset(IterableDataset):
+class TorchUnpackedDataset(FollowedBatches):
     """Yields the dataset's padded batches as dicts of tensors (one batch per item)."""
 
-    def __init__(self, dataset: UnpackedDataset):
-        super().__init__()
-        self.dataset = dataset
-        self.tracked = False  # set by unpacked_loader, which follows the batches received
-        if dataset.channel is None:
-            dataset.channel = WorkerChannel()
+    dataset: UnpackedDataset
 
-    def __iter__(self) -> Iterator[Any]:
-        info = get_worker_info()
-        dataset = self.dataset
-        if info is None:
-            return map(as_tensors, iter(dataset))
-        exit_with_parent()
-        if not self.tracked:
-            dataset.channel.flag_untracked_workers()
-        dataset.sync_with_trainer()
-        return map(WorkerBatch, dataset.worker_batches(info.num_workers, info.id))
+    def worker_batches(self, workers: int, worker: int) -> Iterator[WorkerBatch]:
+        return map(WorkerBatch, self.dataset.worker_batches(workers, worker))
 
 
 class UnpackedLoader(FollowingLoader):
