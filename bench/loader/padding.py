@@ -19,7 +19,7 @@ above), and real tokens per CPU second of the process (its threads included: the
 is shared, so CPU time is the steadier figure), best of `--repeats` passes (by wall time),
 bucketing and packing in turn.
 
-    PYTHONPATH=src python -m bench.loader.padding [--documents 200000]
+    PYTHONPATH=src python -m bench.loader.padding [--documents 200000] [--workers 2]
 """
 
 from __future__ import annotations
@@ -104,11 +104,11 @@ def waste(dataset: UnpackedDataset) -> dict:
     }
 
 
-def timed(make, key: str) -> tuple[float, float, int]:
+def timed(make, key: str, workers: int = 0) -> tuple[float, float, int]:
     """Seconds, CPU seconds (every thread of the process) and tokens handed out (pads
     included) of one epoch through torch_loader; the loop touches one token of each batch."""
     dataset = make()
-    loader = torch_loader(dataset, FIXED_BATCH if key == "packed" else None)
+    loader = torch_loader(dataset, FIXED_BATCH if key == "packed" else None, num_workers=workers)
     handed = touched = 0
     started, cpu = time.perf_counter(), time.process_time()
     for batch in loader:
@@ -122,10 +122,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--documents", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--workers", type=int, default=0, help="DataLoader workers (CPU seconds: this process)"
+    )
     args = parser.parse_args()
     path = catalog(args.documents)
     lengths = UnpackedDataset(spec(path, packing="none", pad_id=0), batch_size=1).stream.lengths[0]
     report: dict = {
+        "workers": args.workers,
         "documents": len(lengths),
         "tokens": int(lengths.sum()),
         "median_length": float(np.median(lengths)),
@@ -149,7 +153,7 @@ def main() -> None:
     best: dict[str, tuple[float, float, int]] = {}
     for _ in range(args.repeats):
         for key, make in makers.items():
-            run = timed(make, key)
+            run = timed(make, key, args.workers)
             if key not in best or run[0] < best[key][0]:
                 best[key] = run
     for key, (seconds, cpu, handed) in best.items():
