@@ -88,6 +88,11 @@ class MixtureDataset:
         plan_url: str | None = None,
     ):
         spec = load_mixture(mixture)
+        if spec.packing == "none":
+            raise ConfigError(
+                "this mixture has packing: none (whole documents, padded batches); read it "
+                "with mixplane.load.unpacked.UnpackedDataset"
+            )
         if plan_url:
             spec = spec.model_copy(update={"plan_url": plan_url})
         if boundaries not in ("document_ids", "position_ids", "both", "none"):

@@ -34,6 +34,7 @@ from mixplane.configs import read_yaml_overridden, validate_config
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.io.sizes import parse_size
 from mixplane.mix.policy.spec import PolicySpec
+from mixplane.mix.unpacked import UNPACKED_ONLY, BucketingSpec, unpacked_problems
 from mixplane.refs import REF, parse_ref
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -220,6 +221,17 @@ class MixtureSpec(BaseModel):
         description="a `mixplane serve` service that resolves the mixture on its catalog, "
         "once for all ranks (http://HOST:PORT; its token from $MIXPLANE_SERVE_TOKEN)",
     )
+    # Unpacked samples (mixplane.load.unpacked.UnpackedDataset; see mix.unpacked).
+    packing: Literal["sequences", "none"] = Field(
+        "sequences",
+        description="sequences: documents packed into seq_len tokens; none: one document per "
+        "sample, cut to seq_len, batches padded (UnpackedDataset)",
+    )
+    pad_id: int | None = Field(None, ge=0, description="padding token (default: tokenizer's)")
+    pad_to_multiple_of: int = Field(8, ge=1, description="padded lengths are multiples of this")
+    bucketing: BucketingSpec | None = Field(
+        None, description="batch samples of similar length within a padded-token budget"
+    )
 
     @field_validator("components")
     @classmethod
@@ -268,6 +280,13 @@ class MixtureSpec(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _packing(self) -> MixtureSpec:
+        problems = unpacked_problems(self, self.model_fields_set)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
     def _steps_need_a_batch_size(self) -> MixtureSpec:
         for part in ("schedule", "policy"):
             if getattr(self, part) and self.global_batch_size is None:
@@ -297,6 +316,8 @@ class MixtureSpec(BaseModel):
         local = {"cache", "cache_dir", "cache_limit", "storage_options", "plan_url"}
         if self.kind == "text":
             local.add("kind")  # text mixtures keep the fingerprints they had before `kind`
+        if self.packing == "sequences":  # packed mixtures keep theirs from before `packing`
+            local.update(("packing", *UNPACKED_ONLY))
         decisive = self.model_dump(mode="json", exclude=local)
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -344,6 +365,8 @@ IMAGE_TEXT_UNUSED = frozenset(
         "append_eos",
         "eos_id",
         "plan_url",
+        "packing",
+        *UNPACKED_ONLY,
     }
 )
 

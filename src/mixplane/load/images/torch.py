@@ -28,19 +28,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from mixplane.load.channel import WorkerChannel
 from mixplane.load.images.dataset import ImageTextDataset
-from mixplane.load.torch.adapter import (
-    Received,
-    as_tensors,
-    exit_with_parent,
-    loader_options,
-)
+from mixplane.load.torch.adapter import as_tensors, loader_options
+from mixplane.load.torch.following import FollowedBatches, FollowingLoader
 
 
-class TorchImageTextDataset(IterableDataset):
+class TorchImageTextDataset(FollowedBatches):
     """Yields the dataset's batches as dicts of tensors (one batch per item).
 
     Use it through `image_text_loader` when the loop has DataLoader workers and checkpoints:
@@ -48,31 +42,18 @@ class TorchImageTextDataset(IterableDataset):
     received, so `dataset.state_dict()` then refuses (it would be stale).
     """
 
-    def __init__(self, dataset: ImageTextDataset):
-        super().__init__()
-        self.dataset = dataset
-        self.tracked = False  # set by image_text_loader, which follows the batches received
-        if dataset.channel is None:
-            dataset.channel = WorkerChannel()
+    dataset: ImageTextDataset
 
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        info = get_worker_info()
-        dataset = self.dataset
-        if info is None:
-            return map(as_tensors, iter(dataset))
-        exit_with_parent()
-        if not self.tracked:
-            dataset.channel.flag_untracked_workers()
-        dataset.sync_with_trainer()
+    def worker_batches(self, workers: int, worker: int) -> Iterator[dict[str, torch.Tensor]]:
         shared = SharedBatches()
-        batches = dataset.worker_batches(info.num_workers, info.id, shared.allocate)
+        batches = self.dataset.worker_batches(workers, worker, shared.allocate)
         return map(shared.tensors, batches)
 
     def __len__(self) -> int:
         return len(self.dataset)
 
 
-class ImageTextLoader(DataLoader):
+class ImageTextLoader(FollowingLoader):
     """A DataLoader over a `TorchImageTextDataset` that follows the batches the loop receives.
 
     `state_dict()` and `load_state_dict()` are the dataset's, so trainers that checkpoint
@@ -80,19 +61,6 @@ class ImageTextLoader(DataLoader):
     """
 
     dataset: TorchImageTextDataset
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        if self.num_workers == 0:
-            return super().__iter__()  # the pass runs here and counts what it hands out
-        images = self.dataset.dataset
-        generation = images.begin_worker_pass()
-        return Received(super().__iter__(), images, generation)  # type: ignore[arg-type]
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.dataset.dataset.state_dict()
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.dataset.dataset.load_state_dict(state)
 
 
 class SharedBatches:

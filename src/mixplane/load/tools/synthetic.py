@@ -37,10 +37,12 @@ def write_token_dataset(
     storage_options: dict[str, Any] | None = None,
     tokens: Callable[[np.random.Generator, int], np.ndarray] | None = None,
     group_by: str | None = None,
+    lengths: Callable[[np.random.Generator, int], np.ndarray] | None = None,
 ) -> str:
     """Write `documents` documents of random tokens; returns the manifest's URL.
 
-    Lengths are uniform in 1..2*mean_tokens (from 2 with an EOS); token ids in
+    Lengths are uniform in 1..2*mean_tokens (from 2 with an EOS), or as `lengths(rng,
+    count)` draws them (a long-tailed distribution, say; at least the shortest); token ids in
     1..vocab_size-1, uniform, or as `tokens(rng, count)` makes them (a generator of
     structured text, such as a Markov chain). `eos_id`, when given, ends every document as
     if tokenized with EOS.
@@ -54,12 +56,15 @@ def write_token_dataset(
     while done < documents:
         count = min(batch, documents - done)
         shortest = 1 if eos_id is None else 2  # at least one token besides the EOS
-        lengths = rng.integers(shortest, 2 * mean_tokens + 1, count).astype(np.int64)
-        total = int(lengths.sum())
+        if lengths is None:
+            sizes = rng.integers(shortest, 2 * mean_tokens + 1, count).astype(np.int64)
+        else:
+            sizes = np.maximum(np.asarray(lengths(rng, count), dtype=np.int64), shortest)
+        total = int(sizes.sum())
         made = rng.integers(1, vocab_size, total) if tokens is None else tokens(rng, total)
         made = np.asarray(made).astype(dtype)
         if eos_id is not None:
-            made[np.cumsum(lengths) - 1] = eos_id
+            made[np.cumsum(sizes) - 1] = eos_id
         numbers = np.arange(done, done + count)
         meta = pa.table(
             {
@@ -69,7 +74,7 @@ def write_token_dataset(
                 "quality": pa.array(rng.random(count)),
             }
         )
-        writer.add(made, lengths, meta)
+        writer.add(made, sizes, meta)
         done += count
     records = [record.to_json() for record in writer.close()]
     outputs = [

@@ -241,7 +241,7 @@ def _index(batch: Any) -> Any:
 
 def torch_loader(
     dataset: MixtureDataset,
-    batch_size: int,
+    batch_size: int | None,
     num_workers: int = 0,
     batches_per_message: int | None = None,
     **options: Any,
@@ -261,11 +261,18 @@ def torch_loader(
     `ceil(prefetch_factor / batches_per_message)` items per worker. How far the workers then
     read ahead is `loader.batches_ahead`; a `set_weights` step must be further.
 
+    An `UnpackedDataset` (`packing: none`) gets its own loader of padded batches, sized by
+    the dataset (give `batch_size=None`; see `mixplane.load.unpacked.torch`).
+
     Example:
         >>> loader = torch_loader(dataset, 8, num_workers=2)  # 8 x 2048 int64  # doctest: +SKIP
         >>> loader.dataset.per_message, loader.batches_ahead  # doctest: +SKIP
         (2, 5)
     """
+    if getattr(dataset, "unpacked", False):  # padded batches of whole documents
+        from mixplane.load.unpacked.torch import unpacked_loader
+
+        return unpacked_loader(dataset, batch_size, num_workers, **options)  # type: ignore[arg-type]
     error = "pass batch_size to torch_loader, not to the DataLoader options"
     custom_collate = options.get("collate_fn") is not None
     options = loader_options(options, error)
