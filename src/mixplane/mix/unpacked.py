@@ -59,7 +59,14 @@ def unpacked_problems(fields: Any, given: set[str]) -> list[str]:
     `fields` is the mixture spec, `given` the fields set explicitly.
     """
     if fields.packing != "none":
-        return [f"{name} needs packing: none" for name in UNPACKED_ONLY if name in given]
+        # A field given its default (a spec written out whole, as the plan service's
+        # clients send it) asks for nothing.
+        defaults = type(fields).model_fields
+        return [
+            f"{name} needs packing: none"
+            for name in UNPACKED_ONLY
+            if name in given and getattr(fields, name) != defaults[name].default
+        ]
     problems = [why for name, why in UNPACKED_REFUSES.items() if getattr(fields, name)]
     if fields.kind != "text":
         problems.append("packing: none is for text mixtures")
