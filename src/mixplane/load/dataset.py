@@ -179,34 +179,14 @@ class MixtureDataset:
         """The samples at global `positions`, batched (random access, no state change)."""
         return plan_block(self.context, np.asarray(positions, dtype=np.int64)).fill()
 
-    def explain(self, position: int) -> list[dict[str, Any]]:
-        """Where the tokens of the sequence at `position` come from: one entry per piece,
-        with the dataset folder, shard, document index and id, and the token range used."""
-        block = self.plan.block(np.array([position], dtype=np.int64))
-        pieces = []
-        for c, doc, begin, stop, column in zip(
-            block.span_component.tolist(),
-            block.spans.document.tolist(),
-            block.spans.begin.tolist(),
-            block.spans.stop.tolist(),
-            block.spans.column.tolist(),
-            strict=True,
-        ):
-            shard, index = self.resolved.ranges[c].locate(np.array([doc]))
-            number, document = int(shard[0]), int(index[0])
-            uri, stem = self.resolved.shards[number]
-            pieces.append(
-                {
-                    "component": self.names[c],
-                    "dataset": uri,
-                    "shard": stem,
-                    "document": document,
-                    "id": str(self.source.metadata_column(number, "id")[document]),
-                    "tokens": [begin, stop],
-                    "column": column,
-                }
-            )
-        return pieces
+    def explain(self, position: int, properties: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Where the tokens of the sequence at `position` come from: one entry per document
+        piece, in order, with its dataset version, folder, shard, document index and id, the
+        token range used, its source and url, and the `properties` asked for (columns of the
+        shards' metadata); see `mixplane.load.tools.pieces.sequence_pieces`."""
+        from mixplane.load.tools.pieces import sequence_pieces
+
+        return sequence_pieces(self, np.array([position], dtype=np.int64), properties)[0]
 
     # -- iteration -------------------------------------------------------------------------------
 
