@@ -74,13 +74,12 @@ def print_trace(report: dict[str, Any]) -> None:
     table = Table(title=title, title_justify="left")
     for column in ("sequence", "micro-batch", "component", "dataset", "document", "tokens"):
         table.add_column(column, justify="right" if column == "micro-batch" else "left")
-    names = list(report["sequences"][0]["documents"][0]["properties"]) if report["sequences"] else []
-    for name in ["source", *names]:
+    for name in ["source", *report["properties"]]:
         table.add_column(name)
     for sequence in report["sequences"]:
         for n, document in enumerate(sequence["documents"]):
             begin, end = document["tokens"]
-            values = [document.get("source"), *document["properties"].values()]
+            values = [document.get("source"), *document["properties"].values()]  # in order
             table.add_row(
                 str(sequence["index"]) if n == 0 else "",
                 str(sequence["micro_batch"]) if n == 0 else "",

@@ -178,6 +178,7 @@ def trace_dataset(
         "world_size": request.world_size,
         "batch_size": request.batch_size,
         "global_batch_size": spec.global_batch_size,
+        "properties": metadata.properties,
         "positions": positions.tolist(),
         "weights": _weights_at(dataset, int(positions[0])),
         "sequences": sequences,
