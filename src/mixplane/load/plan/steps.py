@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixplane.errors import ConfigError
+from mixplane.mix.split import MAX_POSITIONS
 
-# Positions stay far below int64's end: the blend's arithmetic multiplies them.
-MAX_POSITION = 1 << 60
+# The blend's arithmetic holds up to here (over 10^11 sequences, more than any run reads).
+MAX_POSITION = MAX_POSITIONS
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,11 @@ def sequence_pieces(
             "eos": stop > int(stored[k]),
             "column": int(spans.column[k]),
         }
-        entry |= {name: json_value(row[name]) for name in PLACE_COLUMNS if name in row}
+        entry |= {name: _text(row[name]) for name in PLACE_COLUMNS if name in row}
         entry["properties"] = {name: json_value(row[name]) for name in metadata.properties}
         found[int(spans.row[k])].append(entry)
     return found
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(json_value(value))

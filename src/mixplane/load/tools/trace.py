@@ -125,6 +125,7 @@ def trace_dataset(
     spec, plan = dataset.spec, dataset.plan
     if request.step is not None:
         layout = StepLayout.of(spec.global_batch_size, request.world_size, request.batch_size)
+        _check_count(layout.per_rank, request.max_sequences)
         all_positions = layout.positions(request.step, request.rank)
         micro = layout.micro_batches()
         positions = delivered(all_positions, request.world_size, plan.length)
@@ -142,11 +143,6 @@ def trace_dataset(
             raise ConfigError(f"the stream ends after {plan.length:,} sequences")
         micro = np.zeros(1, dtype=np.int64)
         step_size, batch = spec.global_batch_size, 1
-    if len(positions) > request.max_sequences:
-        raise ConfigError(
-            f"the step holds {len(positions):,} sequences on this rank, more than "
-            f"max_sequences {request.max_sequences:,}; raise it or trace one sequence (index)"
-        )
     if spec.policy is not None and not exact_weights:
         _check_before_adapting(spec.policy, int(positions.max()), spec.sequences_per_step())
     metadata = ShardMetadata(dataset, request.properties)
@@ -190,6 +186,14 @@ def _request(request: TraceRequest | Mapping[str, Any] | None, fields: dict) -> 
         return request.model_copy(update=fields) if fields else request
     data = {**(request or {}), **fields}
     return validate_config(TraceRequest, data, "trace")
+
+
+def _check_count(sequences: int, most: int) -> None:
+    if sequences > most:
+        raise ConfigError(
+            f"the step holds {sequences:,} sequences on this rank, more than max_sequences "
+            f"{most:,}; raise it or trace one sequence (index)"
+        )
 
 
 def first_adapted_step(policy: PolicySpec) -> int:
