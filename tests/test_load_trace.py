@@ -135,7 +135,7 @@ def test_dataloader_workers_receive_what_the_trace_says(catalog):
     spec = mixture(catalog)
     documents = Documents(catalog)
     for rank in (1,):
-        dataset = MixtureDataset(spec, rank=rank, world_size=2, read_ahead=48)
+        dataset = MixtureDataset(spec, rank=rank, world_size=2, read_ahead=48, document_refs=True)
         # Small batches travel several to a DataLoader item: the loader splits them again.
         loader = torch_loader(dataset, 2, num_workers=2)
         assert loader.dataset.per_message > 1
@@ -147,6 +147,8 @@ def test_dataloader_workers_receive_what_the_trace_says(catalog):
         for step in (0, 3, 7, 10):
             report = trace(spec, step=step, rank=rank, world_size=2, batch_size=2)
             check_step(documents, report, [received[step]])
+            here = dataset.read_positions(np.array(report["positions"]))
+            assert np.array_equal(received[step]["document_refs"], here["document_refs"])
 
 
 def test_one_sequence_by_index_and_explain_agree(catalog):
@@ -265,3 +267,48 @@ def test_cli_json_and_table(catalog, cli, tmp_path, adaptive_run):
     assert first["id"] in out and "step 12, rank 0 of 1: 4 sequences" in out
     code, out, err = cli("trace", str(path), "--step", "12")
     assert code == 2 and "give the run's weight log" in err and "Traceback" not in err
+
+
+def test_document_refs_name_each_tokens_document_and_its_properties(catalog):
+    from mixplane.load.tools.properties import DocumentProperty
+
+    spec = mixture(catalog)
+    dataset = MixtureDataset(spec, document_refs=True, prefetch=0, read_ahead=48)
+    plain = MixtureDataset(spec, prefetch=0, read_ahead=48)
+    assert dataset.fingerprint == plain.fingerprint  # the same stream, more in each batch
+    batch = next(dataset.batches(6))
+    assert np.array_equal(batch["input_ids"], next(plain.batches(6))["input_ids"])
+    refs = batch["document_refs"]
+    assert refs.shape == (6, SEQ_LEN, 2) and refs.dtype == np.int64
+    versions = [info["dataset"] for info in dataset.resolved.datasets]
+    language = DocumentProperty(dataset, "language")
+    quality = DocumentProperty(dataset, "quality")
+    per_token = language.values(refs)
+    assert language.names == ["de", "en", "es", "fr"]
+    assert np.array_equal(np.array(language.names)[language.codes(refs)], per_token)
+    documents = Documents(catalog)
+    report = trace(spec, step=0, batch_size=6, properties=["language", "quality"])
+    for row, sequence in enumerate(report["sequences"]):
+        for piece in sequence["documents"]:
+            begin, end = piece["tokens"]
+            where = slice(piece["column"], piece["column"] + end - begin)
+            assert (refs[row, where, 0] == versions.index(piece["dataset"])).all()
+            number = refs[row, piece["column"], 1]
+            assert (refs[row, where, 1] == number).all()
+            # The number is the document's place in its version, shards in order.
+            from mixplane.store.dataset import TokenizedDataset
+
+            stored = TokenizedDataset(piece["folder"]).document(int(number))
+            assert np.array_equal(stored, documents.tokens(piece["dataset"], piece["id"]))
+            assert (per_token[row, where] == piece["properties"]["language"]).all()
+            assert (quality.values(refs)[row, where] == piece["properties"]["quality"]).all()
+    labelled = MixtureDataset(spec | {"labels": True, "document_refs": True}, prefetch=0)
+    with_labels = labelled.read_positions(np.arange(3))
+    assert with_labels["document_refs"].shape == (3, SEQ_LEN, 2)
+    labelled.close()
+    with pytest.raises(ConfigError, match="not a text column"):
+        quality.codes(refs)
+    with pytest.raises(ConfigError, match="build the dataset with document_refs=True"):
+        language.values(batch["input_ids"])
+    dataset.close()
+    plain.close()

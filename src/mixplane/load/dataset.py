@@ -24,6 +24,7 @@ from mixplane.load.plan.samples import SamplePlan
 from mixplane.load.plan.state import Cursor, LoaderState
 from mixplane.load.read.assemble import ReadContext, plan_block
 from mixplane.load.read.forecast import block_shards
+from mixplane.load.read.refs import DocumentNumbers
 from mixplane.load.read.source import TokenSource, token_source
 from mixplane.load.read.stream import Stream
 from mixplane.load.resolve.plan_cache import epoch_orders
@@ -69,8 +70,11 @@ class MixtureDataset:
     filled ahead by a background thread; 0: none), `read_ahead` (sequences per block;
     default: about 2M tokens, rounded up to whole batches) and `plan_url` (a `mixplane
     serve` service that resolves the mixture once for all ranks, instead of each machine
-    querying the catalog; the same as the spec's `plan_url`). Planning costs a fixed ~0.5 ms
-    per block, so blocks of a few hundred sequences or more keep it small per sequence.
+    querying the catalog; the same as the spec's `plan_url`) and `document_refs` (batches
+    add `document_refs`, each token's dataset and document number, see
+    `mixplane.load.read.refs`; the same as the spec's `document_refs`). Planning costs a
+    fixed ~0.5 ms per block, so blocks of a few hundred sequences or more keep it small per
+    sequence.
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class MixtureDataset:
         read_ahead: int | None = None,
         resolved: ResolvedMixture | None = None,
         plan_url: str | None = None,
+        document_refs: bool | None = None,
     ):
         spec = load_mixture(mixture)
         if plan_url:
@@ -103,7 +108,12 @@ class MixtureDataset:
             orders=epoch_orders(resolved),  # None: not cached, orders kept in memory
         )
         source = token_source(resolved, output_dtype(dtype, resolved.datasets))
-        self.context = ReadContext(plan, resolved, source, boundaries)
+        if document_refs is not None:  # the option wins over the spec (and a given plan's)
+            self.spec = self.spec.model_copy(update={"document_refs": document_refs})
+        refs = None
+        if self.spec.document_refs:
+            refs = DocumentNumbers.of(resolved, self.spec.storage_options, self.spec.cache_dir)
+        self.context = ReadContext(plan, resolved, source, boundaries, refs)
         self.prefetch = prefetch
         self.read_ahead = read_ahead or max(1, READ_AHEAD_TOKENS // self.spec.seq_len)
         self.cursor = Cursor(split=(world_size, 1, 1))
