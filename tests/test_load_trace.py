@@ -4,11 +4,13 @@ what the training loop received (ranks, accumulation, DataLoader workers, adapti
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
 import pytest
 from mixtures import three_sources
+from readme_blocks import readme_block
 
 from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError
@@ -312,3 +314,55 @@ def test_document_refs_name_each_tokens_document_and_its_properties(catalog):
         language.values(batch["input_ids"])
     dataset.close()
     plain.close()
+
+
+class Finished(Exception):
+    """Ends a README loop after a few batches."""
+
+
+def test_the_readme_section_as_written(catalog, cli, tmp_path, monkeypatch, capsys):
+    spec = mixture(catalog)
+    monkeypatch.chdir(tmp_path)
+    # Blocks of ~85 sequences (the default, 2M tokens, is 40,000 of these short ones).
+    monkeypatch.setattr("mixplane.load.dataset.READ_AHEAD_TOKENS", 4096)
+    (tmp_path / "mixture.yaml").write_text(json.dumps(spec))  # JSON is YAML
+    (tmp_path / "weights.jsonl").write_text("")  # a run that changed no weights
+    lines = readme_block("bash", "mixplane trace").strip().splitlines()
+    outputs = []
+    for line in lines:
+        command = shlex.split(line, comments=True)
+        assert command[0] == "mixplane"
+        code, out, err = cli(*command[1:])
+        assert code == 0, err
+        outputs.append(out)
+    assert json.loads(outputs[1])["positions"] == list(range(1200 * 8, 1201 * 8))
+    assert "sequence 9,603" in outputs[2]
+
+    exec(readme_block("python", "from mixplane.load.tools.trace import trace"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith(f"{1200 * 64 + 3} ")
+
+    received: list[dict] = []
+
+    def token_loss(batch: dict) -> np.ndarray:
+        if len(received) == 3:
+            raise Finished
+        received.append(batch)
+        return (batch["input_ids"] % 7).astype(np.float64)
+
+    namespace = {"token_loss": token_loss}
+    with pytest.raises(Finished):
+        exec(readme_block("python", "DocumentProperty(dataset"), namespace)
+    names = namespace["language"].names
+    loss_sum, tokens = np.zeros(len(names)), np.zeros(len(names))
+    for batch in received:  # the same sums, from each sequence's trace
+        for row, index in enumerate(batch["index"].tolist()):
+            (sequence,) = trace(spec, index=index, properties=["language"])["sequences"]
+            for piece in sequence["documents"]:
+                begin, end = piece["tokens"]
+                where = slice(piece["column"], piece["column"] + end - begin)
+                place = names.index(piece["properties"]["language"])
+                loss_sum[place] += (batch["input_ids"][row, where] % 7).sum()
+                tokens[place] += end - begin
+    assert np.array_equal(namespace["tokens"], tokens)
+    assert np.allclose(namespace["loss_sum"], loss_sum)
