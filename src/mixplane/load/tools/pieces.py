@@ -54,7 +54,10 @@ class ShardMetadata:
                     f"its columns: {', '.join(names)}"
                 )
             wanted = ["id", *(c for c in PLACE_COLUMNS if c in names), *self.properties]
-            self._tables[number] = file.read(columns=list(dict.fromkeys(wanted)))
+            # One thread: a process that exits while Arrow's pool still winds down its
+            # threads aborted now and then ("terminate called without an active exception").
+            columns = list(dict.fromkeys(wanted))
+            self._tables[number] = file.read(columns=columns, use_threads=False)
         return self._tables[number]
 
     def row(self, number: int, index: int) -> dict[str, Any]:
