@@ -183,7 +183,7 @@ def trace_dataset(
 
 def _request(request: TraceRequest | Mapping[str, Any] | None, fields: dict) -> TraceRequest:
     if isinstance(request, TraceRequest):
-        return request.model_copy(update=fields) if fields else request
+        request = request.model_dump()
     data = {**(request or {}), **fields}
     return validate_config(TraceRequest, data, "trace")
 
