@@ -5,7 +5,8 @@ The plan says which pieces fill each sequence without reading a token; the ids a
 properties come from the shards' `.meta.parquet`, each file read once for all the pieces in
 it. A piece's `tokens` range counts the document's tokens with the EOS the loader appends
 (`eos`: the range ends in that EOS); cutting it from the stored document plus that EOS gives
-the tokens the batch holds.
+the tokens the batch holds (with `labels: true`, a sequence packs seq_len + 1 tokens: the
+inputs and, last, the final label).
 
 Example:
     >>> found = sequence_pieces(dataset, np.array([3]), properties=["language"])  # doctest: +SKIP
