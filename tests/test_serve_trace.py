@@ -144,7 +144,7 @@ def test_an_adaptive_mixture_is_traced_from_the_posted_log(guarded, demo_work, t
 
 
 def test_origin_follows_each_document_to_its_raw_input(guarded, demo_work, tmp_path):
-    import gzip
+    from mixplane.io.urls import open_url
 
     local = MIXTURE | {"catalog": str(demo_work / "catalog.duckdb"), "cache_dir": str(tmp_path)}
     expected = trace(local, index=2, origin=True)
@@ -153,8 +153,8 @@ def test_origin_follows_each_document_to_its_raw_input(guarded, demo_work, tmp_p
         assert kept["folder"] == str(demo_work / "clean")
         raw = kept["input"]["url"]
         assert raw.startswith(str(demo_work / "corpus" / "raw"))
-        with gzip.open(raw, "rt") as handle:
-            assert f'"{piece["id"]}"' in handle.read()
+        with open_url(raw) as handle:  # decompressed by its suffix
+            assert f'"{piece["id"]}"'.encode() in handle.read()
     answer = guarded.post(PATH, {"mixture": MIXTURE, "index": 2, "origin": True})
     assert answer.status_code == 200, answer.text
     assert answer.json()["sequences"] == expected["sequences"]
