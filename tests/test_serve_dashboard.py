@@ -633,7 +633,7 @@ def test_the_steps_view_shows_what_a_step_held(page, server, site):
     assert [(index, found) for index, found, _ in shown] == pieces
     languages = [d["properties"]["language"] for s in expected["sequences"] for d in s["documents"]]
     assert [language for _, _, language in shown] == languages
-    expect(page.locator("#view-steps [data-role=summary]")).to_contain_text(
+    expect(page.locator("#steps-summary")).to_contain_text(
         "Step 3, rank 1 of 2: 4 sequences of 128 tokens"
     )
     assert "step=3" in page.url and "properties=language" in page.url

@@ -13,8 +13,8 @@ export function stepsView(section, context) {
   const mixture = section.querySelector("#steps-mixture");
   const properties = section.querySelector("#steps-properties");
   const error = section.querySelector('[data-role="error"]');
-  const summary = section.querySelector('[data-role="summary"]');
-  const result = section.querySelector('[data-role="result"]');
+  const summary = section.querySelector("#steps-summary");
+  const result = section.querySelector("#steps-result");
   const inputs = Object.fromEntries(
     FIELDS.map((name) => [name, section.querySelector(`#steps-${name}`)]),
   );
