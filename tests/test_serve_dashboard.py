@@ -606,16 +606,11 @@ def test_a_restarted_job_draws_a_new_line(page, server):
 
 
 def test_the_steps_view_shows_what_a_step_held(page, server, site):
+    from mixtures import demo_mixture
+
     from mixplane.load.tools.trace import trace
 
-    mixture = {
-        "seq_len": 128,
-        "datasets": ["demo"],
-        "components": {
-            "wiki": {"where": "source = 'wiki'", "weight": 0.6},
-            "code": {"where": "source = 'code'", "weight": 0.4},
-        },
-    }
+    mixture = demo_mixture()
     page.goto(f"{server}/#steps?step=3&rank=1&world_size=2&batch_size=4&properties=language")
     page.fill("#steps-mixture", "{not json")
     page.click("#steps-run")

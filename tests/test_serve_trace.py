@@ -7,18 +7,12 @@ from __future__ import annotations
 import httpx
 import pytest
 from conftest import Service
+from mixtures import demo_mixture
 
 from mixplane.load.tools.trace import trace
 
 TOKEN = "trace-token-for-tests-only"
-MIXTURE = {
-    "seq_len": 128,
-    "datasets": ["demo"],
-    "components": {
-        "wiki": {"where": "source = 'wiki'", "weight": 0.6},
-        "code": {"where": "source = 'code'", "weight": 0.4},
-    },
-}
+MIXTURE = demo_mixture()
 PATH = "/api/mixtures/trace"
 
 
