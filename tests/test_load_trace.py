@@ -179,6 +179,11 @@ def test_reordered_components_read_their_own_documents(catalog):
         for piece in reordered.explain(position):
             source = piece["id"].split("-")[0]
             assert source == {"wiki": "wiki", "code": "code", "web_de": "web"}[piece["component"]]
+    # Their streams differ, so neither resumes from the other's state.
+    first = MixtureDataset(spec, prefetch=0)
+    with pytest.raises(ConfigError, match="listing its components as .* another order"):
+        reordered.load_state_dict(first.state_dict())
+    first.close()
     reordered.close()
 
 

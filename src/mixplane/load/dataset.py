@@ -382,6 +382,7 @@ class MixtureDataset:
             consumed=self.consumed,
             weight_changes=self.weight_log(),
             policy=self.adaptive.state_dict() if self.adaptive is not None else None,
+            components=list(self.names),
         ).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -390,7 +391,7 @@ class MixtureDataset:
         Ranks advance in step, so every rank's state holds the same position: each new rank
         may load its own old rank's state or rank 0's.
         """
-        loaded = LoaderState.matching(state, self.fingerprint)
+        loaded = LoaderState.matching(state, self.fingerprint, list(self.names))
         if self._stream is not None:
             self._stream.close()
             self._stream = None
