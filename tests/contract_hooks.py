@@ -36,6 +36,28 @@ _resources = {
     for operation, found in json.loads(os.environ.get("CONTRACT_RESOURCES", "{}")).items()
 }
 _sent: set[str] = set()
+TRACE = "POST /api/mixtures/trace"
+_trace_properties = itertools.cycle([[], ["language"], ["n_tokens", "language_score"]])
+
+
+def _traceable(body: dict) -> dict:
+    """A trace request that MIXTURE answers: whether a layout fits depends on the mixture
+    (without global_batch_size a step needs batch_size; the step's sequences on a rank must
+    be within max_sequences and its positions within the stream) and on which columns the
+    catalog holds, and a rank is below its world size (which JSON Schema cannot say). A
+    weight log names the components of a mixture, and origins are left to the API tests
+    (they read every processing step's parts: not a few milliseconds)."""
+    body = dict(body)
+    world = min(body.get("world_size") or 1, 64)
+    body |= {"world_size": world, "rank": (body.get("rank") or 0) % world, "origin": False}
+    body |= {"properties": next(_trace_properties), "weight_log": None}
+    if body.get("index") is not None:
+        body.pop("step", None)
+    else:
+        most = body.get("max_sequences") or 1024
+        body |= {"step": (body.get("step") or 0) % 1000, "index": None}
+        body["batch_size"] = min(body.get("batch_size") or 1, most)
+    return body
 
 
 def _valid(case) -> bool:
@@ -75,6 +97,8 @@ def map_case(context, case):
         case.query = {name: value for name, value in query.items() if value is not None}
     if isinstance(case.body, dict) and "mixture" in case.body:
         case.body = case.body | {"mixture": MIXTURE}
+        if case.operation.label == TRACE:
+            case.body = _traceable(case.body)
     existing = _resources.get(case.operation.label)
     if existing is not None:
         chosen = next(existing)

@@ -13,3 +13,15 @@ def three_sources() -> dict:
         "code": {"where": "source = 'code'", "weight": 0.3},
         "web_de": {"where": "source = 'web' AND language = 'de'", "weight": 0.2},
     }
+
+
+def demo_mixture() -> dict:
+    """The service tests' mixture over the demo's catalog: wiki and code, 0.6 and 0.4."""
+    return {
+        "seq_len": 128,
+        "datasets": ["demo"],
+        "components": {
+            "wiki": {"where": "source = 'wiki'", "weight": 0.6},
+            "code": {"where": "source = 'code'", "weight": 0.4},
+        },
+    }

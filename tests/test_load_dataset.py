@@ -320,7 +320,7 @@ def test_lineage_of_a_sequence(dataset, tmp_path: Path):
     tokens = dataset.read_positions(np.array([3]))["input_ids"][0]
     rebuilt = []
     for piece in pieces:
-        shard = ShardReader(f"{piece['dataset']}/{piece['shard']}")
+        shard = ShardReader(f"{piece['folder']}/{piece['shard']}")
         document = shard.document(piece["document"])
         assert shard.metadata(["id"]).column("id")[piece["document"]].as_py() == piece["id"]
         begin, stop = piece["tokens"]

@@ -603,3 +603,36 @@ def test_a_restarted_job_draws_a_new_line(page, server):
         }"""
     )
     assert picked == [[250, 290, 300], [0, 100, 250, 290, 300], [0, 100, 250, 290, 300]]
+
+
+def test_the_steps_view_shows_what_a_step_held(page, server, site):
+    from mixtures import demo_mixture
+
+    from mixplane.load.tools.trace import trace
+
+    mixture = demo_mixture()
+    page.goto(f"{server}/#steps?step=3&rank=1&world_size=2&batch_size=4&properties=language")
+    page.fill("#steps-mixture", "{not json")
+    page.click("#steps-run")
+    expect(page.locator("#view-steps .error")).to_contain_text("The mixture is not JSON")
+    page.fill("#steps-mixture", json.dumps(mixture))
+    page.click("#steps-run")
+    rows = page.locator("#steps-table tbody tr")
+    expect(rows.first).to_be_visible()
+    local = mixture | {"catalog": str(site / "catalog.duckdb"), "cache_dir": str(site / "local")}
+    expected = trace(local, step=3, rank=1, world_size=2, batch_size=4, properties=["language"])
+    pieces = [(s["index"], d["id"]) for s in expected["sequences"] for d in s["documents"]]
+    shown = rows.evaluate_all(
+        "rows => rows.map(r => [Number(r.dataset.index), r.dataset.id, r.lastChild.textContent])"
+    )
+    assert [(index, found) for index, found, _ in shown] == pieces
+    languages = [d["properties"]["language"] for s in expected["sequences"] for d in s["documents"]]
+    assert [language for _, _, language in shown] == languages
+    expect(page.locator("#steps-summary")).to_contain_text(
+        "Step 3, rank 1 of 2: 4 sequences of 128 tokens"
+    )
+    assert "step=3" in page.url and "properties=language" in page.url
+    # What the service refuses, the view says (here: no batch size, no global_batch_size).
+    page.fill("#steps-batch_size", "")
+    page.click("#steps-run")
+    expect(page.locator("#view-steps .error")).to_contain_text("pass batch_size")

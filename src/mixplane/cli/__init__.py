@@ -19,6 +19,7 @@ from mixplane.cli import process as _process
 from mixplane.cli import serve as _serve
 from mixplane.cli import synth as _synth
 from mixplane.cli import tokenize as _tokenize
+from mixplane.cli import trace as _trace
 from mixplane.cli.common import app, run_app
 
 for _module in (
@@ -29,6 +30,7 @@ for _module in (
     _catalog,
     _annotate,
     _mix,
+    _trace,
     _demo,
     _serve,
 ):

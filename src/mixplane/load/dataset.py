@@ -24,6 +24,7 @@ from mixplane.load.plan.samples import SamplePlan
 from mixplane.load.plan.state import Cursor, LoaderState
 from mixplane.load.read.assemble import ReadContext, plan_block
 from mixplane.load.read.forecast import block_shards
+from mixplane.load.read.refs import DocumentNumbers
 from mixplane.load.read.source import TokenSource, token_source
 from mixplane.load.read.stream import Stream
 from mixplane.load.resolve.plan_cache import epoch_orders
@@ -69,8 +70,11 @@ class MixtureDataset:
     filled ahead by a background thread; 0: none), `read_ahead` (sequences per block;
     default: about 2M tokens, rounded up to whole batches) and `plan_url` (a `mixplane
     serve` service that resolves the mixture once for all ranks, instead of each machine
-    querying the catalog; the same as the spec's `plan_url`). Planning costs a fixed ~0.5 ms
-    per block, so blocks of a few hundred sequences or more keep it small per sequence.
+    querying the catalog; the same as the spec's `plan_url`) and `document_refs` (batches
+    add `document_refs`, each token's dataset and document number, see
+    `mixplane.load.read.refs`; the same as the spec's `document_refs`). Planning costs a
+    fixed ~0.5 ms per block, so blocks of a few hundred sequences or more keep it small per
+    sequence.
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class MixtureDataset:
         read_ahead: int | None = None,
         resolved: ResolvedMixture | None = None,
         plan_url: str | None = None,
+        document_refs: bool | None = None,
     ):
         spec = load_mixture(mixture)
         if spec.packing == "none":
@@ -108,7 +113,12 @@ class MixtureDataset:
             orders=epoch_orders(resolved),  # None: not cached, orders kept in memory
         )
         source = token_source(resolved, output_dtype(dtype, resolved.datasets))
-        self.context = ReadContext(plan, resolved, source, boundaries)
+        if document_refs is not None:  # the option wins over the spec (and a given plan's)
+            self.spec = self.spec.model_copy(update={"document_refs": document_refs})
+        refs = None
+        if self.spec.document_refs:
+            refs = DocumentNumbers.of(resolved, self.spec.storage_options, self.spec.cache_dir)
+        self.context = ReadContext(plan, resolved, source, boundaries, refs)
         self.prefetch = prefetch
         self.read_ahead = read_ahead or max(1, READ_AHEAD_TOKENS // self.spec.seq_len)
         self.cursor = Cursor(split=(world_size, 1, 1))
@@ -184,34 +194,14 @@ class MixtureDataset:
         """The samples at global `positions`, batched (random access, no state change)."""
         return plan_block(self.context, np.asarray(positions, dtype=np.int64)).fill()
 
-    def explain(self, position: int) -> list[dict[str, Any]]:
-        """Where the tokens of the sequence at `position` come from: one entry per piece,
-        with the dataset folder, shard, document index and id, and the token range used."""
-        block = self.plan.block(np.array([position], dtype=np.int64))
-        pieces = []
-        for c, doc, begin, stop, column in zip(
-            block.span_component.tolist(),
-            block.spans.document.tolist(),
-            block.spans.begin.tolist(),
-            block.spans.stop.tolist(),
-            block.spans.column.tolist(),
-            strict=True,
-        ):
-            shard, index = self.resolved.ranges[c].locate(np.array([doc]))
-            number, document = int(shard[0]), int(index[0])
-            uri, stem = self.resolved.shards[number]
-            pieces.append(
-                {
-                    "component": self.names[c],
-                    "dataset": uri,
-                    "shard": stem,
-                    "document": document,
-                    "id": str(self.source.metadata_column(number, "id")[document]),
-                    "tokens": [begin, stop],
-                    "column": column,
-                }
-            )
-        return pieces
+    def explain(self, position: int, properties: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Where the tokens of the sequence at `position` come from: one entry per document
+        piece, in order, with its dataset version, folder, shard, document index and id, the
+        token range used, its source and url, and the `properties` asked for (columns of the
+        shards' metadata); see `mixplane.load.tools.pieces.sequence_pieces`."""
+        from mixplane.load.tools.pieces import sequence_pieces
+
+        return sequence_pieces(self, np.array([position], dtype=np.int64), properties)[0]
 
     # -- iteration -------------------------------------------------------------------------------
 
@@ -397,6 +387,7 @@ class MixtureDataset:
             consumed=self.consumed,
             weight_changes=self.weight_log(),
             policy=self.adaptive.state_dict() if self.adaptive is not None else None,
+            components=list(self.names),
         ).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -405,7 +396,7 @@ class MixtureDataset:
         Ranks advance in step, so every rank's state holds the same position: each new rank
         may load its own old rank's state or rank 0's.
         """
-        loaded = LoaderState.matching(state, self.fingerprint)
+        loaded = LoaderState.matching(state, self.fingerprint, list(self.names))
         if self._stream is not None:
             self._stream.close()
             self._stream = None

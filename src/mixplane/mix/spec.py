@@ -202,6 +202,12 @@ class MixtureSpec(BaseModel):
         True, description="add an EOS after each document, unless tokenizing already did"
     )
     eos_id: int | None = Field(None, ge=0, description="override the catalog's EOS id")
+    document_refs: bool = Field(
+        False,
+        description="batches add `document_refs`: for each token, its dataset's index and "
+        "its document's number in that dataset (for a loss by property, e.g. by language); "
+        "not part of the stream's identity",
+    )
     cache_dir: str | None = Field(None, description="local copies of a remote catalog's data")
     cache_limit: int | str | None = Field(
         None,
@@ -314,6 +320,7 @@ class MixtureSpec(BaseModel):
     def fingerprint(self) -> str:
         """Hash of everything that decides the stream (not where files are cached)."""
         local = {"cache", "cache_dir", "cache_limit", "storage_options", "plan_url"}
+        local.add("document_refs")  # what batches carry beside the tokens, not which tokens
         if self.kind == "text":
             local.add("kind")  # text mixtures keep the fingerprints they had before `kind`
         if self.packing == "sequences":  # packed mixtures keep theirs from before `packing`
@@ -367,6 +374,7 @@ IMAGE_TEXT_UNUSED = frozenset(
         "plan_url",
         "packing",
         *UNPACKED_ONLY,
+        "document_refs",
     }
 )
 

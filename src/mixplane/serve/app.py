@@ -21,7 +21,7 @@ from starlette.routing import compile_path
 
 from mixplane._version import __version__
 from mixplane.errors import MixplaneError
-from mixplane.serve import activity_routes, catalog_routes
+from mixplane.serve import activity_routes, catalog_routes, trace_routes
 from mixplane.serve.guard import Guard, allowed_hosts
 from mixplane.serve.metrics import ServiceMetrics
 from mixplane.serve.models import Problem
@@ -73,7 +73,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     )
     app.state.service = Service(settings)
     metrics = ServiceMetrics(app.state.service)
-    for router in (catalog_routes.router, activity_routes.router):
+    for router in (catalog_routes.router, activity_routes.router, trace_routes.router):
         app.include_router(router, responses=ERRORS)
 
     @app.get("/metrics", include_in_schema=False)

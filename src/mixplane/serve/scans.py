@@ -179,6 +179,20 @@ def plan(scope: Scope, mixture: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def trace_step(
+    scope: Scope,
+    mixture: dict[str, Any],
+    request: dict[str, Any],
+    weight_log: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """What a step (or one sequence) of a posted mixture held: each document of each
+    sequence, as `mixplane.load.tools.trace.trace` finds it (`weight_log`: the run's)."""
+    from mixplane.load.tools.trace import trace  # the loader only when asked
+
+    spec = scope.posted(mixture)
+    return json_value(trace(spec, request, catalog=scope.catalog, weight_log=weight_log))
+
+
 SCANS = {
     scan.__name__: scan
     for scan in (
@@ -192,6 +206,7 @@ SCANS = {
         run,
         preview,
         plan,
+        trace_step,
     )
 }
 

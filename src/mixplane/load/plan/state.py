@@ -60,6 +60,9 @@ class LoaderState:
     consumed: int = 0
     weight_changes: list[dict[str, Any]] = field(default_factory=list)
     policy: dict[str, Any] | None = None  # an adaptive mixture's policy state
+    # The components in the spec's order, which decides the blend but not the fingerprint
+    # (states saved before it was recorded have none).
+    components: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": STATE_FORMAT, "version": STATE_VERSION, **asdict(self)}
@@ -87,7 +90,10 @@ class LoaderState:
             policy = data.get("policy")
             if policy is not None and not isinstance(policy, dict):
                 raise TypeError("policy must be a mapping")
-            state = cls(str(data["fingerprint"]), consumed, changes, policy)
+            components = data.get("components")
+            if components is not None:
+                components = [str(name) for name in components]
+            state = cls(str(data["fingerprint"]), consumed, changes, policy, components)
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigError(f"loader state is incomplete or malformed: {error}") from None
         if consumed < 0:
@@ -95,9 +101,18 @@ class LoaderState:
         return state
 
     @classmethod
-    def matching(cls, data: Any, fingerprint: str) -> LoaderState:
-        """`from_dict`, refusing a state saved for another mixture or other data versions."""
+    def matching(
+        cls, data: Any, fingerprint: str, components: list[str] | None = None
+    ) -> LoaderState:
+        """`from_dict`, refusing a state saved for another mixture or other data versions
+        (or for the same components listed in another order, which blends them otherwise)."""
         state = cls.from_dict(dict(data) if isinstance(data, Mapping) else data)
+        if None not in (state.components, components) and state.components != components:
+            raise ConfigError(
+                f"the loader state was saved for a mixture listing its components as "
+                f"{state.components}; this one lists {components}, which blends them in "
+                "another order: list them as the state's mixture did"
+            )
         if state.fingerprint != fingerprint:
             raise ConfigError(
                 "the loader state was saved for another mixture or other data versions "

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mixplane.load._pieces import copy_pieces, number_pieces
+from mixplane.load.read.refs import DocumentNumbers, fill_refs
 from mixplane.load.read.source import TokenSource
 
 if TYPE_CHECKING:
@@ -30,12 +31,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ReadContext:
     """What reading a mixture's sequences needs: the plan, the resolved documents, the open
-    token shards, and which boundary arrays to produce."""
+    token shards, which boundary arrays to produce and, for `document_refs`, how documents
+    are numbered."""
 
     plan: SamplePlan
     resolved: ResolvedMixture
     source: TokenSource
     boundaries: str
+    refs: DocumentNumbers | None = None
 
 
 @dataclass
@@ -60,6 +63,7 @@ class PlannedBlock:
     pinned: np.ndarray | None = None  # remote shards held in the cache until filled
     by_ranges: bool = False  # remote pieces fetched by ranges, not from cached shards
     linger: bool = False  # once filled, its shards stay pinned until `TokenSource.settle`
+    refs: tuple[np.ndarray, np.ndarray] | None = None  # per piece: dataset, document number
 
     def fill(self) -> dict[str, np.ndarray]:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
@@ -78,6 +82,8 @@ class PlannedBlock:
         if "position_ids" in self.arrays:
             zero = np.zeros(len(self.target), dtype=np.int64)
             number_pieces(self.arrays["position_ids"], self.target, self.lengths, zero, 1)
+        if self.refs is not None:
+            fill_refs(self.arrays["document_refs"], self.target, self.lengths, *self.refs)
         return with_labels(self.arrays) if self.labels else self.arrays
 
     def release(self) -> None:
@@ -109,7 +115,7 @@ def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     out["loss_mask"] = np.ones(out["labels"].shape, dtype=np.float32)
     for key, value in arrays.items():
         if key not in out:
-            out[key] = value[:, :-1] if value.ndim == 2 else value
+            out[key] = value[:, :-1] if value.ndim >= 2 else value
     return out
 
 
@@ -156,6 +162,13 @@ def plan_block(
         arrays["document_ids"] = np.empty((rows, width), dtype=np.int32)
     if context.boundaries in ("position_ids", "both"):
         arrays["position_ids"] = np.empty((rows, width), dtype=np.int32)
+    refs = None
+    if context.refs is not None:
+        index = np.empty(len(spans), dtype=np.int64)
+        for c, lo, hi in block.groups:
+            index[lo:hi] = resolved.ranges[c].locate(spans.document[lo:hi])[1]
+        refs = context.refs.refs(shard, index)
+        arrays["document_refs"] = np.empty((rows, width, 2), dtype=np.int64)
     return PlannedBlock(
         arrays,
         source,
@@ -170,4 +183,5 @@ def plan_block(
         pinned,
         by_ranges,
         linger,
+        refs,
     )

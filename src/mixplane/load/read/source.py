@@ -352,10 +352,14 @@ class TokenSource:
         return self._datasets[uri]
 
     def metadata_column(self, number: int, column: str) -> np.ndarray:
-        """One column of a shard's `.meta.parquet`: from the machine's copy of a remote one
-        when querying the catalog made it (`catalog.mirror`), else read whole in one request
-        (a Parquet reader over a remote file makes a round trip per footer and column chunk)
-        and checked against the manifest's hash."""
+        """One column of a shard's `.meta.parquet` (see `metadata_file`)."""
+        return _column(self.metadata_file(number), column)
+
+    def metadata_file(self, number: int) -> Any:
+        """A shard's `.meta.parquet` for a Parquet reader: from the machine's copy of a
+        remote one when querying the catalog made it (`catalog.mirror`), else read whole in
+        one request (a Parquet reader over a remote file makes a round trip per footer and
+        column chunk) and checked against the manifest's hash."""
         from mixplane.catalog.mirror import mirrored_path  # the catalog loads DuckDB: not before
 
         uri, stem = self.shards[number]
@@ -364,8 +368,8 @@ class TokenSource:
             digest = (self.manifest_entry(uri, name) or {}).get("hash")
             mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem, digest)
             if os.path.exists(mirrored):  # copied (and checked) when the catalog was queried
-                return _column(mirrored, column)
-        return _column(pa.BufferReader(self.fetch_whole(uri, name)), column)
+                return mirrored
+        return pa.BufferReader(self.fetch_whole(uri, name))
 
     def fetch_whole(self, uri: str, name: str) -> bytes:
         """A small file of a dataset, read in one request (retried) and checked against the

@@ -42,7 +42,10 @@ CACHE_FORMAT = 5  # 5: remote datasets' registered manifests in `datasets`
 
 def entry_folder(spec: MixtureSpec, catalog: LocalCatalog, cache_dir: str | None) -> str:
     """The folder of the plan of `spec` over `catalog` (present or not)."""
-    key = json.dumps([CACHE_FORMAT, spec.fingerprint(), catalog.identity])
+    # The arrays are per leaf, in the order the spec lists them; the fingerprint sorts the
+    # components, so the order is part of the key (a reordered spec has its own entry).
+    leaves = [leaf.name for leaf in MixtureTree(spec).leaves]
+    key = json.dumps([CACHE_FORMAT, spec.fingerprint(), catalog.identity, leaves])
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
     return os.path.join(cache_root(cache_dir), "plans", digest)
 

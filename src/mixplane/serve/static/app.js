@@ -10,6 +10,7 @@ import { createDocumentViewer } from "./documents.js";
 import { jobsView } from "./jobs.js";
 import { runsView } from "./runs.js";
 import { searchView } from "./search.js";
+import { stepsView } from "./steps.js";
 import { parseFragment, writeFragment } from "./state.js";
 
 const VIEWS = {
@@ -18,6 +19,7 @@ const VIEWS = {
   composition: compositionView,
   runs: runsView,
   jobs: jobsView,
+  steps: stepsView,
 };
 
 initToken();
