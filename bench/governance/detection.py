@@ -1,6 +1,7 @@
 """Licence and opt-out detection against the planted truth of `mixplane synth --governance`.
 
-    .venv/bin/python bench/governance/detection.py [--docs 20000] [--seed 0] [--web-profile realistic]
+    .venv/bin/python bench/governance/detection.py [--docs 20000] [--seed 0]
+        [--web-profile realistic]
 
 Writes a synthetic corpus with licences and opt-outs planted in its web pages (WARC
 responses and single HTML files), runs the `license` and `opt_out` stages through
