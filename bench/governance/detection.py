@@ -62,6 +62,12 @@ def measure(docs: int, seed: int, profile: str, work: Path) -> dict:
         "web_pages": len(truth),
         "kept": result.stats["kept"],
         "seconds": round(seconds, 2),
+        # CPU seconds per stage, summed over the pipeline's batches (its own stats).
+        "stage_seconds": {
+            name: round(value, 2)
+            for name, value in sorted(result.stats["seconds"].items())
+            if name in ("read", "license", "opt_out")
+        },
         "license": license_scores(truth, found),
         "opt_out": opt_out_scores(truth, found),
     }

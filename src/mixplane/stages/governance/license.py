@@ -33,10 +33,11 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from mixplane.document import Document
 from mixplane.stages.base import Result, Stage
@@ -84,6 +85,8 @@ class License(Stage):
         description="<meta> names (or properties) whose content names the licence",
     )
 
+    _words: re.Pattern | None = PrivateAttr(None)
+
     @field_validator("precedence")
     @classmethod
     def _each_once(cls, sources: list[str]) -> list[str]:
@@ -98,6 +101,14 @@ class License(Stage):
     @classmethod
     def _lowercase(cls, names: list[str]) -> list[str]:
         return [name.strip().lower() for name in names]
+
+    def _page_words(self) -> re.Pattern:
+        """What a page must hold to be parsed: a licence word, a Creative Commons link or one
+        of the `meta_names` ("rights" alone is in most footers)."""
+        if self._words is None:
+            words = [r"licen[cs]e", "creativecommons", *map(re.escape, self.meta_names)]
+            self._words = re.compile("|".join(words), re.IGNORECASE)
+        return self._words
 
     def apply(self, doc: Document) -> Result:
         first: tuple[str, Any] | None = None
@@ -117,7 +128,7 @@ class License(Stage):
             if source in PAGE_SOURCES:
                 if page is None:
                     html = page_html(doc)
-                    page = read_page(html) if html else PageSignals()
+                    page = read_page(html, self._page_words()) if html else PageSignals()
                 yield from ((source, value) for value in self._page_values(page, source))
             else:
                 key = DECLARED_KEY if source == "input" else self.record_key

@@ -10,8 +10,8 @@ dependency) and keeps only what the governance stages look at:
   (`itemprop="license"`: its `href`, `content` or `src`);
 - `cc_links`: the `href` of every link to a Creative Commons licence or public-domain deed.
 
-A stage passes the pattern of words its signals need (`LICENSE_WORDS` for licences): a page
-without any is not parsed at all, which spares most pages the parse.
+A stage passes the pattern of words its signals need: a page without any is not parsed at
+all, which spares most pages the parse.
 
 Example:
     >>> page = read_page('<html><head><meta name="dcterms.license" content="CC0"></head><body>'
@@ -30,8 +30,8 @@ from typing import Any
 
 import orjson
 
-# A page without any of these holds no licence signal.
-LICENSE_WORDS = re.compile(r"licen[cs]e|creativecommons|rights", re.IGNORECASE)
+# A page without any of these holds no licence statement the default options read.
+LICENSE_WORDS = re.compile(r"licen[cs]e|creativecommons|dc\.rights|dcterms\.rights", re.I)
 _CC_LINK = re.compile(r"creativecommons\.org/(?:licenses|publicdomain)/", re.IGNORECASE)
 _LINKS = ("a", "link", "area")
 
