@@ -335,10 +335,12 @@ def test_warc_reader_keeps_opt_out_headers(tmp_path: Path):
     assert OptOut().apply(docs[0]).metadata["opt_out_signal"] == "x_robots_tag: noai"
 
 
-def test_synth_governance_truth_matches_the_stages(tmp_path: Path):
+def test_synth_governance_truth_matches_the_stages(tmp_path: Path, cli):
     plain, governed = tmp_path / "plain", tmp_path / "governed"
     generate_corpus(str(plain), 400, 5)
-    generate_corpus(str(governed), 400, 5, governance=True)
+    code, _, err = cli("synth", str(governed), "-n", "400", "--seed", "5", "--governance")
+    assert code == 0, err
+    assert cli("synth", str(tmp_path / "i"), "--images", "--governance")[0] != 0
     for name in ("documents.parquet", "duplicates.jsonl", "pii.jsonl", "summary.json"):
         assert (plain / "truth" / name).read_bytes() == (governed / "truth" / name).read_bytes()
     assert not (plain / "truth" / "governance.parquet").exists()

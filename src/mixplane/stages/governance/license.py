@@ -33,7 +33,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
@@ -85,7 +84,7 @@ class License(Stage):
         description="<meta> names (or properties) whose content names the licence",
     )
 
-    _words: re.Pattern | None = PrivateAttr(None)
+    _words: tuple[str, ...] | None = PrivateAttr(None)
 
     @field_validator("precedence")
     @classmethod
@@ -102,12 +101,12 @@ class License(Stage):
     def _lowercase(cls, names: list[str]) -> list[str]:
         return [name.strip().lower() for name in names]
 
-    def _page_words(self) -> re.Pattern:
+    def _page_words(self) -> tuple[str, ...]:
         """What a page must hold to be parsed: a licence word, a Creative Commons link or one
         of the `meta_names` ("rights" alone is in most footers)."""
         if self._words is None:
-            words = [r"licen[cs]e", "creativecommons", *map(re.escape, self.meta_names)]
-            self._words = re.compile("|".join(words), re.IGNORECASE)
+            self._words = tuple(dict.fromkeys(["license", "licence", "creativecommons",
+                                               *self.meta_names]))  # fmt: skip
         return self._words
 
     def apply(self, doc: Document) -> Result:

@@ -36,7 +36,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -103,7 +102,7 @@ class OptOut(Stage):
     url_key: str = Field("url", description="the metadata key holding a document's URL")
 
     _rules: OptOutRules | None = PrivateAttr(None)
-    _words: re.Pattern | None = PrivateAttr(None)
+    _words: tuple[str, ...] | None = PrivateAttr(None)
 
     @field_validator("domains_files", "url_prefixes_files")
     @classmethod
@@ -204,11 +203,10 @@ class OptOut(Stage):
                     return word
         return None
 
-    def _page_words(self) -> re.Pattern:
+    def _page_words(self) -> tuple[str, ...]:
         """The words a page must hold for a <meta> signal: pages without them are not parsed."""
         if self._words is None:
-            words = [*self.robots_values, "tdm-reservation"]
-            self._words = re.compile("|".join(map(re.escape, words)), re.IGNORECASE)
+            self._words = (*self.robots_values, "tdm-reservation")
         return self._words
 
 
