@@ -223,6 +223,8 @@ def test_license_options_are_checked():
 
 # --- opt_out ---------------------------------------------------------------------------
 
+TDM, NOIMAGE = "tdm-reservation: 1", "noimageai"
+
 
 @pytest.mark.parametrize(
     ("doc", "signal"),
@@ -231,12 +233,15 @@ def test_license_options_are_checked():
         (html_doc(page(head='<meta name="CCBot" content="noimageai">')), "meta_robots: noimageai"),
         (html_doc(page(head='<meta name="robots" content="noindex, nofollow">')), None),
         (html_doc(page(head='<meta name="description" content="noai">')), None),
-        (html_doc(page(head='<meta name="tdm-reservation" content="1">')), "tdm_meta: tdm-reservation: 1"),
+        (html_doc(page(head='<meta name="tdm-reservation" content="1">')), f"tdm_meta: {TDM}"),
         (html_doc(page(head='<meta name="tdm-reservation" content="0">')), None),
         (html_doc(page(), http_x_robots_tag="otherbot: noai"), "x_robots_tag: noai"),
-        (html_doc(page(), http_x_robots_tag="unavailable_after: 2030-01-01, noimageai"), "x_robots_tag: noimageai"),
+        (
+            html_doc(page(), http_x_robots_tag=f"unavailable_after: 2030, {NOIMAGE}"),
+            f"x_robots_tag: {NOIMAGE}",
+        ),
         (html_doc(page(), http_x_robots_tag="noindex"), None),
-        (html_doc(page(), http_tdm_reservation="1"), "tdm_header: tdm-reservation: 1"),
+        (html_doc(page(), http_tdm_reservation="1"), f"tdm_header: {TDM}"),
         (html_doc(page(), http_tdm_reservation="0"), None),
         (Document("t", "noai in plain text", "web", {"content_type": "text/plain"}), None),
     ],
@@ -374,12 +379,16 @@ def test_input_license_leaves_old_configs_hash_alone():
     assert InputConfig(path="a/*.jsonl", license="MIT").model_dump()["license"] == "MIT"
 
 
+LICENSED = f'<a rel="license" href="{CC_BY}">CC BY</a>'
+NOAI = '<meta name="robots" content="noai">'
+
+
 def readme_corpus(root: Path) -> None:
     (root / "crawl").mkdir()
     sink = WarcSink(str(root / "crawl" / "a.warc.gz"), "urn:uuid:0", "2024-01-01T00:00:00Z")
     pages = [
-        ("urn:uuid:1", "https://blog.example/a", page(footer=f'<a rel="license" href="{CC_BY}">CC</a>'), []),
-        ("urn:uuid:2", "https://blog.example/b", page(head='<meta name="robots" content="noai">'), []),
+        ("urn:uuid:1", "https://blog.example/a", page(footer=LICENSED), []),
+        ("urn:uuid:2", "https://blog.example/b", page(head=NOAI), []),
         ("urn:uuid:3", "https://shop.optout.example/c", page(), []),
         ("urn:uuid:4", "https://news.example/2024/d", page(), []),
         ("urn:uuid:5", "https://news.example/about", page(), []),
