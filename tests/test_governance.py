@@ -201,6 +201,30 @@ def test_license_precedence_and_raw_value():
     assert License().apply(plain).metadata["license"] == "CC-BY-4.0"
 
 
+def test_license_from_a_saved_hugging_face_dataset_card(tmp_path: Path):
+    import datasets
+
+    info = datasets.DatasetInfo(license="cc-by-sa-3.0")
+    data = {"text": ["first article", "second article"], "id": ["a", "b"]}
+    data["license"] = ["", "MIT"]  # a row's own field wins over the card
+    datasets.Dataset.from_dict(data, info=info).save_to_disk(str(tmp_path / "wiki"))
+    datasets.Dataset.from_dict({"text": ["x"]}).save_to_disk(str(tmp_path / "plain"))
+    found = {}
+    for name in ("wiki", "plain"):
+        for path in sorted((tmp_path / name).glob("*.arrow")):
+            shard = Shard(str(path), path.name, "hf_disk")
+            for doc in reader_for("hf_disk")(shard, ReadOptions(), ReadStats()):
+                found[f"{name}/{doc.id}"] = License().apply(doc).metadata
+    assert found["wiki/a"]["dataset_license"] == "cc-by-sa-3.0"
+    assert (found["wiki/a"]["license"], found["wiki/a"]["license_source"]) == (
+        "CC-BY-SA-3.0",
+        "dataset_card",
+    )
+    assert (found["wiki/b"]["license"], found["wiki/b"]["license_source"]) == ("MIT", "record")
+    (plain,) = (meta for key, meta in found.items() if key.startswith("plain/"))
+    assert "dataset_license" not in plain and plain["license"] == "unknown"
+
+
 def test_license_after_extract_reads_fields_only():
     stages = [build_stage("extract", {"engine": "resiliparse"}), License()]
     doc = html_doc(page(footer=f'<a rel="license" href="{CC_BY}">CC</a>'), license="GPLv3")

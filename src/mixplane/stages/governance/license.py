@@ -7,10 +7,12 @@ whose value names a licence `spdx.spdx_id` knows wins:
    the reader passes on as the `declared_license` field);
 2. `record`: the record's own field (`record_key`, default `license`: a JSON Lines or
    Parquet column, such as Wikipedia dumps and code corpora carry);
-3. `rel_license`: `<link rel="license" href>` and `<a rel="license" href>` in the HTML;
-4. `meta`: `<meta>` tags named in `meta_names` (`license`, `dcterms.license`, `dc.rights`...);
-5. `schema_org`: schema.org `license` in JSON-LD or microdata;
-6. `cc_link`: any link to a Creative Commons licence or public-domain deed (a badge in a
+3. `dataset_card`: for a saved Hugging Face dataset (`hf_disk`), the licence its card
+   declares (the `license` of its `dataset_info.json`, kept as `dataset_license`);
+4. `rel_license`: `<link rel="license" href>` and `<a rel="license" href>` in the HTML;
+5. `meta`: `<meta>` tags named in `meta_names` (`license`, `dcterms.license`, `dc.rights`...);
+6. `schema_org`: schema.org `license` in JSON-LD or microdata;
+7. `cc_link`: any link to a Creative Commons licence or public-domain deed (a badge in a
    footer, without `rel="license"`).
 
 Each kept document gets `license` (the SPDX id, `PDM` for public domain, or `unknown`),
@@ -45,8 +47,14 @@ from mixplane.stages.governance import DECLARED_KEY
 from mixplane.stages.governance.page import PageSignals, read_page
 from mixplane.stages.governance.spdx import spdx_id
 
-LicenseSource = Literal["input", "record", "rel_license", "meta", "schema_org", "cc_link"]
-SOURCES: tuple[str, ...] = ("input", "record", "rel_license", "meta", "schema_org", "cc_link")
+LicenseSource = Literal[
+    "input", "record", "dataset_card", "rel_license", "meta", "schema_org", "cc_link"
+]
+SOURCES: tuple[str, ...] = (
+    "input", "record", "dataset_card", "rel_license", "meta", "schema_org", "cc_link"
+)  # fmt: skip
+# The metadata field each source that is not the page reads (`record`: `record_key`).
+FIELDS = {"input": DECLARED_KEY, "dataset_card": "dataset_license"}
 PAGE_SOURCES = frozenset({"rel_license", "meta", "schema_org", "cc_link"})
 UNKNOWN = "unknown"
 RAW_CHARS = 200
@@ -130,7 +138,7 @@ class License(Stage):
                     page = read_page(html, self._page_words()) if html else PageSignals()
                 yield from ((source, value) for value in self._page_values(page, source))
             else:
-                key = DECLARED_KEY if source == "input" else self.record_key
+                key = FIELDS.get(source, self.record_key)
                 yield from ((source, value) for value in _values(doc.metadata.get(key)))
 
     def _page_values(self, page: PageSignals, source: str) -> list[Any]:
