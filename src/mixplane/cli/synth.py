@@ -57,6 +57,12 @@ def synth(
         help="compact: small UTF-8 pages; realistic: 20-200 KB pages with boilerplate, legacy "
         "charsets (windows-1252, Shift_JIS, GB2312) and a few cut at a size limit, as crawled.",
     ),
+    governance: bool = typer.Option(
+        False,
+        "--governance",
+        help="Plant licence statements and AI opt-outs (robots noai, TDMRep headers and meta) "
+        "in web pages; truth in truth/governance.parquet.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Generate web (WARC and HTML), wiki, code and forum files in several languages, with
@@ -67,6 +73,8 @@ def synth(
     doc_id column of truth/images.parquet.
     """
     if images:
+        if governance:
+            raise ConfigError("--governance is for the text corpus (its web pages)")
         if faults:
             raise ConfigError("--faults is for the text corpus; --images always has bad files")
         from mixplane.synth import generate_image_corpus
@@ -81,7 +89,14 @@ def synth(
 
     docs = DEFAULT_DOCS if docs is None else docs
     make = partial(
-        generate_corpus, out, docs, seed, faults, overwrite=overwrite, web_profile=web_profile
+        generate_corpus,
+        out,
+        docs,
+        seed,
+        faults,
+        overwrite=overwrite,
+        web_profile=web_profile,
+        governance=governance,
     )
     _generate(out, docs, make, print_summary, as_json)
 

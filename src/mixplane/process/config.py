@@ -65,6 +65,11 @@ class InputConfig(BaseModel):
     url_key: str | None = Field(
         None, description="field holding an image URL (the fetch_images stage downloads it)"
     )
+    license: str | None = Field(
+        None,
+        description="the licence of every record of this input (CC-BY-4.0...): kept as the "
+        "declared_license field, which the license stage reads first",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> InputConfig:
@@ -78,9 +83,9 @@ class InputConfig(BaseModel):
     def _without_unset_lists(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
-        # Inputs written before 'paths' existed keep their outputs hash.
+        # Inputs written before 'paths' (or 'license') existed keep their outputs hash.
         data = handler(self)
-        for key in ("path", "paths", "base"):
+        for key in ("path", "paths", "base", "license"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data

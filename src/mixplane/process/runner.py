@@ -28,6 +28,7 @@ from mixplane.process.stats import (
 )
 from mixplane.process.tasks import Task
 from mixplane.stages.base import Stage
+from mixplane.stages.governance import DECLARED_KEY
 
 BATCH = 512
 # A batch also ends at this many characters of text, so a run of large records (each under
@@ -136,6 +137,7 @@ def read_task(
     """The records of the task's shards, one file after the other; `files` gets, per file,
     the records read and those quarantined because they could not be read."""
     options = input_read_options(config, task.input_index)
+    declared = config.input[task.input_index].license
     for shard in task.shards:
         tally = files.setdefault(shard.url, new_file_stats())
         try:
@@ -143,6 +145,8 @@ def read_task(
                 tally["documents_in"] += 1
                 if isinstance(record, Quarantined):
                     count_quarantined(tally, "read", record.stat_reason(), record.error)
+                elif declared is not None:
+                    record.metadata[DECLARED_KEY] = declared
                 yield record
         except FileNotFoundError:
             # Files from a `paths` list are not looked at before their task reads them.

@@ -6,6 +6,8 @@ Entries are import paths so that a pipeline imports only the stages it uses.
 BUILTIN_STAGES: dict[str, str] = {
     "extract": "mixplane.stages.extract:Extract",
     "url_filter": "mixplane.stages.urlfilter:UrlFilter",
+    "license": "mixplane.stages.governance.license:License",
+    "opt_out": "mixplane.stages.governance.optout:OptOut",
     "normalize": "mixplane.stages.normalize:Normalize",
     "langid": "mixplane.stages.langid:LanguageId",
     "pii": "mixplane.stages.pii:Pii",

@@ -15,6 +15,7 @@ import xxhash
 from mixplane.synth import documents as drafts
 from mixplane.synth.documents import Draft
 from mixplane.synth.duplicates import EXACT_FROM, Originals, exact_copy, near_copy
+from mixplane.synth.governance import GovernanceTruth, plant_signals
 from mixplane.synth.layout import (
     FILE_NAMES,
     HTML_NAME,
@@ -42,11 +43,21 @@ class CorpusBuilder:
     """Writes `documents` documents under `out` from `seed`; see `generate_corpus`."""
 
     def __init__(
-        self, out: str, documents: int, seed: int, truth: TruthWriter, web_profile: str = "compact"
+        self,
+        out: str,
+        documents: int,
+        seed: int,
+        truth: TruthWriter,
+        web_profile: str = "compact",
+        governance: bool = False,
     ):
         self.out = out
         self.truth = truth
         self.rng = random.Random(f"mixplane-synth:{seed}")
+        # Planted licences and opt-outs draw from their own generator: with or without them
+        # the corpus is the same documents, ids and truth.
+        self.governance_rng = random.Random(f"mixplane-synth-governance:{seed}")
+        self.governance_truth = GovernanceTruth(out) if governance else None
         self.counts = source_counts(documents)
         self.order = interleaving(self.counts, self.rng)
         self.sites = drafts.make_sites(self.rng)
@@ -68,6 +79,13 @@ class CorpusBuilder:
         """Produce the next document of `source`."""
         rng = self.rng
         draft, base, kind, target, similarity = self._compose(source)
+        if self.governance_truth is not None and source in ("web", "web_html") and base is None:
+            planted = plant_signals(self.governance_rng, draft.text, source == "web")
+            draft.text, draft.headers, draft.governance = (
+                planted.html,
+                planted.headers,
+                planted.truth,
+            )
         if source == "forum" and base is not None:
             self.threads.begin(rng, force_new=True, language=draft.language)
             draft.fields = self.threads.fields(rng, draft.text, prose=False)
@@ -77,6 +95,8 @@ class CorpusBuilder:
             doc_id, name = place_html(self.out, draft, serial)
         else:
             doc_id, name = place(self.files[source], draft, serial, rng)
+        if draft.governance is not None and self.governance_truth is not None:
+            self.governance_truth.document(doc_id, source, draft.governance)
         if base is None:
             self.originals.offer(doc_id, draft, rng)
         else:
@@ -147,6 +167,8 @@ class CorpusBuilder:
     def close(self) -> None:
         for files in self.files.values():
             files.close()
+        if self.governance_truth is not None:
+            self.governance_truth.close()
 
     def file_names(self) -> dict[str, list[str]]:
         names = {source: list(files.names) for source, files in self.files.items()}

@@ -7,7 +7,8 @@ Layout under the output folder:
 - `raw/wiki/wiki-NNNN.jsonl.zst`, `raw/code/code-NNNN.jsonl.gz`, `raw/forum/forum-NNNN.parquet`
 - `truth/summary.json`, `truth/duplicates.jsonl` (one line per generated pair),
   `truth/documents.parquet` (labels per document), `truth/pii.jsonl` (planted PII and
-  look-alikes per document), and with faults `truth/faults.json`.
+  look-alikes per document), with faults `truth/faults.json`, and with governance
+  `truth/governance.parquet` (the licence and opt-out planted in each web page).
 
 The same arguments give byte-identical files.
 """
@@ -39,6 +40,7 @@ def generate_corpus(
     overwrite: bool = False,
     on_progress: Callable[[int], None] | None = None,
     web_profile: str = "compact",
+    governance: bool = False,
 ) -> SynthSummary:
     """Write `docs` documents under `out` and return what was written.
 
@@ -47,7 +49,9 @@ def generate_corpus(
     `on_progress(done)` is called every few hundred documents. `web_profile` "realistic"
     writes the WARC pages as a crawl holds them (20-200 KB of boilerplate, legacy charsets,
     a few cut at a size limit: see `webdress`) with the same documents, ids and truth;
-    "compact" (the default) writes them small and in UTF-8.
+    "compact" (the default) writes them small and in UTF-8. `governance` plants licence
+    statements and AI opt-outs in web pages (see `synth.governance`); the other documents,
+    their ids and the other truth files are the same as without it.
 
     Example:
         >>> summary = generate_corpus("/tmp/corpus", docs=2000, seed=1)  # doctest: +SKIP
@@ -60,7 +64,7 @@ def generate_corpus(
         raise ConfigError(f"web profile must be one of {', '.join(PROFILES)}, got {web_profile!r}")
     _prepare(out, overwrite)
     truth = TruthWriter(out)
-    builder = CorpusBuilder(out, docs, seed, truth, web_profile)
+    builder = CorpusBuilder(out, docs, seed, truth, web_profile, governance)
     for done, source in enumerate(builder.order, 1):
         builder.add(source)
         if on_progress is not None and (done % PROGRESS_EVERY == 0 or done == docs):

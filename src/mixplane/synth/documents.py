@@ -39,6 +39,10 @@ class Draft:
     lookalikes: list[dict[str, Any]] = field(default_factory=list)
     programming_language: str | None = None
     words: int = 0
+    #: Response headers beyond the usual (WARC pages only) and the planted licence and
+    #: opt-out, with `synth --governance` (see `governance`).
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    governance: dict[str, Any] | None = None
 
 
 def length(rng: random.Random, median: float, spread: float, low: int, high: int) -> int:

@@ -114,7 +114,8 @@ def place(files: RollingFiles, draft: Draft, serial: int, rng: random.Random) ->
     sink, name, row = files.next_slot()
     if draft.source == "web":
         doc_id = record_uuid(rng)
-        sink.write(doc_id, draft.fields["url"], timestamp(rng, 3000, 60), draft.text)
+        date = timestamp(rng, 3000, 60)
+        sink.write(doc_id, draft.fields["url"], date, draft.text, draft.headers)
     elif draft.source == "wiki":
         doc_id = f"wiki-{serial:07d}"
         sink.write({"id": doc_id, "text": draft.text, **draft.fields})

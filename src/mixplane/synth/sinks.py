@@ -110,8 +110,16 @@ class WarcSink:
         self.records = 0
         self.offsets: list[int] = []
 
-    def write(self, record_id: str, url: str, date: str, html: str) -> None:
-        """Write a 200 response carrying `html`; `record_id` is a `urn:uuid:` string."""
+    def write(
+        self,
+        record_id: str,
+        url: str,
+        date: str,
+        html: str,
+        extra_headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """Write a 200 response carrying `html` (and `extra_headers` after the usual ones);
+        `record_id` is a `urn:uuid:` string."""
         body, content_type, length, extra = html.encode("utf-8"), "text/html; charset=utf-8", 0, {}
         if self._profile == "realistic":
             page = dress(html, record_id)
@@ -123,6 +131,7 @@ class WarcSink:
                 ("Content-Type", content_type),
                 ("Content-Length", str(length or len(body))),
                 ("Server", "nginx"),
+                *(extra_headers or ()),
             ],
             protocol="HTTP/1.1",
         )

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from fastwarc.stream_io import GzipReader
-from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
+from fastwarc.warc import ArchiveIterator, WarcHeaderMap, WarcRecord, WarcRecordType
 
 from mixplane.document import Document
 from mixplane.errors import ConfigError
@@ -42,6 +42,13 @@ _TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/jso
 # Bytes of a payload looked at for NUL bytes, which text in an 8-bit or multi-byte charset
 # never holds: a binary file served under a text content type.
 _SNIFF = 1024
+# Response headers the opt_out stage reads, by the metadata field they are kept in (only
+# when the response has them, so other records' fields stay as they were).
+OPT_OUT_HEADERS = {
+    "X-Robots-Tag": "http_x_robots_tag",
+    "tdm-reservation": "http_tdm_reservation",
+    "tdm-policy": "http_tdm_policy",
+}
 
 
 def wat_refused(where: str) -> ConfigError:
@@ -60,7 +67,9 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     `warc_record_id`, `content_type` (the media type, without parameters),
     `http_content_type` (the HTTP header as sent, None without HTTP) and `charset` (the codec
     the payload was decoded with, see `charsets`) and `warc_truncated` (the crawler's
-    WARC-Truncated reason, such as `length`, when it kept only the start of the page).
+    WARC-Truncated reason, such as `length`, when it kept only the start of the page). The
+    response headers publishers opt out of AI training with are kept when present (see
+    `OPT_OUT_HEADERS`), several of one name joined by ", ".
 
     Example:
         >>> docs = list(read(Shard("crawl.warc.gz", "crawl.warc.gz", "warc"),
@@ -204,7 +213,20 @@ def _record_results(record: WarcRecord, shard: Shard, options: ReadOptions, stat
         "charset": codec,
         "warc_truncated": headers.get("WARC-Truncated"),
     }
+    if record.is_http:
+        metadata.update(_opt_out_headers(record.http_headers))
     yield Document(doc_id, text, default_source(shard, options), metadata)
+
+
+def _opt_out_headers(http_headers: WarcHeaderMap) -> dict[str, str]:
+    """The opt-out response headers a record has, by metadata field."""
+    found = {}
+    pairs = http_headers.astuples()
+    for name, field in OPT_OUT_HEADERS.items():
+        values = [value.strip() for key, value in pairs if key.lower() == name.lower()]
+        if values:
+            found[field] = ", ".join(values)
+    return found
 
 
 def _media_type(content_type: str | None) -> str:
