@@ -83,7 +83,7 @@ class SamplePlan:
                 spec.seq_len,
                 spec.seed,
                 leaf.name,
-                overlap=int(spec.labels),
+                overlap=int(spec.shifted_labels),
                 runs=runs[c] if runs is not None else None,
                 window=spec.shuffle_window,
                 orders=orders,

@@ -56,7 +56,8 @@ class PlannedBlock:
     lengths: np.ndarray
     ordinal: np.ndarray
     eos_at: np.ndarray
-    labels: bool = False  # rows hold one token more, the last label
+    # The spec's `labels`: True, rows hold one token more, the last label; "huggingface".
+    labels: bool | str = False
     pinned: np.ndarray | None = None  # remote shards held in the cache until filled
     by_ranges: bool = False  # remote pieces fetched by ranges, not from cached shards
     linger: bool = False  # once filled, its shards stay pinned until `TokenSource.settle`
@@ -64,11 +65,14 @@ class PlannedBlock:
     def fill(self) -> dict[str, np.ndarray]:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
         tokens = self.arrays["input_ids"]
+        mask = None
         try:
             sources, shard, first = self.source.piece_sources(
                 self.shard, self.first, self.take, self.by_ranges
             )
             copy_pieces(tokens, sources, shard, first, self.take, self.target)
+            if self.labels:
+                mask = self.loss_mask(tokens.shape)
         finally:
             self.release()
         if len(self.eos_at):
@@ -78,7 +82,31 @@ class PlannedBlock:
         if "position_ids" in self.arrays:
             zero = np.zeros(len(self.target), dtype=np.int64)
             number_pieces(self.arrays["position_ids"], self.target, self.lengths, zero, 1)
-        return with_labels(self.arrays) if self.labels else self.arrays
+        if self.labels == "huggingface":
+            return with_unshifted_labels(self.arrays, mask, self.target)
+        return with_labels(self.arrays, mask) if self.labels else self.arrays
+
+    def loss_mask(self, shape: tuple[int, ...]) -> np.ndarray | None:
+        """1 where the loss is taken, per token: the stored masks of fine-tuning shards, 0
+        on the EOS appended to their documents (the template ends a turn its own way), 1
+        elsewhere. None when no shard of the mixture has a mask."""
+        masked = self.source.masked
+        if not masked.any():
+            return None
+        mask = np.ones(shape, dtype=np.uint8)
+        chosen = masked[self.shard]
+        if chosen.any():
+            copy_pieces(
+                mask,
+                self.source.masks,
+                self.shard[chosen],
+                self.first[chosen],
+                self.take[chosen],
+                self.target[chosen],
+            )
+            ended = chosen[self.take < self.lengths]
+            mask.reshape(-1)[self.eos_at[ended]] = 0
+        return mask
 
     def release(self) -> None:
         """Let the cache evict the remote shards this block read (once: filled or dropped)."""
@@ -101,16 +129,44 @@ class FilledBlock:
         """Nothing is held: the training process read it."""
 
 
-def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def with_labels(
+    arrays: dict[str, np.ndarray], mask: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Rows of seq_len + 1 tokens as Megatron's samples: inputs, the next token of each
-    (`labels`) and a `loss_mask` of ones; the arrays are views, nothing is copied."""
+    (`labels`) and a `loss_mask`: the mask of each label token (ones without `mask`). The
+    token arrays are views, nothing is copied."""
     tokens = arrays["input_ids"]
     out = {"input_ids": tokens[:, :-1], "labels": tokens[:, 1:]}
-    out["loss_mask"] = np.ones(out["labels"].shape, dtype=np.float32)
+    if mask is None:
+        out["loss_mask"] = np.ones(out["labels"].shape, dtype=np.float32)
+    else:
+        out["loss_mask"] = mask[:, 1:].astype(np.float32)
     for key, value in arrays.items():
         if key not in out:
             out[key] = value[:, :-1] if value.ndim == 2 else value
     return out
+
+
+IGNORE_INDEX = -100  # what Hugging Face's losses leave out
+
+
+def with_unshifted_labels(
+    arrays: dict[str, np.ndarray], mask: np.ndarray | None, starts: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Labels as Hugging Face models take them (they shift inside): the inputs, with -100
+    where `mask` is 0 and at the first token of every document piece (flat positions
+    `starts`), so no document is trained to follow the one packed before it.
+
+    Example:
+        >>> arrays = {"input_ids": np.array([[5, 6, 7, 8]])}
+        >>> with_unshifted_labels(arrays, None, np.array([0, 2]))["labels"].tolist()
+        [[-100, 6, -100, 8]]
+    """
+    labels = arrays["input_ids"].astype(np.int64)
+    if mask is not None:
+        labels[mask == 0] = IGNORE_INDEX
+    labels.reshape(-1)[starts] = IGNORE_INDEX
+    return arrays | {"labels": labels}
 
 
 def plan_block(
@@ -128,7 +184,7 @@ def plan_block(
     if block is None or not np.array_equal(block.positions, positions):
         block = plan.block(positions)
     spans = block.spans
-    rows, width = len(positions), plan.spec.seq_len + int(plan.spec.labels)
+    rows, width = len(positions), plan.spec.seq_len + int(plan.spec.shifted_labels)
     shard = np.empty(len(spans), dtype=np.int64)
     first = np.empty(len(spans), dtype=np.int64)
     stored = np.empty(len(spans), dtype=np.int64)
@@ -154,7 +210,8 @@ def plan_block(
     }
     if context.boundaries in ("document_ids", "both"):
         arrays["document_ids"] = np.empty((rows, width), dtype=np.int32)
-    if context.boundaries in ("position_ids", "both"):
+    # Hugging Face models find packed documents by their position_ids restarting.
+    if context.boundaries in ("position_ids", "both") or plan.spec.labels == "huggingface":
         arrays["position_ids"] = np.empty((rows, width), dtype=np.int32)
     return PlannedBlock(
         arrays,
