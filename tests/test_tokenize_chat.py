@@ -204,9 +204,8 @@ def test_readers_from_before_masks_refuse_the_new_version(run):
     stem = run["folder"] / "tokens" / run["dataset"].shard_names[0]
     header = Path(str(stem) + ".idx").read_bytes()[:24]
     old_format = old_module("src/mixplane/store/format.py", "old_format")
-    with pytest.raises(
-        MixplaneError, match="token format version 2; this mixplane reads version 1"
-    ):
+    refused = "token format version 2; this mixplane reads version 1"
+    with pytest.raises(MixplaneError, match=refused):
         old_format.decode_header(header, "shard.idx")
     old_dataset = old_module("src/mixplane/store/dataset.py", "old_dataset")
     with pytest.raises(InputError, match=refused):
