@@ -11,6 +11,7 @@ import pytest
 import s3fs
 from chat_data import trained_text, write_chats, write_texts, write_tokenizer
 from conftest import create_bucket
+from readme_blocks import readme_block
 
 from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError, MixplaneError
@@ -217,3 +218,24 @@ def test_masks_from_object_storage_are_cached_and_checked(data, s3_server, tmp_p
     changed.source.retry.base_seconds = 0.01
     with pytest.raises(MixplaneError, match=rf"{stem}\.mask: the downloaded bytes hash to"):
         changed.read_positions(positions)
+
+
+def test_the_readme_fine_tuning_snippet_runs_as_written(tmp_path, monkeypatch):
+    write_tokenizer(tmp_path / "tokenizer")
+    chats = write_chats(tmp_path / "chats" / "chats.jsonl", 1500, seed=3)
+    write_texts(tmp_path / "web" / "web.jsonl", 3000, seed=4)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(readme_block("python", '"labels": "huggingface"'), namespace)
+    batch, dataset = namespace["batch"], namespace["dataset"]
+    assert namespace["catalog"].get("chat").masks
+    assert batch["input_ids"].shape == batch["labels"].shape == (8, 2048)
+    assert np.array_equal(batch["position_ids"][:, 0], np.zeros(8))
+    chat_rows = batch["component"] == dataset.names.index("chat")
+    assert chat_rows.any() and (~chat_rows).any()
+    # In the conversations' rows, the prompts are left out; in the text's, every token
+    # but each document's first is trained on.
+    assert (batch["labels"][chat_rows] == IGNORE_INDEX).mean() > 0.2
+    web = batch["labels"][~chat_rows]
+    assert np.array_equal(web == IGNORE_INDEX, batch["position_ids"][~chat_rows] == 0)
+    assert len(chats) == 1500
