@@ -239,3 +239,21 @@ def test_the_readme_fine_tuning_snippet_runs_as_written(tmp_path, monkeypatch):
     web = batch["labels"][~chat_rows]
     assert np.array_equal(web == IGNORE_INDEX, batch["position_ids"][~chat_rows] == 0)
     assert len(chats) == 1500
+
+
+def test_dataloader_workers_carry_the_labels(data):
+    """DataLoader workers (each a copy of the reader, masks reopened there) hand out the
+    batches a single process reads."""
+    from mixplane.load.torch import torch_loader
+
+    spec = mixture(data["catalog"], "huggingface")
+    expected = MixtureDataset(spec, boundaries="both").read_positions(np.arange(16))
+    loader = torch_loader(MixtureDataset(spec, boundaries="both"), batch_size=4, num_workers=2)
+    batches = []
+    for batch in loader:
+        batches.append(batch)
+        if len(batches) == 4:
+            break
+    for key in ("input_ids", "labels", "position_ids", "document_ids"):
+        joined = np.concatenate([batch[key].numpy() for batch in batches])
+        assert np.array_equal(joined, expected[key]), key

@@ -230,3 +230,26 @@ def test_the_cli_tokenizes_conversations(run, cli, tmp_path):
     dataset = TokenizedDataset(tmp_path / "cli")
     assert dataset.masked and dataset.n_documents == 40
     assert dataset.manifest["config"]["chat"]["train_on"] == "all"
+
+
+def test_parquet_conversations_and_workers_give_the_same_bytes(run, tmp_path):
+    """Conversations from Parquet (a list of structs) tokenize like their JSON Lines, and
+    two worker processes (the template sent to each) write the bytes one process writes."""
+    import pyarrow as pa
+
+    records = run["records"][:10]
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "pq" / "a.parquet")
+    tokenize_dataset(run["config"] | {"input": str(tmp_path / "pq"), "output": str(tmp_path / "q")})
+    from_parquet = TokenizedDataset(tmp_path / "q")
+    first_ten = list(documents(run["dataset"]))[:10]
+    for (doc_id, tokens, mask), (other_id, other_tokens, other_mask) in zip(
+        documents(from_parquet), first_ten, strict=True
+    ):
+        assert doc_id == other_id
+        assert np.array_equal(tokens, other_tokens) and np.array_equal(mask, other_mask)
+
+    parallel = run["config"] | {"output": str(tmp_path / "two"), "workers": 2}
+    tokenize_dataset(parallel)
+    one, two = run["dataset"].manifest, TokenizedDataset(tmp_path / "two").manifest
+    assert one["shards"] == two["shards"]  # names, counts and every file's hash
