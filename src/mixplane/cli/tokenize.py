@@ -158,27 +158,6 @@ def train_tokenizer_command(
         None, "--max-documents", help="Train on the first N documents only."
     ),
     text_key: str = typer.Option("text", "--text-key", help="Field holding the text."),
-    chat: bool = typer.Option(
-        False,
-        "--chat",
-        help="The records are conversations: render them with the chat template and store a "
-        "loss mask (the options below imply it).",
-    ),
-    train_on: str | None = typer.Option(
-        None, "--train-on", help="Roles trained on, comma-separated, or 'all' [assistant]."
-    ),
-    messages_key: str | None = typer.Option(
-        None, "--messages-key", help="Field holding the messages [messages]."
-    ),
-    prompt_key: str | None = typer.Option(
-        None, "--prompt-key", help="Instead of messages: field holding a prompt."
-    ),
-    response_key: str | None = typer.Option(
-        None, "--response-key", help="With --prompt-key: field holding the response."
-    ),
-    chat_template: str | None = typer.Option(
-        None, "--chat-template", help="A Jinja chat template file [the tokenizer's]."
-    ),
     storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:

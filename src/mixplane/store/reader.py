@@ -79,24 +79,23 @@ class ShardReader:
 
     def document(self, index: int) -> np.ndarray:
         """The tokens of document `index` (negative counts from the end), as a view."""
-        count = len(self)
-        if index < 0:
-            index += count
-        if not 0 <= index < count:
-            raise IndexError(f"document {index} out of range for shard {self.name} ({count})")
-        return self.tokens[self.offsets[index] : self.offsets[index + 1]]
+        start, stop = self._span(index)
+        return self.tokens[start:stop]
 
     def document_mask(self, index: int) -> np.ndarray:
         """The loss mask of document `index` (ones for a shard without a `.mask`)."""
+        start, stop = self._span(index)
+        if self.mask is None:
+            return np.ones(stop - start, dtype=MASK_DTYPE)
+        return self.mask[start:stop]
+
+    def _span(self, index: int) -> tuple[int, int]:
         count = len(self)
         if index < 0:
             index += count
         if not 0 <= index < count:
             raise IndexError(f"document {index} out of range for shard {self.name} ({count})")
-        start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
-        if self.mask is None:
-            return np.ones(stop - start, dtype=MASK_DTYPE)
-        return self.mask[start:stop]
+        return int(self.offsets[index]), int(self.offsets[index + 1])
 
     def lengths(self) -> np.ndarray:
         """Token count of every document."""
