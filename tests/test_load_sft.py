@@ -165,7 +165,7 @@ def test_a_packed_batch_gives_a_real_model_the_loss_of_its_documents_apart(data)
     for row in range(len(batch["input_ids"])):
         ids = torch.from_numpy(batch["input_ids"][row : row + 1])
         labels = torch.from_numpy(batch["labels"][row : row + 1])
-        positions = torch.from_numpy(batch["position_ids"][row : row + 1].astype(np.int64))
+        positions = torch.from_numpy(batch["position_ids"][row : row + 1])  # int32, as given
         starts = np.flatnonzero(batch["position_ids"][row] == 0).tolist() + [SEQ_LEN]
         if len(starts) < 3 or (labels[0, 1:] != IGNORE_INDEX).sum() == 0:
             continue
@@ -197,6 +197,7 @@ def test_masks_from_object_storage_are_cached_and_checked(data, s3_server, tmp_p
     for name in ("web", "chat"):
         catalog.register(f"s3://{bucket}/tokens/{name}", name=name)
     assert catalog.get("chat").masks and not catalog.get("web").masks
+    fs = s3fs.S3FileSystem(**s3_server)
     remote = {"storage_options": s3_server, "cache_dir": str(tmp_path / "cache")}
     spec = mixture(catalog.path, "huggingface", **remote)
     local = MixtureDataset(mixture(data["catalog"], "huggingface"))
@@ -209,7 +210,18 @@ def test_masks_from_object_storage_are_cached_and_checked(data, s3_server, tmp_p
     with pytest.raises(ConfigError, match="cache: ranges does not read; use cache: shards"):
         MixtureDataset(spec | {"cache": "ranges"})
 
-    fs = s3fs.S3FileSystem(**s3_server)
+    # A cache limit holds the masks too: one byte short of every shard and mask is refused.
+    held = 0
+    for name in ("web", "chat"):
+        for shard in catalog.get(name).stems:
+            for suffix in (".bin", ".mask") if name == "chat" else (".bin",):
+                held += fs.size(f"{bucket}/tokens/{name}/{shard}{suffix}")
+    small = spec | {"cache_dir": str(tmp_path / "small"), "cache_limit": held - 1}
+    with pytest.raises(ConfigError, match=f"or raise cache_limit to at least {held:,} bytes"):
+        MixtureDataset(small).read_positions(positions[:1])
+    exact = spec | {"cache_dir": str(tmp_path / "exact"), "cache_limit": held}
+    assert np.array_equal(MixtureDataset(exact).read_positions(positions)["labels"], read["labels"])
+
     stem = catalog.get("chat").stems[0]
     path = f"{bucket}/tokens/chat/{stem}.mask"
     original = fs.cat_file(path)

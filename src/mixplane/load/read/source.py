@@ -201,7 +201,7 @@ class TokenSource:
         epoch reads every one again), else twice its `shuffle_window` (the window being read
         and the next), the largest ones counted."""
         remote = np.flatnonzero(self.remote)
-        sizes = {number: self.remote_file(number).size for number in remote.tolist()}
+        sizes = {number: self._cached_bytes(number) for number in remote.tolist()}
         sets = self.working_sets or [(remote, None)]
         needed, whole = 0, True
         for shards, at_once in sets:
@@ -225,6 +225,11 @@ class TokenSource:
                 f"shuffle windows per component ({size_text(needed)}); lower shuffle_window, "
             )
         raise ConfigError(problem + f"or raise cache_limit to at least {needed:,} bytes")
+
+    def _cached_bytes(self, number: int) -> int:
+        """What a remote shard takes in the cache: its tokens, and its loss mask if any."""
+        size = self.remote_file(number).size
+        return size + self._mask_file(number).size if self.masked[number] else size
 
     def _load_manifests(self) -> None:
         """Read the remote datasets' manifests side by side (one round trip each), before
