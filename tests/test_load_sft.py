@@ -269,3 +269,35 @@ def test_dataloader_workers_carry_the_labels(data):
     for key in ("input_ids", "labels", "position_ids", "document_ids"):
         joined = np.concatenate([batch[key].numpy() for batch in batches])
         assert np.array_equal(joined, expected[key]), key
+
+
+def test_adaptive_feedback_counts_only_the_labels_trained_on(data):
+    """With `labels: huggingface` the loss has a value per shifted position; positions
+    whose label is -100 (prompts, document starts) are no tokens of a component's loss."""
+    import torch
+
+    from mixplane.load.adaptive.feedback import Feedback
+    from mixplane.load.torch import torch_loader
+
+    policy = {"name": "adaptive_policies:LossSquared", "update_every": 5, "delay": 1}
+    spec = mixture(data["catalog"], "huggingface", global_batch_size=4, policy=policy)
+    dataset = MixtureDataset(spec, read_ahead=64)
+    loader = torch_loader(dataset, 4)
+    feedback = Feedback(loader)
+    expected_loss, expected_tokens = np.zeros(2), np.zeros(2)
+    for step, batch in enumerate(loader):
+        trained = batch["labels"][:, 1:] != IGNORE_INDEX
+        # A loss of 100 where nothing is trained: counting one would show in the sums.
+        loss = batch["component"].double()[:, None] + torch.where(trained, 0.5, 100.0)
+        if step == 0:
+            with pytest.raises(ConfigError, match=f"have {SEQ_LEN - 1} tokens with a target"):
+                feedback.observe(step, torch.zeros(4, SEQ_LEN, dtype=torch.float64), batch)
+        for component, row, kept in zip(batch["component"].tolist(), loss, trained, strict=True):
+            expected_loss[component] += float(row[kept].sum())
+            expected_tokens[component] += int(kept.sum())
+        feedback.observe(step, loss, batch)
+        if step == 4:
+            break
+    details = dataset.weight_log()[0]["details"]
+    assert details["tokens"] == expected_tokens.tolist()
+    np.testing.assert_allclose(details["loss"], expected_loss, rtol=1e-12)
