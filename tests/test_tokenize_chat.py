@@ -230,6 +230,12 @@ def test_the_cli_tokenizes_conversations(run, cli, tmp_path):
     dataset = TokenizedDataset(tmp_path / "cli")
     assert dataset.masked and dataset.n_documents == 40
     assert dataset.manifest["config"]["chat"]["train_on"] == "all"
+    code, out, err = cli(
+        "catalog", "register", str(tmp_path / "cli"), "--name", "chat",
+        "--catalog", str(tmp_path / "catalog.duckdb"),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "chat@1: 40 documents" in out and "tokens with loss masks in 1 shards" in out
 
 
 def test_parquet_conversations_and_workers_give_the_same_bytes(run, tmp_path):
