@@ -135,6 +135,8 @@ def test_megatron_labels_carry_the_mask_of_each_next_token(data):
     # "megatron" names the same stream.
     same = MixtureDataset(mixture(data["catalog"], "megatron"))
     assert same.fingerprint == dataset.fingerprint
+    with pytest.raises(ConfigError, match="labels must be false, true .* got 'hf'"):
+        MixtureDataset(mixture(data["catalog"], "hf"))
 
 
 def test_masked_data_without_labels_is_refused(data):

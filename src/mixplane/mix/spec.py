@@ -222,6 +222,11 @@ class MixtureSpec(BaseModel):
     @classmethod
     def _label_style(cls, value: Any) -> Any:
         # "megatron" is `true`'s name: the same stream, so the same fingerprint.
+        words = ("megatron", "huggingface", *_BOOL_WORDS)
+        if isinstance(value, str) and value.lower() not in words:
+            raise ValueError(
+                f"labels must be false, true (or megatron) or huggingface, got {value!r}"
+            )
         return True if value == "megatron" else value
 
     @field_validator("cache_limit")
@@ -330,6 +335,9 @@ class MixtureSpec(BaseModel):
                 data["catalog"] = str(candidate)
         return cls.parse(data, where=str(path))
 
+
+# Strings pydantic reads as booleans (as an override on the command line gives them).
+_BOOL_WORDS = ("true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n")
 
 # Fields of a text mixture that an image-text mixture refuses.
 IMAGE_TEXT_UNUSED = frozenset(
