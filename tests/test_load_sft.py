@@ -16,7 +16,7 @@ from readme_blocks import readme_block
 from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.load import MixtureDataset
-from mixplane.load.read.assemble import IGNORE_INDEX
+from mixplane.load.read.labels import IGNORE_INDEX
 from mixplane.store import ShardReader, TokenizedDataset
 from mixplane.tokenize import dataset_tokenizer, tokenize_dataset
 

@@ -43,7 +43,7 @@ from mixplane.load.adaptive.micro_batches import MicroBatches
 from mixplane.load.adaptive.step_sums import Problem, StepSums
 from mixplane.load.adaptive.weight_log import append_weight_change
 from mixplane.load.dataset import MixtureDataset
-from mixplane.load.read.assemble import IGNORE_INDEX
+from mixplane.load.read.labels import IGNORE_INDEX
 from mixplane.load.torch.adapter import MixtureLoader
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mixplane.load._pieces import copy_pieces, number_pieces
+from mixplane.load.read.labels import loss_mask, with_unshifted_labels
 from mixplane.load.read.source import TokenSource
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class PlannedBlock:
             )
             copy_pieces(tokens, sources, shard, first, self.take, self.target)
             if self.labels:
-                mask = self.loss_mask(tokens.shape)
+                mask = loss_mask(self.source, tokens.shape, self)
         finally:
             self.release()
         if len(self.eos_at):
@@ -85,28 +86,6 @@ class PlannedBlock:
         if self.labels == "huggingface":
             return with_unshifted_labels(self.arrays, mask, self.target)
         return with_labels(self.arrays, mask) if self.labels else self.arrays
-
-    def loss_mask(self, shape: tuple[int, ...]) -> np.ndarray | None:
-        """1 where the loss is taken, per token: the stored masks of fine-tuning shards, 0
-        on the EOS appended to their documents (the template ends a turn its own way), 1
-        elsewhere. None when no shard of the mixture has a mask."""
-        masked = self.source.masked
-        if not masked.any():
-            return None
-        mask = np.ones(shape, dtype=np.uint8)
-        chosen = masked[self.shard]
-        if chosen.any():
-            copy_pieces(
-                mask,
-                self.source.masks,
-                self.shard[chosen],
-                self.first[chosen],
-                self.take[chosen],
-                self.target[chosen],
-            )
-            ended = chosen[self.take < self.lengths]
-            mask.reshape(-1)[self.eos_at[ended]] = 0
-        return mask
 
     def release(self) -> None:
         """Let the cache evict the remote shards this block read (once: filled or dropped)."""
@@ -145,28 +124,6 @@ def with_labels(
         if key not in out:
             out[key] = value[:, :-1] if value.ndim == 2 else value
     return out
-
-
-IGNORE_INDEX = -100  # what Hugging Face's losses leave out
-
-
-def with_unshifted_labels(
-    arrays: dict[str, np.ndarray], mask: np.ndarray | None, starts: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Labels as Hugging Face models take them (they shift inside): the inputs, with -100
-    where `mask` is 0 and at the first token of every document piece (flat positions
-    `starts`), so no document is trained to follow the one packed before it.
-
-    Example:
-        >>> arrays = {"input_ids": np.array([[5, 6, 7, 8]])}
-        >>> with_unshifted_labels(arrays, None, np.array([0, 2]))["labels"].tolist()
-        [[-100, 6, -100, 8]]
-    """
-    labels = arrays["input_ids"].astype(np.int64)
-    if mask is not None:
-        labels[mask == 0] = IGNORE_INDEX
-    labels.reshape(-1)[starts] = IGNORE_INDEX
-    return arrays | {"labels": labels}
 
 
 def plan_block(
