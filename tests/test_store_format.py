@@ -188,8 +188,12 @@ def test_damaged_indexes_are_refused_with_the_shard_named(tmp_path: Path):
     idx.write_bytes(b"NOTMAGIC" + good[8:])
     with pytest.raises(MixplaneError, match="shard-00000-000.idx: not a mixplane token index"):
         ShardReader(stem)
+    idx.write_bytes(good[:8] + (3).to_bytes(4, "little") + good[12:])
+    with pytest.raises(MixplaneError, match="format version 3"):
+        ShardReader(stem)
+    # Version 2 is a fine-tuning shard: its tokens are not read without their loss mask.
     idx.write_bytes(good[:8] + (2).to_bytes(4, "little") + good[12:])
-    with pytest.raises(MixplaneError, match="format version 2"):
+    with pytest.raises(MixplaneError, match="version 2 but shard-00000-000.mask is missing"):
         ShardReader(stem)
     idx.write_bytes(good[:HEADER_SIZE])
     with pytest.raises(MixplaneError, match="expected 40 for 1 documents"):

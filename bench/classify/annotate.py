@@ -156,6 +156,7 @@ def generate(folder: Path, texts: list[str], tokenizer_path: Path, documents: in
         {"path": r["name"] + suffix, **r["files"][key], "records": r["documents"]}
         for r in records
         for key, suffix in FILE_SUFFIXES.items()
+        if key in r["files"]
     ]
     write_manifest(
         str(folder / "tokens"),

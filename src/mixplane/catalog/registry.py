@@ -26,6 +26,7 @@ from mixplane.catalog.dataset import META_SUFFIX, TOKENS, FolderScan, Shard, dat
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import join_url
 from mixplane.refs import NAME, NAME_RULE, parse_ref
+from mixplane.store.format import MASKED_FORMAT_VERSION
 
 REGISTRY_FORMAT = 1
 _SCHEMA = [
@@ -62,6 +63,8 @@ class DatasetVersion:
     kind: str = TOKENS
     # Columns added beside the shards' metadata (`mixplane annotate`), oldest first.
     added: tuple[AddedColumn, ...] = ()
+    # Fine-tuning data: its shards carry loss masks (token format version 2).
+    masks: bool = False
 
     @property
     def ref(self) -> str:
@@ -96,6 +99,7 @@ class DatasetVersion:
             "documents": self.documents,
             "tokens": self.tokens,
             "kind": self.kind,
+            "masks": self.masks,
             "shards": len(self.shards),
             "tokenizer": self.tokenizer,
             "columns": {name: readable_type(kind) for name, kind in self.schema.items()},
@@ -209,7 +213,8 @@ class Registry:
             "strftime(registered_at, '%Y-%m-%dT%H:%M:%SZ'), uniform, "
             "json_extract_string(manifest, '$.kind'), "
             "json_extract_string(manifest, '$.config.output_format'), "
-            f"json_extract(manifest, '$.{ADDED_KEY}') FROM versions WHERE name = ?"
+            f"json_extract(manifest, '$.{ADDED_KEY}'), "
+            "json_extract_string(manifest, '$.format.version') FROM versions WHERE name = ?"
         )
         if version is None:
             row = self.connection.execute(
@@ -238,6 +243,7 @@ class Registry:
             uniform=bool(row[9]),
             kind=dataset_kind({"kind": row[10], "config": {"output_format": row[11]}}),
             added=added_columns(row[12]) if row[12] else (),
+            masks=row[13] == str(MASKED_FORMAT_VERSION),
         )
 
     def resolve(self, ref: str) -> DatasetVersion:

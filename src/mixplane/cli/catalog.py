@@ -75,6 +75,8 @@ def _contents(version) -> str:
     """What a version's documents hold: its token count, or that they are image-text."""
     if version.kind == "image_text":
         return "image-text samples (no tokens)"
+    if version.masks:
+        return f"{version.tokens:,} tokens with loss masks"
     return f"{version.tokens:,} tokens"
 
 

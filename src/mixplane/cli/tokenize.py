@@ -50,6 +50,27 @@ def tokenize(
         "selects by it then reads whole shards.",
     ),
     text_key: str = typer.Option("text", "--text-key", help="Field holding the text."),
+    chat: bool = typer.Option(
+        False,
+        "--chat",
+        help="The records are conversations: render them with the chat template and store a "
+        "loss mask (the options below imply it).",
+    ),
+    train_on: str | None = typer.Option(
+        None, "--train-on", help="Roles trained on, comma-separated, or 'all' [assistant]."
+    ),
+    messages_key: str | None = typer.Option(
+        None, "--messages-key", help="Field holding the messages [messages]."
+    ),
+    prompt_key: str | None = typer.Option(
+        None, "--prompt-key", help="Instead of messages: field holding a prompt."
+    ),
+    response_key: str | None = typer.Option(
+        None, "--response-key", help="With --prompt-key: field holding the response."
+    ),
+    chat_template: str | None = typer.Option(
+        None, "--chat-template", help="A Jinja chat template file [the tokenizer's]."
+    ),
     storage: str | None = STORAGE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -62,6 +83,14 @@ def tokenize(
 
     if not input:
         raise ConfigError("give at least one input and the output folder")
+    chat_options = {
+        "train_on": None if train_on is None else _roles(train_on),
+        "messages_key": messages_key,
+        "prompt_key": prompt_key,
+        "response_key": response_key,
+        "template": None if chat_template is None else _read_template(chat_template),
+    }
+    chat_options = {key: value for key, value in chat_options.items() if value is not None}
     config = TokenizeConfig.parse(
         {
             "input": [{"path": path, "text_key": text_key} for path in input],
@@ -77,6 +106,7 @@ def tokenize(
             "ray_address": ray_address,
             "shard_size_mb": shard_size_mb,
             "group_by": group_by,
+            "chat": chat_options if chat or chat_options else None,
             "storage_options": storage_options(storage),
         }
     )
@@ -105,6 +135,18 @@ def tokenize(
     if stats["skipped_tasks"]:
         console.print(f"{stats['skipped_tasks']} of {stats['tasks']} files were already done")
     console.print(f"manifest: {result.manifest}")
+
+
+def _roles(text: str) -> list[str] | str:
+    return "all" if text.strip() == "all" else [r.strip() for r in text.split(",") if r.strip()]
+
+
+def _read_template(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as error:
+        raise ConfigError(f"--chat-template {path}: {error.strerror}") from None
 
 
 def train_tokenizer_command(

@@ -192,11 +192,14 @@ class MixtureSpec(BaseModel):
     weight_resolution: int = Field(
         1 << 16, ge=2, le=MAX_RESOLUTION, description="weights are multiples of 1/this"
     )
-    labels: bool = Field(
+    labels: bool | Literal["huggingface"] = Field(
         False,
-        description="Megatron-style samples: each sequence packs seq_len + 1 tokens (the "
-        "last one shared with the next sequence), and batches add `labels` (the inputs "
-        "shifted by one) and `loss_mask`",
+        description="true (or megatron): Megatron-style samples: each sequence packs "
+        "seq_len + 1 tokens (the last one shared with the next sequence), and batches add "
+        "`labels` (the inputs shifted by one) and `loss_mask` (0 where a fine-tuning "
+        "dataset's mask says not to train); huggingface: batches add `labels` as Hugging "
+        "Face models take them (the inputs, -100 at each document's first token and where "
+        "the mask says not to train) and `position_ids`",
     )
     append_eos: bool = Field(
         True, description="add an EOS after each document, unless tokenizing already did"
@@ -244,6 +247,17 @@ class MixtureSpec(BaseModel):
     def _names(cls, value: dict[str, ComponentSpec]) -> dict[str, ComponentSpec]:
         check_names(value)
         return value
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _label_style(cls, value: Any) -> Any:
+        # "megatron" is `true`'s name: the same stream, so the same fingerprint.
+        words = ("megatron", "huggingface", *_BOOL_WORDS)
+        if isinstance(value, str) and value.lower() not in words:
+            raise ValueError(
+                f"labels must be false, true (or megatron) or huggingface, got {value!r}"
+            )
+        return True if value == "megatron" else value
 
     @field_validator("cache_limit")
     @classmethod
@@ -317,6 +331,11 @@ class MixtureSpec(BaseModel):
             )
         return self.global_batch_size
 
+    @property
+    def shifted_labels(self) -> bool:
+        """Whether each sequence holds one token more, the last label (`labels: true`)."""
+        return self.labels is True
+
     def fingerprint(self) -> str:
         """Hash of everything that decides the stream (not where files are cached)."""
         local = {"cache", "cache_dir", "cache_limit", "storage_options", "plan_url"}
@@ -356,6 +375,9 @@ class MixtureSpec(BaseModel):
                 data["catalog"] = str(candidate)
         return cls.parse(data, where=str(path))
 
+
+# Strings pydantic reads as booleans (as an override on the command line gives them).
+_BOOL_WORDS = ("true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n")
 
 # Fields of a text mixture that an image-text mixture refuses.
 IMAGE_TEXT_UNUSED = frozenset(

@@ -69,6 +69,7 @@ class DatasetInfo(BaseModel):
     documents: int
     tokens: int
     kind: str = "tokens"  # or "image_text": image shards, whose documents hold no tokens
+    masks: bool = False  # fine-tuning data: loss masks beside the tokens
     shards: int
     tokenizer: dict[str, Any]
     columns: dict[str, str]

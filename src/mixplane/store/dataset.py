@@ -17,7 +17,16 @@ from mixplane.errors import InputError, MixplaneError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.io.urls import url_filesystem
 from mixplane.manifest import MANIFEST, file_digest, read_json
-from mixplane.store.format import BIN, FILE_SUFFIXES, FORMAT_NAME, FORMAT_VERSION, IDX, META
+from mixplane.store.format import (
+    BIN,
+    FILE_SUFFIXES,
+    FORMAT_NAME,
+    IDX,
+    MASK,
+    MASKED_FORMAT_VERSION,
+    META,
+    READ_VERSIONS,
+)
 from mixplane.store.reader import ShardReader, verify_files
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "mixplane", "shards")
@@ -35,11 +44,21 @@ def check_token_manifest(folder: str, manifest: dict[str, Any]) -> None:
     fmt = manifest.get("format") or {}
     if manifest.get("kind") != "tokenize" or fmt.get("name") != FORMAT_NAME:
         raise InputError(f"{folder}: its manifest is not a tokenized dataset's")
-    if fmt.get("version") != FORMAT_VERSION:
+    if fmt.get("version") not in READ_VERSIONS:
         raise InputError(
             f"{folder}: token format version {fmt.get('version')}; this mixplane "
-            f"reads version {FORMAT_VERSION}"
+            f"reads versions {', '.join(map(str, READ_VERSIONS))}"
         )
+
+
+def has_masks(manifest: dict[str, Any]) -> bool:
+    """Whether a tokenized dataset's shards carry loss masks (format version 2).
+
+    Example:
+        >>> has_masks({"format": {"name": "mixplane-tokens", "version": 2}})
+        True
+    """
+    return (manifest.get("format") or {}).get("version") == MASKED_FORMAT_VERSION
 
 
 class TokenizedDataset:
@@ -100,6 +119,11 @@ class TokenizedDataset:
         return np.dtype(self.manifest["tokenizer"]["dtype"])
 
     @property
+    def masked(self) -> bool:
+        """Whether the shards carry loss masks (fine-tuning data, format version 2)."""
+        return has_masks(self.manifest)
+
+    @property
     def tokenizer_info(self) -> dict[str, Any]:
         """The manifest's tokenizer entry: spec, vocab_size, bos_id, eos_id, dtype..."""
         return self.manifest["tokenizer"]
@@ -115,7 +139,7 @@ class TokenizedDataset:
         if name not in self._readers:
             if name not in self.shard_names:
                 raise KeyError(f"{self.folder} has no shard {name!r}")
-            for suffix in (BIN, IDX):
+            for suffix in (BIN, IDX, MASK) if self.masked else (BIN, IDX):
                 self.local_file(name + suffix)
             self._readers[name] = ShardReader(self._local_stem(name))
         return self._readers[name]

@@ -1,10 +1,13 @@
-"""The token shard format, version 1: names, the `.idx` header and the token dtype.
+"""The token shard format, versions 1 and 2: names, the `.idx` header and the token dtype.
 
 A shard is three files sharing a stem (`shard-TTTTT-KKK`):
 
 - `.bin`: the documents' tokens, concatenated, little-endian uint16 or uint32;
 - `.idx`: a 24-byte header, then `n_docs + 1` little-endian uint64 token offsets;
-- `.meta.parquet`: one row per document (id, n_tokens, source and its properties).
+- `.meta.parquet`: one row per document (id, n_tokens, source and its properties);
+
+and, in version 2 only (fine-tuning data), `.mask`: one byte per token of the `.bin`, 1
+where the loss is taken. Pretraining shards stay version 1, so any reader reads them.
 
 Everything here is pure: building and parsing bytes, choosing names. `docs/format.md`
 describes the same layout for readers in other languages.
@@ -21,6 +24,10 @@ from mixplane.errors import MixplaneError
 
 FORMAT_NAME = "mixplane-tokens"
 FORMAT_VERSION = 1
+# Shards with a loss mask beside the tokens: readers of version 1 refuse them rather than
+# train on every token of a conversation.
+MASKED_FORMAT_VERSION = 2
+READ_VERSIONS = (FORMAT_VERSION, MASKED_FORMAT_VERSION)
 MAGIC = b"MXTOKIDX"
 # magic, version (uint32), dtype code (uint8), 3 reserved bytes, document count (uint64)
 HEADER = struct.Struct("<8sIB3xQ")
@@ -31,11 +38,13 @@ OFFSET_DTYPE = np.dtype("<u8")
 DTYPES: dict[int, np.dtype] = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 UINT16_VOCAB_LIMIT = 1 << 16
 
-BIN, IDX, META, SUMS = ".bin", ".idx", ".meta.parquet", ".sums"
-SUFFIXES = (BIN, IDX, META, SUMS)
+BIN, IDX, META, SUMS, MASK = ".bin", ".idx", ".meta.parquet", ".sums", ".mask"
+SUFFIXES = (BIN, IDX, META, SUMS, MASK)
 # The manifest's key for each file of a shard (`.sums`: see `store.checksums`; datasets
-# tokenized before it existed have none).
-FILE_SUFFIXES = {"bin": BIN, "idx": IDX, "meta": META, "sums": SUMS}
+# tokenized before it existed have none; `.mask`: only version 2 shards have one).
+FILE_SUFFIXES = {"bin": BIN, "idx": IDX, "meta": META, "sums": SUMS, "mask": MASK}
+OPTIONAL_FILES = ("sums", "mask")
+MASK_DTYPE = np.dtype("u1")
 _STEM = re.compile(r"^shard-(\d{5,})-(\d{3,})$")
 
 
@@ -92,29 +101,40 @@ def strip_suffix(path: str) -> str:
     return path
 
 
-def encode_header(dtype: np.dtype, n_docs: int) -> bytes:
+def format_version(masked: bool) -> int:
+    """The version of shards with (2) or without (1) a `.mask`."""
+    return MASKED_FORMAT_VERSION if masked else FORMAT_VERSION
+
+
+def encode_header(dtype: np.dtype, n_docs: int, version: int = FORMAT_VERSION) -> bytes:
     """The `.idx` header for `n_docs` documents of tokens of `dtype`."""
-    return HEADER.pack(MAGIC, FORMAT_VERSION, dtype_code(dtype), n_docs)
+    return HEADER.pack(MAGIC, version, dtype_code(dtype), n_docs)
+
+
+def header_version(data: bytes) -> int:
+    """The format version an `.idx` header (already checked by `decode_header`) names."""
+    return HEADER.unpack_from(data)[1]
 
 
 def decode_header(data: bytes, where: str) -> tuple[np.dtype, int]:
-    """`(token dtype, document count)` from the first bytes of an `.idx` file."""
+    """`(token dtype, document count)` from the first bytes of an `.idx` file (version 1
+    or 2; `header_version` says which)."""
     if len(data) < HEADER_SIZE:
         raise MixplaneError(f"{where}: index is {len(data)} bytes, shorter than its header")
     magic, version, code, n_docs = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise MixplaneError(f"{where}: not a mixplane token index (magic {magic!r})")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise MixplaneError(
-            f"{where}: token format version {version}; this mixplane reads version "
-            f"{FORMAT_VERSION}, upgrade mixplane to read it"
+            f"{where}: token format version {version}; this mixplane reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))}, upgrade mixplane to read it"
         )
     if code not in DTYPES:
         raise MixplaneError(f"{where}: unknown token dtype code {code}")
     return DTYPES[code], n_docs
 
 
-def encode_index(dtype: np.dtype, offsets: np.ndarray) -> bytes:
+def encode_index(dtype: np.dtype, offsets: np.ndarray, version: int = FORMAT_VERSION) -> bytes:
     """A whole `.idx` file: header, then the offsets (first 0, last the token count)."""
     offsets = np.asarray(offsets, dtype=OFFSET_DTYPE)
-    return encode_header(dtype, len(offsets) - 1) + offsets.tobytes()
+    return encode_header(dtype, len(offsets) - 1, version) + offsets.tobytes()

@@ -6,6 +6,9 @@ the document-index count (uint64 each), then int32 sequence lengths, int64 byte 
 into the `.bin`, and int64 document indices (`0..n`, one more than the documents).
 Megatron's layout has no unsigned 32-bit code, so 32-bit vocabularies are written as int32
 (ids above 2^31 - 1 are refused); 16-bit vocabularies stay uint16.
+
+Fine-tuning data (shards with loss masks) is refused: Megatron's indexed dataset has no
+place for a mask, and training on its tokens without one would train on the prompts too.
 """
 
 from __future__ import annotations
@@ -46,8 +49,19 @@ def export_megatron(
     """
     if not isinstance(dataset, TokenizedDataset):
         dataset = TokenizedDataset(dataset, storage_options)
+    if dataset.masked:
+        refuse_masks(dataset.folder)
     dtype = megatron_dtype(dataset.dtype)
     return write_indexed(strip_suffix(out), _shard_documents(dataset), dtype, storage_options)
+
+
+def refuse_masks(names: str) -> None:
+    """Raise: the data `names` says carries loss masks, which Megatron's layout cannot."""
+    raise MixplaneError(
+        f"{names}: fine-tuning data with loss masks, which Megatron's indexed dataset "
+        "(.bin/.idx) cannot carry, so an export would train on every token; read it with "
+        "mixplane's loader (labels: true gives Megatron-style labels and loss_mask)"
+    )
 
 
 def _shard_documents(dataset: TokenizedDataset) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -19,9 +19,14 @@ from mixplane.store.format import (
     FILE_SUFFIXES,
     HEADER_SIZE,
     IDX,
+    MASK,
+    MASK_DTYPE,
+    MASKED_FORMAT_VERSION,
     META,
     OFFSET_DTYPE,
+    OPTIONAL_FILES,
     decode_header,
+    header_version,
     strip_suffix,
 )
 
@@ -31,6 +36,8 @@ class ShardReader:
 
     `path` is the shard's stem or any of its files (`.bin`, `.idx`, `.meta.parquet`); a
     local path (remote shards are read through `TokenizedDataset`, which caches them).
+    A version 2 shard also maps its `.mask` (`mask`: one 0/1 byte per token, 1 where the
+    loss is taken); a version 1 shard has `mask` None (every token is trained on).
 
     Example:
         >>> shard = ShardReader("tokens/shard-00000-000")  # doctest: +SKIP
@@ -49,7 +56,7 @@ class ShardReader:
         for file in (self.bin_path, self.idx_path):
             if not os.path.exists(file):
                 raise MixplaneError(f"shard {self.name}: {file} is missing")
-        self.dtype, self.offsets = _read_index(self.idx_path)
+        self.dtype, self.offsets, self.version = _read_index(self.idx_path)
         self.n_tokens = int(self.offsets[-1])
         expected = self.n_tokens * self.dtype.itemsize
         actual = os.path.getsize(self.bin_path)
@@ -59,6 +66,10 @@ class ShardReader:
                 f"{self.n_tokens} tokens ({expected} bytes); the shard is truncated or corrupt"
             )
         self.tokens = _map_tokens(self.bin_path, self.dtype, self.n_tokens)
+        self.mask_path = self.stem + MASK
+        self.mask: np.ndarray | None = None
+        if self.version == MASKED_FORMAT_VERSION:
+            self.mask = _map_mask(self.mask_path, self.name, self.n_tokens)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -68,12 +79,23 @@ class ShardReader:
 
     def document(self, index: int) -> np.ndarray:
         """The tokens of document `index` (negative counts from the end), as a view."""
+        start, stop = self._span(index)
+        return self.tokens[start:stop]
+
+    def document_mask(self, index: int) -> np.ndarray:
+        """The loss mask of document `index` (ones for a shard without a `.mask`)."""
+        start, stop = self._span(index)
+        if self.mask is None:
+            return np.ones(stop - start, dtype=MASK_DTYPE)
+        return self.mask[start:stop]
+
+    def _span(self, index: int) -> tuple[int, int]:
         count = len(self)
         if index < 0:
             index += count
         if not 0 <= index < count:
             raise IndexError(f"document {index} out of range for shard {self.name} ({count})")
-        return self.tokens[self.offsets[index] : self.offsets[index + 1]]
+        return int(self.offsets[index]), int(self.offsets[index + 1])
 
     def lengths(self) -> np.ndarray:
         """Token count of every document."""
@@ -116,8 +138,8 @@ def verify_files(stem: str, manifest: dict[str, Any]) -> None:
         raise MixplaneError(f"shard {name}: not listed in the dataset's manifest")
     for key, suffix in FILE_SUFFIXES.items():
         expected = record["files"].get(key)
-        if expected is None and key == "sums":
-            continue  # written before shards had range checksums
+        if expected is None and key in OPTIONAL_FILES:
+            continue  # `.sums`: written before shards had them; `.mask`: version 2 only
         if not os.path.exists(stem + suffix):
             raise MixplaneError(f"shard {name}: {name}{suffix} is missing")
         size, digest = file_digest(stem + suffix)
@@ -129,10 +151,11 @@ def verify_files(stem: str, manifest: dict[str, Any]) -> None:
             )
 
 
-def _read_index(path: str) -> tuple[np.dtype, np.ndarray]:
+def _read_index(path: str) -> tuple[np.dtype, np.ndarray, int]:
     name = posixpath.basename(path)
     with open(path, "rb") as handle:
-        dtype, n_docs = decode_header(handle.read(HEADER_SIZE), name)
+        header = handle.read(HEADER_SIZE)
+    dtype, n_docs = decode_header(header, name)
     expected = HEADER_SIZE + (n_docs + 1) * OFFSET_DTYPE.itemsize
     actual = os.path.getsize(path)
     if actual != expected:
@@ -142,7 +165,20 @@ def _read_index(path: str) -> tuple[np.dtype, np.ndarray]:
     offsets = np.memmap(path, dtype=OFFSET_DTYPE, mode="r", offset=HEADER_SIZE, shape=n_docs + 1)
     if offsets[0] != 0:
         raise MixplaneError(f"{name}: first document offset is {offsets[0]}, expected 0")
-    return dtype, offsets
+    return dtype, offsets, header_version(header)
+
+
+def _map_mask(path: str, name: str, count: int) -> np.ndarray:
+    """A version 2 shard's `.mask`: exactly one byte per token."""
+    if not os.path.exists(path):
+        raise MixplaneError(f"shard {name}: its index is version 2 but {name}{MASK} is missing")
+    actual = os.path.getsize(path)
+    if actual != count:
+        raise MixplaneError(
+            f"shard {name}: {MASK} holds {actual} bytes but the shard has {count} tokens; "
+            "the mask is truncated or corrupt"
+        )
+    return _map_tokens(path, MASK_DTYPE, count)
 
 
 def _map_tokens(path: str, dtype: np.dtype, count: int) -> np.ndarray:

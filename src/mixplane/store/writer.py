@@ -25,10 +25,13 @@ from mixplane.store.checksums import UNIT_TOKENS, UnitSums, hash_units, unit_sta
 from mixplane.store.format import (
     BIN,
     IDX,
+    MASK,
+    MASK_DTYPE,
     META,
     OFFSET_DTYPE,
     SUMS,
     encode_index,
+    format_version,
     parse_stem,
     shard_stem,
 )
@@ -62,7 +65,9 @@ class TaskShardWriter:
     A new shard starts when the current `.bin` has reached `target_bytes`, so a shard holds
     at most one document beyond its target. With `group_by`, each shard holds documents of one
     value of that metadata column (one shard open per value), so a selection on the column
-    reads whole shards; documents of a value keep their order.
+    reads whole shards; documents of a value keep their order. With `masked`, every `add`
+    gives a loss mask (one 0/1 byte per token), written to each shard's `.mask` (format
+    version 2).
 
     Example:
         >>> writer = TaskShardWriter("out", task=0, dtype=np.uint16, target_bytes=1 << 28)
@@ -78,6 +83,7 @@ class TaskShardWriter:
         target_bytes: int,
         storage_options: dict[str, Any] | None = None,
         group_by: str | None = None,
+        masked: bool = False,
     ):
         if target_bytes <= 0:
             raise ValueError("target shard size must be positive")
@@ -87,6 +93,7 @@ class TaskShardWriter:
         self.target_bytes = target_bytes
         self.storage_options = storage_options
         self.group_by = group_by
+        self.masked = masked
         self.records: list[ShardRecord] = []
         self._open: dict[Any, _OpenShard] = {}  # group value (None without group_by) -> shard
         self._named = 0
@@ -94,17 +101,26 @@ class TaskShardWriter:
         self._opening: list[tuple[int, _OpenShard]] = []
         self._filled: list[_OpenShard] = []
 
-    def add(self, tokens: np.ndarray, lengths: np.ndarray, meta: pa.Table) -> None:
-        """Append documents: their tokens concatenated, each one's length, their metadata.
+    def add(
+        self,
+        tokens: np.ndarray,
+        lengths: np.ndarray,
+        meta: pa.Table,
+        mask: np.ndarray | None = None,
+    ) -> None:
+        """Append documents: their tokens concatenated, each one's length, their metadata
+        (and, for a `masked` writer, the loss mask of every token).
 
         `meta` has one row per document, in order, and no `n_tokens` column (it is added).
         """
         lengths = np.asarray(lengths, dtype=np.int64)
         if len(lengths) != meta.num_rows or int(lengths.sum()) != len(tokens):
             raise ValueError("tokens, lengths and metadata rows disagree")
+        if (mask is not None) != self.masked or (mask is not None and len(mask) != len(tokens)):
+            raise ValueError("a masked writer takes a mask of one byte per token, others none")
         meta = _with_token_counts(meta, lengths)
         if self.group_by is None:
-            self._append(None, np.arange(len(lengths)), tokens, lengths, meta)
+            self._append(None, np.arange(len(lengths)), tokens, lengths, meta, mask)
         else:
             groups = _groups(meta, self.group_by, self.task)
             if len(self._open.keys() | {value for value, _ in groups}) > MAX_OPEN_GROUPS:
@@ -115,7 +131,8 @@ class TaskShardWriter:
                 )
             for value, rows in groups:
                 taken = _gather(tokens, lengths, rows)
-                self._append(value, rows, taken, lengths[rows], meta.take(rows))
+                masks = None if mask is None else _gather(mask, lengths, rows)
+                self._append(value, rows, taken, lengths[rows], meta.take(rows), masks)
         # Shards are numbered in the order of the documents that opened them, so the names
         # do not depend on how documents were batched.
         for _, shard in sorted(self._opening, key=lambda opened: opened[0]):
@@ -140,13 +157,17 @@ class TaskShardWriter:
         self._filled.clear()
         self._opening.clear()
 
-    def _append(self, value: Any, rows: np.ndarray, tokens: np.ndarray, lengths, meta) -> None:
+    def _append(
+        self, value: Any, rows: np.ndarray, tokens: np.ndarray, lengths, meta, mask=None
+    ) -> None:
         """Cut one group's documents (batch rows `rows`) into that group's shards."""
         start_doc, start_token = 0, 0
         while start_doc < len(lengths):
             shard = self._open.get(value)
             if shard is None:
-                shard = _OpenShard(self.folder, self.task, self.dtype, self.storage_options)
+                shard = _OpenShard(
+                    self.folder, self.task, self.dtype, self.storage_options, self.masked
+                )
                 self._open[value] = shard
                 self._opening.append((int(rows[start_doc]), shard))
             rest = lengths[start_doc:]
@@ -155,10 +176,12 @@ class TaskShardWriter:
             take = int(np.searchsorted(bytes_before, self.target_bytes - shard.bytes, "left"))
             if take > 0:
                 n_tokens = int(rest[:take].sum())
+                piece = slice(start_token, start_token + n_tokens)
                 shard.write(
-                    tokens[start_token : start_token + n_tokens],
+                    tokens[piece],
                     rest[:take],
                     meta.slice(start_doc, take),
+                    None if mask is None else mask[piece],
                 )
                 start_doc += take
                 start_token += n_tokens
@@ -210,7 +233,7 @@ def _with_token_counts(meta: pa.Table, lengths: np.ndarray) -> pa.Table:
 class _OpenShard:
     """The shard being written: a staged `.bin`, offsets in memory, metadata row groups."""
 
-    def __init__(self, folder: str, task: int, dtype: np.dtype, storage_options):
+    def __init__(self, folder: str, task: int, dtype: np.dtype, storage_options, masked: bool):
         self.folder = folder
         self.name = ""  # given before `finish`, once the shard's place in the task is known
         self.dtype = dtype
@@ -224,15 +247,24 @@ class _OpenShard:
         staged = join_url(folder, f"shard-{task:05d}")
         self._staged = _stage_path(staged + BIN)
         self._bin = open(self._staged, "wb")  # noqa: SIM115 (closed in finish/discard)
+        self._mask_staged = _stage_path(staged + MASK) if masked else None
+        self._mask = open(self._mask_staged, "wb") if masked else None  # noqa: SIM115
+        self._mask_hash = xxhash.xxh3_128()
         self._meta_staged = _stage_path(staged + META)
         self._meta = ParquetTableWriter(self._meta_staged)
         self._meta_rows: list[pa.Table] = []
         self._meta_pending = 0
 
-    def write(self, tokens: np.ndarray, lengths: np.ndarray, meta: pa.Table) -> None:
+    def write(
+        self, tokens: np.ndarray, lengths: np.ndarray, meta: pa.Table, mask: np.ndarray | None
+    ) -> None:
         data = np.ascontiguousarray(tokens, dtype=self.dtype.newbyteorder("<")).tobytes()
         self._bin.write(data)
         self._bin_hash.update(data)
+        if self._mask is not None:
+            flags = np.ascontiguousarray(mask, dtype=MASK_DTYPE).tobytes()
+            self._mask.write(flags)
+            self._mask_hash.update(flags)
         starts = unit_starts(lengths, UNIT_TOKENS)
         self._unit_hashes.append(hash_units(data, starts, self.dtype.itemsize))
         self._unit_starts.append(starts[:-1] + np.uint64(self.bytes // self.dtype.itemsize))
@@ -272,10 +304,19 @@ class _OpenShard:
         os.fsync(self._bin.fileno())
         self._bin.close()
         _publish(self._staged, join_url(self.folder, self.name + BIN), self.storage_options)
+        files = {"bin": {"size": self.bytes, "hash": f"xxh3_128:{self._bin_hash.hexdigest()}"}}
+        if self._mask is not None:
+            self._mask.flush()
+            os.fsync(self._mask.fileno())
+            self._mask.close()
+            size = os.path.getsize(self._mask_staged)
+            url = join_url(self.folder, self.name + MASK)
+            _publish(self._mask_staged, url, self.storage_options)
+            files["mask"] = {"size": size, "hash": f"xxh3_128:{self._mask_hash.hexdigest()}"}
         lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=OFFSET_DTYPE)
         np.cumsum(lengths, out=offsets[1:])
-        index = encode_index(self.dtype, offsets)
+        index = encode_index(self.dtype, offsets, format_version(self._mask is not None))
         write_bytes(join_url(self.folder, self.name + IDX), index, self.storage_options)
         sums = UnitSums(
             UNIT_TOKENS,
@@ -288,8 +329,7 @@ class _OpenShard:
         self._meta.close(EMPTY_META)
         meta_size, meta_hash = file_digest(self._meta_staged)
         _publish(self._meta_staged, join_url(self.folder, self.name + META), self.storage_options)
-        files = {
-            "bin": {"size": self.bytes, "hash": f"xxh3_128:{self._bin_hash.hexdigest()}"},
+        files |= {
             "idx": {"size": len(index), "hash": f"xxh3_128:{xxhash.xxh3_128_hexdigest(index)}"},
             "meta": {"size": meta_size, "hash": meta_hash},
             "sums": {"size": len(sums), "hash": f"xxh3_128:{xxhash.xxh3_128_hexdigest(sums)}"},
@@ -299,9 +339,11 @@ class _OpenShard:
 
     def discard(self) -> None:
         self._bin.close()
+        if self._mask is not None:
+            self._mask.close()
         self._meta.close(EMPTY_META)
-        for staged in (self._staged, self._meta_staged):
-            if os.path.exists(staged):
+        for staged in (self._staged, self._meta_staged, self._mask_staged):
+            if staged is not None and os.path.exists(staged):
                 os.remove(staged)
 
 

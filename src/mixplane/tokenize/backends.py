@@ -31,6 +31,13 @@ class HFTokenizer(Tokenizer):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self._encode(list(texts), add_special_tokens=False)]
 
+    def encode_markup(self, texts: Sequence[str]) -> list[list[int]]:
+        self._tokenizer.encode_special_tokens = False
+        try:
+            return self.encode_batch(texts)
+        finally:
+            self._tokenizer.encode_special_tokens = True
+
     def decode(self, ids: Sequence[int]) -> str:
         return self._tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
 
@@ -68,6 +75,9 @@ class TiktokenTokenizer(Tokenizer):
         if self._threads == 1:
             return [self._encoding.encode_ordinary(text) for text in texts]
         return self._encoding.encode_ordinary_batch(list(texts), num_threads=self._threads)
+
+    def encode_markup(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self._encoding.encode(text, allowed_special="all") for text in texts]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self._encoding.decode([int(i) for i in ids if int(i) not in self._special])

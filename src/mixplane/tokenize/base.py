@@ -54,6 +54,12 @@ class Tokenizer(ABC):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of each text, without BOS/EOS; special-token text is encoded as plain text."""
 
+    def encode_markup(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of each text with special-token text (`<|im_start|>`) encoded as the special
+        token, as for text a chat template rendered. Backends without special tokens
+        encode plain text."""
+        return self.encode_batch(texts)
+
     @abstractmethod
     def decode(self, ids: Sequence[int]) -> str:
         """Text of `ids`, leaving out special tokens (BOS, EOS, padding...)."""

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mixplane.configs import validate_config
 from mixplane.process.config import InputConfig
+from mixplane.tokenize.chat import ChatConfig
 
 # Options that change how fast the work runs or where, never what it writes. The tokenizer
 # counts by its fingerprint (its content), not by where it was read from.
@@ -45,6 +46,11 @@ class TokenizeConfig(BaseModel):
         description="property whose value each shard holds one of (e.g. language), so a "
         "mixture selecting by it reads whole shards",
     )
+    chat: ChatConfig | None = Field(
+        None,
+        description="the inputs are conversations: render them with a chat template and "
+        "store a loss mask beside the tokens (format version 2)",
+    )
     workers: int = Field(1, ge=1, description="parallel tasks (one per input file)")
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
@@ -72,8 +78,9 @@ class TokenizeConfig(BaseModel):
         """Hash of everything that decides the shards' bytes, the tokenizer's content too."""
         decisive = self.model_dump(mode="json", exclude=_NOT_DECISIVE)
         decisive["tokenizer_fingerprint"] = tokenizer_fingerprint
-        if decisive["group_by"] is None:
-            del decisive["group_by"]  # runs from before the option keep their hash
+        for option in ("group_by", "chat"):
+            if decisive[option] is None:
+                del decisive[option]  # runs from before the option keep their hash
         return hashlib.sha256(orjson.dumps(decisive, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
     @classmethod

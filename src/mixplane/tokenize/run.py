@@ -22,7 +22,9 @@ from mixplane.io.atomic import join_url, remove_stale_temporaries, write_bytes
 from mixplane.manifest import find_parent_manifests, write_manifest
 from mixplane.process.executors import ExecutorSettings, execute, ray_session
 from mixplane.process.shared_paths import NodePath, check_nodes_see
-from mixplane.store.format import FILE_SUFFIXES, FORMAT_NAME, FORMAT_VERSION, token_dtype
+from mixplane.store.format import FILE_SUFFIXES, FORMAT_NAME, format_version, token_dtype
+from mixplane.tokenize.base import Tokenizer
+from mixplane.tokenize.chat import ChatTemplate, find_chat_template, special_text
 from mixplane.tokenize.config import TokenizeConfig
 from mixplane.tokenize.inputs import find_input_files
 from mixplane.tokenize.task import TokenizeContext, TokenizeTask, run_tokenize_task, task_tokenizer
@@ -71,8 +73,12 @@ def tokenize_dataset(
     probe = TokenizeContext(config, "", threads)
     tokenizer = task_tokenizer(probe)
     saved = tokenizer.embedded()
-    config_hash = config.outputs_hash(tokenizer.fingerprint())
-    context = TokenizeContext(config, config_hash, threads, saved)
+    template = chat_template(config, tokenizer)
+    fingerprint = tokenizer.fingerprint()
+    if template is not None:  # the template decides the tokens as much as the tokenizer
+        fingerprint += f" chat:{template.fingerprint}"
+    config_hash = config.outputs_hash(fingerprint)
+    context = TokenizeContext(config, config_hash, threads, saved, template)
     remove_stale_temporaries(config.output)  # what a killed run was writing
     tasks = plan(config)
     if on_planned:
@@ -113,10 +119,11 @@ def tokenize_dataset(
         config.output,
         {
             "kind": "tokenize",
-            "format": {"name": FORMAT_NAME, "version": FORMAT_VERSION},
+            "format": {"name": FORMAT_NAME, "version": format_version(template is not None)},
             "config": config.model_dump(mode="json", exclude={"storage_options"}),
             "config_hash": context.config_hash,
             "tokenizer": describe,
+            **({"chat_template": template.source} if template is not None else {}),
             "inputs": inputs,
             "parents": find_parent_manifests([i["url"] for i in inputs], options),
             "totals": {k: stats[k] for k in ("documents", "tokens", "shards")},
@@ -127,6 +134,22 @@ def tokenize_dataset(
         options,
     )
     return TokenizeResult(stats, results, manifest, time.perf_counter() - started)
+
+
+def chat_template(config: TokenizeConfig, tokenizer: Tokenizer) -> ChatTemplate | None:
+    """The chat template conversations are rendered with (None for plain text): the config's,
+    else the tokenizer folder's, given the BOS and EOS text its `tokenizer_config.json`
+    names, else those the tokenizer has."""
+    if config.chat is None:
+        return None
+    source, settings = find_chat_template(config.chat, config.tokenizer, config.storage_options)
+    texts = []
+    for role in ("bos", "eos"):
+        text = special_text(settings, f"{role}_token") or getattr(tokenizer, f"{role}_token")
+        texts.append(text)
+    template = ChatTemplate(source, texts[0], texts[1])
+    template.compile()  # a template that does not compile fails here, before any task
+    return template
 
 
 def merge_task_stats(results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from mixplane.process.tasks import InputFile
 from mixplane.store.format import parse_stem, strip_suffix, token_dtype
 from mixplane.store.writer import TaskShardWriter
 from mixplane.tokenize.base import Embedded, Tokenizer
+from mixplane.tokenize.chat import ChatTemplate, encode_conversations, pack_masks
+from mixplane.tokenize.chat_inputs import read_chat_batches
 from mixplane.tokenize.config import TokenizeConfig
 from mixplane.tokenize.inputs import read_batches
 from mixplane.tokenize.load import cached_tokenizer
@@ -44,12 +46,14 @@ class TokenizeTask:
 class TokenizeContext:
     """What every task needs; picklable, sent once to each worker. `saved`: the tokenizer's
     file as the run loaded it, so workers on other hosts need not see the file the config
-    names (None: load by the spec, as for tiktoken's named encodings)."""
+    names (None: load by the spec, as for tiktoken's named encodings). `template`: the chat
+    template conversations are rendered with (`config.chat`)."""
 
     config: TokenizeConfig
     config_hash: str
     threads: int | None
     saved: Embedded | None = None
+    template: ChatTemplate | None = None
 
 
 def marker_url(output: str, index: int) -> str:
@@ -78,7 +82,6 @@ def run_tokenize_task(task: TokenizeTask, context: TokenizeContext) -> dict[str,
         return done | {"skipped": True}
     tokenizer = task_tokenizer(context)
     dtype = token_dtype(tokenizer.vocab_size)
-    spec = config.input[task.file.input_index]
     writer = TaskShardWriter(
         config.output,
         task.index,
@@ -86,24 +89,25 @@ def run_tokenize_task(task: TokenizeTask, context: TokenizeContext) -> dict[str,
         config.shard_bytes,
         config.storage_options,
         group_by=config.group_by,
+        masked=config.chat is not None,
     )
     quarantine = _Quarantine(config, task.index)
     stats = {"documents": 0, "tokens": 0, "quarantined": 0, "text_chars": 0, "seconds": {}}
     seconds = {"read": 0.0, "encode": 0.0, "write": 0.0}
     started = time.perf_counter()
     try:
-        for batch in read_batches(task.file, spec, config.batch_size, config.storage_options):
+        for batch in _batches(task, context):
             read_done = time.perf_counter()
             seconds["read"] += read_done - started
+            ids, mask, chars = _encode(batch, tokenizer, context)
             quarantine.add(batch.quarantined)
-            ids = tokenizer.encode_batch(batch.texts)
             encoded = time.perf_counter()
             seconds["encode"] += encoded - read_done
             tokens, lengths = pack(ids, tokenizer.bos_id, tokenizer.eos_id, dtype, tokenizer)
-            writer.add(tokens, lengths, batch.meta)
+            writer.add(tokens, lengths, batch.meta, mask)
             stats["documents"] += len(lengths)
             stats["tokens"] += len(tokens)
-            stats["text_chars"] += sum(map(len, batch.texts))
+            stats["text_chars"] += chars
             started = time.perf_counter()
             seconds["write"] += started - encoded
         records = writer.close()
@@ -130,6 +134,31 @@ def run_tokenize_task(task: TokenizeTask, context: TokenizeContext) -> dict[str,
     marker = orjson.dumps(result, option=orjson.OPT_INDENT_2)
     write_bytes(marker_url(config.output, task.index), marker, config.storage_options)
     return result | {"skipped": False}
+
+
+def _batches(task: TokenizeTask, context: TokenizeContext):
+    config = context.config
+    spec = config.input[task.file.input_index]
+    options = config.storage_options
+    if config.chat is None:
+        return read_batches(task.file, spec, config.batch_size, options)
+    return read_chat_batches(task.file, spec, config.chat, config.batch_size, options)
+
+
+def _encode(batch, tokenizer: Tokenizer, context: TokenizeContext):
+    """A batch's ids, its loss mask (None for plain text) and its count of characters; a
+    conversation the template refuses joins the batch's quarantined records."""
+    chat = context.config.chat
+    if chat is None:
+        return tokenizer.encode_batch(batch.texts), None, sum(map(len, batch.texts))
+    assert context.template is not None
+    done = encode_conversations(
+        batch.conversations, batch.locations, context.template, tokenizer, chat.trained_roles
+    )
+    batch.refuse(done.refused, done.kept)
+    bos, eos = tokenizer.bos_id is not None, tokenizer.eos_id is not None
+    chars = sum(len(m["content"]) for row in done.kept for m in batch.conversations[row])
+    return done.ids, pack_masks(done.masks, bos, eos), chars
 
 
 def pack(

@@ -43,6 +43,7 @@ from mixplane.load.adaptive.micro_batches import MicroBatches
 from mixplane.load.adaptive.step_sums import Problem, StepSums
 from mixplane.load.adaptive.weight_log import append_weight_change
 from mixplane.load.dataset import MixtureDataset
+from mixplane.load.read.labels import IGNORE_INDEX
 from mixplane.load.torch.adapter import MixtureLoader
 
 
@@ -85,7 +86,8 @@ class Feedback:
 
         `loss_per_token` is the unreduced loss, `[batch, tokens]`: all `seq_len` tokens, or
         one fewer when the last position has no target (with `labels: true`, the shape of
-        `labels`); the batch's `loss_mask`, when it has one, must have that shape and
+        `labels`; with `labels: huggingface`, one fewer than `labels`, whose -100s do not
+        count); the batch's `loss_mask`, when it has one, must have that shape and
         applies. Call it for every micro-batch of every step, once, right after taking it.
         A mistake (a batch observed twice or skipped, a wrong shape) raises before anything
         is counted; with several ranks, every rank raises at the end of that step. A nan or
@@ -138,7 +140,9 @@ class Feedback:
         if problem is not None:
             raise _Refused(problem)
         loss = loss_per_token.detach().double()
-        mask = batch.get("loss_mask")
+        mask, labels = batch.get("loss_mask"), batch.get("labels")
+        if mask is None and isinstance(labels, torch.Tensor):
+            mask = labels[:, 1:] != IGNORE_INDEX  # `labels: huggingface`, shifted by the model
         weights = torch.ones_like(loss) if mask is None else mask.to(loss.device, torch.float64)
         # A non-finite loss is counted apart (no sync here: the step's end looks at the
         # counts), and left out of the sums so that nothing of it reaches the policy.

@@ -25,7 +25,9 @@ def loss_shape_problem(loss: Any, batch: dict[str, Any]) -> str | None:
     """What is wrong with the shape of `loss` (or the batch's `loss_mask`), or None.
 
     The loss is `[batch, tokens]` of floats: `tokens` is the length of `labels` when the
-    batch has them, else `seq_len` or `seq_len - 1` (no target for the last position).
+    batch has them with a `loss_mask` (`labels: true`), one fewer when it has them without
+    (`labels: huggingface`, which models shift), else `seq_len` or `seq_len - 1` (no target
+    for the last position).
     """
     if not isinstance(loss, torch.Tensor) or not loss.is_floating_point():
         return (
@@ -39,7 +41,11 @@ def loss_shape_problem(loss: Any, batch: dict[str, Any]) -> str | None:
             f"{tuple(loss.shape)} for a batch of {sequences} sequences"
         )
     labels, ids = batch.get("labels"), batch.get("input_ids")
-    if isinstance(labels, torch.Tensor):
+    if isinstance(labels, torch.Tensor) and batch.get("loss_mask") is None:
+        # `labels: huggingface`: the model shifts them, so position t's loss is label t + 1's
+        # and the last position has none; a loss of every position would count the -100s.
+        allowed = {int(labels.shape[-1]) - 1}
+    elif isinstance(labels, torch.Tensor):
         allowed = {int(labels.shape[-1])}
     elif isinstance(ids, torch.Tensor):
         allowed = {int(ids.shape[-1]), int(ids.shape[-1]) - 1}

@@ -90,7 +90,7 @@ class SamplePlan:
                 spec.seq_len,
                 spec.seed,
                 leaf.name,
-                overlap=int(spec.labels),
+                overlap=int(spec.shifted_labels),
                 runs=runs[c] if runs is not None else None,
                 window=spec.shuffle_window,
                 orders=orders if len(lengths[c]) >= SHARED_ORDERS_FROM else None,

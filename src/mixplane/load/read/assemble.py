@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mixplane.load._pieces import copy_pieces, number_pieces
+from mixplane.load.read.labels import loss_mask, with_unshifted_labels
 from mixplane.load.read.refs import DocumentNumbers, fill_refs
 from mixplane.load.read.source import TokenSource
 
@@ -59,7 +60,8 @@ class PlannedBlock:
     lengths: np.ndarray
     ordinal: np.ndarray
     eos_at: np.ndarray
-    labels: bool = False  # rows hold one token more, the last label
+    # The spec's `labels`: True, rows hold one token more, the last label; "huggingface".
+    labels: bool | str = False
     pinned: np.ndarray | None = None  # remote shards held in the cache until filled
     by_ranges: bool = False  # remote pieces fetched by ranges, not from cached shards
     linger: bool = False  # once filled, its shards stay pinned until `TokenSource.settle`
@@ -68,11 +70,14 @@ class PlannedBlock:
     def fill(self) -> dict[str, np.ndarray]:
         """Copy the tokens and write the boundaries; returns the filled arrays."""
         tokens = self.arrays["input_ids"]
+        mask = None
         try:
             sources, shard, first = self.source.piece_sources(
                 self.shard, self.first, self.take, self.by_ranges
             )
             copy_pieces(tokens, sources, shard, first, self.take, self.target)
+            if self.labels:
+                mask = loss_mask(self.source, tokens.shape, self)
         finally:
             self.release()
         if len(self.eos_at):
@@ -84,7 +89,9 @@ class PlannedBlock:
             number_pieces(self.arrays["position_ids"], self.target, self.lengths, zero, 1)
         if self.refs is not None:
             fill_refs(self.arrays["document_refs"], self.target, self.lengths, *self.refs)
-        return with_labels(self.arrays) if self.labels else self.arrays
+        if self.labels == "huggingface":
+            return with_unshifted_labels(self.arrays, mask, self.target)
+        return with_labels(self.arrays, mask) if self.labels else self.arrays
 
     def release(self) -> None:
         """Let the cache evict the remote shards this block read (once: filled or dropped)."""
@@ -107,12 +114,18 @@ class FilledBlock:
         """Nothing is held: the training process read it."""
 
 
-def with_labels(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def with_labels(
+    arrays: dict[str, np.ndarray], mask: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Rows of seq_len + 1 tokens as Megatron's samples: inputs, the next token of each
-    (`labels`) and a `loss_mask` of ones; the arrays are views, nothing is copied."""
+    (`labels`) and a `loss_mask`: the mask of each label token (ones without `mask`). The
+    token arrays are views, nothing is copied."""
     tokens = arrays["input_ids"]
     out = {"input_ids": tokens[:, :-1], "labels": tokens[:, 1:]}
-    out["loss_mask"] = np.ones(out["labels"].shape, dtype=np.float32)
+    if mask is None:
+        out["loss_mask"] = np.ones(out["labels"].shape, dtype=np.float32)
+    else:
+        out["loss_mask"] = mask[:, 1:].astype(np.float32)
     for key, value in arrays.items():
         if key not in out:
             out[key] = value[:, :-1] if value.ndim >= 2 else value
@@ -134,7 +147,7 @@ def plan_block(
     if block is None or not np.array_equal(block.positions, positions):
         block = plan.block(positions)
     spans = block.spans
-    rows, width = len(positions), plan.spec.seq_len + int(plan.spec.labels)
+    rows, width = len(positions), plan.spec.seq_len + int(plan.spec.shifted_labels)
     shard = np.empty(len(spans), dtype=np.int64)
     first = np.empty(len(spans), dtype=np.int64)
     stored = np.empty(len(spans), dtype=np.int64)
@@ -160,7 +173,8 @@ def plan_block(
     }
     if context.boundaries in ("document_ids", "both"):
         arrays["document_ids"] = np.empty((rows, width), dtype=np.int32)
-    if context.boundaries in ("position_ids", "both"):
+    # Hugging Face models find packed documents by their position_ids restarting.
+    if context.boundaries in ("position_ids", "both") or plan.spec.labels == "huggingface":
         arrays["position_ids"] = np.empty((rows, width), dtype=np.int32)
     refs = None
     if context.refs is not None:

@@ -37,7 +37,7 @@ from mixplane.load.plan.resolved import ResolvedMixture, registered_manifests
 from mixplane.load.read.range_reads import RangeReader
 from mixplane.load.remote.shard_cache import RemoteFile, ShardCache, cache_limit
 from mixplane.store.dataset import TokenizedDataset, check_token_manifest
-from mixplane.store.format import BIN, SUMS
+from mixplane.store.format import BIN, MASK, SUMS
 from mixplane.store.reader import ShardReader
 
 # Whole shards smaller than this arrive about as soon as a batch's pieces read by ranges
@@ -62,6 +62,7 @@ class TokenSource:
         working_sets: Sequence[tuple[np.ndarray, int | None]] = (),
         cache_mode: str = "shards",
         manifests: dict[str, dict[str, Any]] | None = None,
+        masked: Sequence[bool] | None = None,
     ):
         self.shards = tuple(shards)
         self.eos_id = eos_id
@@ -82,12 +83,23 @@ class TokenSource:
         for uri, manifest in self.manifests.items():
             check_token_manifest(uri, manifest)
         self.remote = np.array([not is_local(uri) for uri, _ in self.shards], dtype=bool)
+        # Per shard: whether it carries a loss mask (a fine-tuning dataset's `.mask`).
+        self.masked = np.zeros(len(self.shards), dtype=bool)
+        if masked is not None:
+            self.masked[:] = masked
+        if cache_mode == "ranges" and (self.masked & self.remote).any():
+            uri = self.shards[int(np.flatnonzero(self.masked & self.remote)[0])][0]
+            raise ConfigError(
+                f"{uri}: a fine-tuning dataset (its shards carry loss masks), which cache: "
+                "ranges does not read; use cache: shards for this mixture"
+            )
         self._reset()
 
     def _reset(self) -> None:
         _LIVE.add(self)
         self._readers: dict[int, ShardReader] = {}
         self._arrays: list[np.ndarray | None] = [None] * len(self.shards)  # opened shards
+        self._masks: list[np.ndarray | None] = [None] * len(self.shards)  # their loss masks
         self._opened = np.zeros(len(self.shards), dtype=bool)
         self._pins = np.zeros(len(self.shards), dtype=np.int64)  # planned blocks using each
         self._kept = np.zeros(len(self.shards), dtype=bool)  # mapped for good once opened
@@ -103,7 +115,8 @@ class TokenSource:
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
-                "retry", "working_sets", "cache_mode", "manifests", "remote")  # fmt: skip
+                "retry", "working_sets", "cache_mode", "manifests", "remote",
+                "masked")  # fmt: skip
         return {key: self.__dict__[key] for key in keep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -153,8 +166,8 @@ class TokenSource:
         remote shards to download whole: they are not cached yet, they hold more than
         `RANGED_OPENING_BYTES`, and they have range checksums. So the first batch waits for
         kilobytes, not for large shards."""
-        if self.cache_mode != "shards" or not self.remote.any():
-            return False
+        if self.cache_mode != "shards" or not self.remote.any() or self.masked.any():
+            return False  # masks are read from cached shards only
         numbers, waiting = self.waiting_for(shard)
         return waiting > RANGED_OPENING_BYTES and all(
             self.manifest_entry(self.shards[n][0], self.shards[n][1] + SUMS) is not None
@@ -188,7 +201,7 @@ class TokenSource:
         epoch reads every one again), else twice its `shuffle_window` (the window being read
         and the next), the largest ones counted."""
         remote = np.flatnonzero(self.remote)
-        sizes = {number: self.remote_file(number).size for number in remote.tolist()}
+        sizes = {number: self._cached_bytes(number) for number in remote.tolist()}
         sets = self.working_sets or [(remote, None)]
         needed, whole = 0, True
         for shards, at_once in sets:
@@ -212,6 +225,11 @@ class TokenSource:
                 f"shuffle windows per component ({size_text(needed)}); lower shuffle_window, "
             )
         raise ConfigError(problem + f"or raise cache_limit to at least {needed:,} bytes")
+
+    def _cached_bytes(self, number: int) -> int:
+        """What a remote shard takes in the cache: its tokens, and its loss mask if any."""
+        size = self.remote_file(number).size
+        return size + self._mask_file(number).size if self.masked[number] else size
 
     def _load_manifests(self) -> None:
         """Read the remote datasets' manifests side by side (one round trip each), before
@@ -294,7 +312,12 @@ class TokenSource:
             if self.remote[number]:
                 self._pin(number, for_good=True)
                 return self._arrays[number]  # type: ignore[return-value]
-            found = self._arrays[number] = self.reader(number).tokens.view(np.ndarray)
+            reader = self.reader(number)
+            if self.masked[number] and reader.mask is None:
+                raise InputError(f"shard {reader.name}: registered with a loss mask, has none")
+            if reader.mask is not None:
+                self._masks[number] = reader.mask.view(np.ndarray)
+            found = self._arrays[number] = reader.tokens.view(np.ndarray)
             self._opened[number] = True
         return found
 
@@ -307,6 +330,8 @@ class TokenSource:
                 dtype = self._dtype_of(uri)
                 tokens = np.memmap(path, dtype, mode="r") if file.size else np.zeros(0, dtype)
                 self._arrays[number] = tokens.view(np.ndarray)
+                if self.masked[number]:
+                    self._masks[number] = self._cached_mask(number)
                 self._opened[number] = True
             self._pins[number] += 1
             # Without a limit nothing is evicted, so a shard stays mapped once opened.
@@ -343,6 +368,30 @@ class TokenSource:
         self._arrays[number] = None
         self._opened[number] = False
         self.cache.release(self.remote_url(number))
+        if self._masks[number] is not None:
+            self._masks[number] = None
+            self.cache.release(self._mask_file(number).url)
+
+    def _mask_file(self, number: int) -> RemoteFile:
+        uri, stem = self.shards[number]
+        entry = self.manifest_entry(uri, stem + MASK)
+        if entry is None:
+            raise InputError(f"{uri}: its manifest lists no {stem + MASK} for a masked shard")
+        return RemoteFile(join_url(uri, stem + MASK), int(entry["size"]), entry["hash"])
+
+    def _cached_mask(self, number: int) -> np.ndarray:
+        """A remote shard's loss mask, copied into the cache and checked against the
+        manifest's hash like its tokens."""
+        file = self._mask_file(number)
+        path = self.cache.acquire(file)
+        if not file.size:
+            return np.zeros(0, np.uint8)
+        return np.memmap(path, np.uint8, mode="r").view(np.ndarray)
+
+    @property
+    def masks(self) -> list[np.ndarray | None]:
+        """Loss masks by shard number (None for shards without one or not opened yet)."""
+        return self._masks
 
     def _dataset(self, uri: str) -> TokenizedDataset:
         if uri not in self._datasets:
@@ -426,6 +475,7 @@ class TokenSource:
         """Unmap every shard and drop this process's pins in the cache."""
         with self._lock:
             self._arrays = [None] * len(self.shards)
+            self._masks = [None] * len(self.shards)
             self._opened[:] = False
             self._pins[:] = 0
             self._kept[:] = False
@@ -450,6 +500,14 @@ def token_source(resolved: ResolvedMixture, dtype: np.dtype = np.dtype(np.int64)
     spec = resolved.spec
     window = spec.shuffle_window
     at_once = None if window is None else 2 * window  # the window read and the next
+    masked_uris = {info["uri"] for info in resolved.datasets if info.get("masked")}
+    if masked_uris and not spec.labels:
+        names = ", ".join(i["dataset"] for i in resolved.datasets if i["uri"] in masked_uris)
+        raise ConfigError(
+            f"{names}: fine-tuning data whose loss masks only batches with labels carry; set "
+            "labels: huggingface (or true, Megatron's) in the mixture, or every token of the "
+            "conversations would be trained on"
+        )
     return TokenSource(
         resolved.shards,
         resolved.eos_id,
@@ -460,6 +518,7 @@ def token_source(resolved: ResolvedMixture, dtype: np.dtype = np.dtype(np.int64)
         working_sets=[(resolved.shards_of(c), at_once) for c in range(len(resolved.ranges))],
         cache_mode=spec.cache,
         manifests=registered_manifests(resolved.datasets),
+        masked=[uri in masked_uris for uri, _ in resolved.shards],
     )
 
 

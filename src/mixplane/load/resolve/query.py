@@ -288,6 +288,8 @@ def _dataset_infos(session, refs: list[str], shards: tuple[ShardKey, ...]) -> li
             "fingerprint": version.fingerprint,
             "tokenizer": version.tokenizer or {},
         }
+        if version.masks:  # fine-tuning data: its shards' loss masks are read too
+            info["masked"] = True
         if not is_local(version.uri):
             manifest = session.registry.manifest(version.name, version.version)
             info["manifest"] = registered_manifest(manifest, used.get(version.uri, set()))

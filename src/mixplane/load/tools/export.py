@@ -26,7 +26,7 @@ from mixplane.load.read.source import TokenSource, token_source
 from mixplane.load.resolve.query import resolve_mixture
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.mix.tree import MixtureTree
-from mixplane.store.megatron import megatron_dtype, write_indexed
+from mixplane.store.megatron import megatron_dtype, refuse_masks, write_indexed
 
 CHUNK_DOCUMENTS = 1 << 16
 
@@ -64,6 +64,9 @@ def export_selection(where: str, catalog: str, out: str) -> dict[str, Any]:
 
 
 def export_leaf(resolved: ResolvedMixture, c: int, prefix: str) -> dict[str, Any]:
+    masked = [info["dataset"] for info in resolved.datasets if info.get("masked")]
+    if masked:
+        refuse_masks(", ".join(masked))
     source = token_source(resolved)
     dtype = megatron_dtype(source_dtype(resolved))
     options = resolved.spec.storage_options

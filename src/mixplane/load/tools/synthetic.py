@@ -81,6 +81,7 @@ def write_token_dataset(
         {"path": record["name"] + suffix, **record["files"][key]}
         for record in records
         for key, suffix in FILE_SUFFIXES.items()
+        if key in record["files"]
     ]
     tokens_total = sum(record["tokens"] for record in records)
     write_bytes(join_url(folder, "_stats.json"), b"{}", storage_options)

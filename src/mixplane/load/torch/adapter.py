@@ -294,11 +294,11 @@ def torch_loader(
 
 def batch_bytes(dataset: MixtureDataset, batch_size: int) -> int:
     """About how many bytes a batch of `batch_size` sequences of this dataset holds."""
-    width = dataset.seq_len + int(dataset.spec.labels)
+    width = dataset.seq_len + int(dataset.spec.shifted_labels)
     per_token = dataset.source.dtype.itemsize
     per_token += 4 * {"both": 2, "none": 0}.get(dataset.context.boundaries, 1)
     if dataset.spec.labels:
-        per_token += dataset.source.dtype.itemsize + 4  # labels and loss_mask
+        per_token += 8 + 4  # labels and loss_mask (or position_ids), at most
     return batch_size * (width * per_token + 16)  # and the index and component numbers
 
 
