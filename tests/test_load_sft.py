@@ -69,7 +69,7 @@ def expected_rows(dataset: MixtureDataset, positions: np.ndarray, width: int):
     pieces = []
     for row, position in enumerate(positions.tolist()):
         for piece in dataset.explain(position):
-            shard = ShardReader(Path(piece["dataset"]) / piece["shard"])
+            shard = ShardReader(Path(piece["folder"]) / piece["shard"])
             stored = shard.document_mask(piece["document"])
             begin, stop = piece["tokens"]
             # Past the stored tokens: the EOS the loader appends (not trained on in a
