@@ -17,6 +17,8 @@ from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.load import MixtureDataset
 from mixplane.load.read.labels import IGNORE_INDEX
+from mixplane.load.unpacked import UnpackedDataset
+from mixplane.load.unpacked.batch import locate
 from mixplane.store import ShardReader, TokenizedDataset
 from mixplane.tokenize import dataset_tokenizer, tokenize_dataset
 
@@ -303,3 +305,38 @@ def test_adaptive_feedback_counts_only_the_labels_trained_on(data):
     details = dataset.weight_log()[0]["details"]
     assert details["tokens"] == expected_tokens.tolist()
     np.testing.assert_allclose(details["loss"], expected_loss, rtol=1e-12)
+
+
+def test_padded_batches_of_conversations_train_on_assistant_tokens_only(data):
+    """`packing: none` with `labels: huggingface`: each row is one whole document, its
+    labels -100 over padding, at its first token and where the mask says not to train."""
+    spec = mixture(data["catalog"], "huggingface", packing="none", pad_id=0)
+    spec |= {"seq_len": 4096, "bucketing": {"max_tokens_per_batch": 8192}}
+    dataset = UnpackedDataset(spec)
+    decoder = dataset_tokenizer(TokenizedDataset(data["folder"] / "tokens" / "chat"))
+    chat, seen = dataset.names.index("chat"), 0
+    for batch, _ in zip(dataset, range(6), strict=False):
+        tokens, labels, attention = batch["input_ids"], batch["labels"], batch["attention_mask"]
+        assert labels.shape == tokens.shape and labels.dtype == np.int64
+        first = np.zeros(tokens.shape, dtype=bool)
+        first[:, 0] = True
+        # Pretraining text trains on every token of its document but the first.
+        web = batch["component"] != chat
+        assert np.array_equal((labels != IGNORE_INDEX)[web], ((attention == 1) & ~first)[web])
+        assert np.all(labels[attention == 0] == IGNORE_INDEX)
+        chats = np.flatnonzero(~web).tolist()
+        for row, doc_id in zip(chats, row_ids(dataset, batch, ~web), strict=True):
+            kept = tokens[row][labels[row] != IGNORE_INDEX]
+            assert decoder.decode(kept) == trained_text(data["messages"][doc_id])
+            seen += 1
+    assert seen > 10
+
+
+def row_ids(dataset: UnpackedDataset, batch: dict, rows: np.ndarray) -> list[str]:
+    """The ids of the documents in a padded batch's `rows`, from their stream positions."""
+    located = locate(dataset.stream, dataset.resolved, batch["index"][rows])
+    ids = []
+    for c, document in zip(located.components.tolist(), located.documents.tolist(), strict=True):
+        shard, index = dataset.resolved.ranges[c].locate(np.array([document]))
+        ids.append(str(dataset.source.metadata_column(int(shard[0]), "id")[int(index[0])]))
+    return ids

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # Fields of a packed text mixture that an unpacked one cannot honour (yet), and why.
 UNPACKED_REFUSES = {
-    "labels": "labels: true packs seq_len + 1 tokens per sequence; an unpacked batch has "
-    "input_ids and attention_mask (a model shifts them itself)",
+    "shifted_labels": "labels: true packs seq_len + 1 tokens per sequence; an unpacked batch "
+    "has input_ids and attention_mask (a model shifts them itself): use labels: huggingface",
     "shuffle_window": "shuffle_window is for packed mixtures; leave it out",
     "schedule": "schedule steps count fixed sequences per step, which bucketed batches do not "
     "have; use static weights with packing: none",

@@ -3,6 +3,8 @@
 Each row is one document cut to `seq_len` (its appended EOS included when it fits), left
 aligned and followed by `pad_id` up to the batch's width: its longest row rounded up to
 `pad_to_multiple_of`. `attention_mask` (int32) is 1 over the document's tokens and 0 over padding.
+With labels (`labels: huggingface`), `labels` are the inputs with -100 over padding, at each
+row's first token and where a fine-tuning shard's loss mask says not to train.
 The copy itself is the packed loader's (`read.assemble.PlannedBlock`); the pads are
 written after it by the same compiled kernel.
 
@@ -28,6 +30,7 @@ from mixplane.load.plan.buckets import padded
 from mixplane.load.plan.documents import DocumentStream
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.read.assemble import PlannedBlock
+from mixplane.load.read.labels import IGNORE_INDEX
 from mixplane.load.read.source import TokenSource
 
 
@@ -85,17 +88,21 @@ class PaddedBlock:
         mask = np.empty(tokens.shape, dtype=np.int32)
         number_pieces(mask, target, lengths, np.ones(len(lengths), dtype=np.int64), 0)
         number_pieces(mask, after, pads, np.zeros(len(pads), dtype=np.int64), 0)
+        labels = arrays.get("labels")
+        if labels is not None:
+            labels[mask == 0] = IGNORE_INDEX
         batches, row, flat = [], 0, 0
         for size, width in zip(self.sizes.tolist(), self.widths.tolist(), strict=True):
             cells, rows = size * width, slice(row, row + size)
-            batches.append(
-                {
-                    "input_ids": tokens[flat : flat + cells].reshape(size, width),
-                    "attention_mask": mask[flat : flat + cells].reshape(size, width),
-                    "component": arrays["component"][rows],
-                    "index": arrays["index"][rows],
-                }
-            )
+            batch = {
+                "input_ids": tokens[flat : flat + cells].reshape(size, width),
+                "attention_mask": mask[flat : flat + cells].reshape(size, width),
+                "component": arrays["component"][rows],
+                "index": arrays["index"][rows],
+            }
+            if labels is not None:
+                batch["labels"] = labels[flat : flat + cells].reshape(size, width)
+            batches.append(batch)
             row, flat = row + size, flat + cells
         return batches
 
@@ -110,9 +117,10 @@ def padded_batches(
     source: TokenSource,
     pad_id: int,
     multiple: int,
+    labels: bool = False,
 ) -> PaddedBlock:
     """Plan the padded batches of the documents `batches` (rows of `located`, each non-empty)
-    as one block (fill it to read)."""
+    as one block (fill it to read); `labels`: the batches carry Hugging Face labels."""
     sizes = np.array([len(b) for b in batches], dtype=np.int64)
     rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
     lengths = located.lengths[rows]
@@ -136,7 +144,17 @@ def padded_batches(
     ordinal = np.zeros(len(rows), dtype=np.int64)
     first = located.first[rows]
     planned = PlannedBlock(
-        arrays, source, shard, first, take, target, lengths, ordinal, eos_at, pinned=pinned
+        arrays,
+        source,
+        shard,
+        first,
+        take,
+        target,
+        lengths,
+        ordinal,
+        eos_at,
+        labels="huggingface" if labels else False,
+        pinned=pinned,
     )
     return PaddedBlock(planned, pad_id, widths, sizes, row_width)
 

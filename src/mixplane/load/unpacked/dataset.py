@@ -161,7 +161,8 @@ class UnpackedDataset:
 
     def _fill_all(self, located: Located, batches: list[np.ndarray]) -> list[dict[str, Any]]:
         multiple = self.spec.pad_to_multiple_of
-        return padded_batches(located, batches, self.source, self.pad_id, multiple).fill()
+        labels = self.spec.labels == "huggingface"
+        return padded_batches(located, batches, self.source, self.pad_id, multiple, labels).fill()
 
     # -- iteration -----------------------------------------------------------------------------
 
