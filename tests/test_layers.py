@@ -198,7 +198,8 @@ LOAD_PARTS = (
     "torch",  # the PyTorch adapter
     "adaptive",  # feedback from the training loop
     "images",  # the image-text loader
-    "tools",  # export, preview, synthetic data, telemetry
+    "unpacked",  # whole documents in padded batches (packing: none)
+    "tools",  # export, preview, synthetic data, telemetry, trace
 )
 
 

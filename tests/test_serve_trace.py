@@ -9,6 +9,7 @@ import pytest
 from conftest import Service
 from mixtures import demo_mixture
 
+from mixplane.lineage import Origins
 from mixplane.load.tools.trace import trace
 
 TOKEN = "trace-token-for-tests-only"
@@ -141,7 +142,7 @@ def test_origin_follows_each_document_to_its_raw_input(guarded, demo_work, tmp_p
     from mixplane.io.urls import open_url
 
     local = MIXTURE | {"catalog": str(demo_work / "catalog.duckdb"), "cache_dir": str(tmp_path)}
-    expected = trace(local, index=2, origin=True)
+    expected = trace(local, index=2, origin=True, origins=Origins({}).find)
     for piece in expected["sequences"][0]["documents"]:
         (kept,) = piece["origin"]  # one processing step between the raw files and the tokens
         assert kept["folder"] == str(demo_work / "clean")

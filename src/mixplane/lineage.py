@@ -322,3 +322,24 @@ def _read_manifest(url: str, storage_options: dict[str, Any] | None) -> dict[str
 def _exists(url: str, storage_options: dict[str, Any] | None) -> bool:
     fs, path = url_filesystem(url, storage_options)
     return fs.exists(path)
+
+
+class Origins:
+    """Documents followed back through their dataset's lineage, each lineage read once:
+    `find(folder, id)` is `document_origin` for the dataset folder `folder`.
+
+    Example:
+        >>> Origins({}).find("tokens/web", "web-17")  # doctest: +SKIP
+        [{'file': 'raw/web/crawl-0.warc.gz', 'offset': 18211, ...}]
+    """
+
+    def __init__(self, storage_options: dict[str, Any] | None = None):
+        self.options = storage_options or {}
+        self.steps: dict[str, list[Step]] = {}
+
+    def find(self, folder: str, document_id: str) -> Any:
+        from mixplane.catalog.sample import json_value
+
+        if folder not in self.steps:
+            self.steps[folder] = trace(folder, self.options)
+        return json_value(document_origin(self.steps[folder], document_id, self.options))

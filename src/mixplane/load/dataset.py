@@ -198,8 +198,8 @@ class MixtureDataset:
         """Where the tokens of the sequence at `position` come from: one entry per document
         piece, in order, with its dataset version, folder, shard, document index and id, the
         token range used, its source and url, and the `properties` asked for (columns of the
-        shards' metadata); see `mixplane.load.tools.pieces.sequence_pieces`."""
-        from mixplane.load.tools.pieces import sequence_pieces
+        shards' metadata); see `mixplane.load.read.pieces.sequence_pieces`."""
+        from mixplane.load.read.pieces import sequence_pieces
 
         return sequence_pieces(self, np.array([position], dtype=np.int64), properties)[0]
 

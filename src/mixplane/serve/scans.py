@@ -187,10 +187,13 @@ def trace_step(
 ) -> dict[str, Any]:
     """What a step (or one sequence) of a posted mixture held: each document of each
     sequence, as `mixplane.load.tools.trace.trace` finds it (`weight_log`: the run's)."""
+    from mixplane.lineage import Origins
     from mixplane.load.tools.trace import trace  # the loader only when asked
 
     spec = scope.posted(mixture)
-    return json_value(trace(spec, request, catalog=scope.catalog, weight_log=weight_log))
+    origins = Origins(spec.storage_options).find
+    found = trace(spec, request, catalog=scope.catalog, weight_log=weight_log, origins=origins)
+    return json_value(found)
 
 
 SCANS = {

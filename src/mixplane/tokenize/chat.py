@@ -49,8 +49,8 @@ class ChatConfig(BaseModel):
     (default: the assistant's), or `all`.
 
     Example:
-        >>> ChatConfig(train_on=["assistant", "tool"]).trained_roles
-        frozenset({'assistant', 'tool'})
+        >>> sorted(ChatConfig(train_on=["assistant", "tool"]).trained_roles)
+        ['assistant', 'tool']
     """
 
     model_config = ConfigDict(extra="forbid")

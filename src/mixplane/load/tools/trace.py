@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,10 +32,12 @@ from mixplane.configs import validate_config
 from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.plan.steps import MAX_POSITION, StepLayout, delivered
-from mixplane.load.tools.pieces import ShardMetadata, sequence_pieces
+from mixplane.load.read.pieces import ShardMetadata, sequence_pieces
 from mixplane.mix.policy.spec import PolicySpec
 from mixplane.mix.spec import MixtureSpec
 
+# A document's raw input, from its dataset folder and id (`mixplane.lineage.Origins.find`).
+OriginFinder = Callable[[str, str], Any]
 MAX_SEQUENCES = 4096  # sequences one trace lists, unless asked for more
 MAX_PROPERTIES = 64
 MAX_WORLD_SIZE = 1 << 20
@@ -94,13 +96,16 @@ def trace(
     *,
     catalog: Any = None,
     weight_log: Sequence[Mapping[str, Any]] | None = None,
+    origins: OriginFinder | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     """The documents of a step (or one sequence) of `mixture`, as the run received them.
 
     `request` (or its `fields`: step, index, rank, world_size, batch_size, properties,
     origin) says what to trace; `weight_log` is the run's weight changes (see
-    `mixplane.load.adaptive.weight_log.read_weight_log`).
+    `mixplane.load.adaptive.weight_log.read_weight_log`); with `origin`, `origins` finds
+    each document's raw input: `mixplane.lineage.Origins(storage_options).find` (lineage
+    belongs to processing, which the loader does not import).
 
     Example:
         >>> trace("mixture.yaml", step=5, rank=1, world_size=2, batch_size=4,
@@ -112,16 +117,25 @@ def trace(
     try:
         if weight_log:
             dataset.apply_weight_changes(weight_log)
-        return trace_dataset(dataset, request, exact_weights=weight_log is not None)
+        return trace_dataset(dataset, request, weight_log is not None, origins)
     finally:
         dataset.close()
 
 
 def trace_dataset(
-    dataset: MixtureDataset, request: TraceRequest, exact_weights: bool = False
+    dataset: MixtureDataset,
+    request: TraceRequest,
+    exact_weights: bool = False,
+    origins: OriginFinder | None = None,
 ) -> dict[str, Any]:
     """`trace` over a dataset already built (its weight changes are the run's when
     `exact_weights`, or when it is not adaptive)."""
+    if request.origin and origins is None:
+        raise ConfigError(
+            "origin needs a way to follow documents to their raw inputs: pass "
+            "origins=mixplane.lineage.Origins(storage_options).find (the command line and "
+            "the service do)"
+        )
     spec, plan = dataset.spec, dataset.plan
     if request.step is not None:
         layout = StepLayout.of(spec.global_batch_size, request.world_size, request.batch_size)
@@ -148,13 +162,12 @@ def trace_dataset(
     metadata = ShardMetadata(dataset, request.properties)
     pieces = sequence_pieces(dataset, positions, request.properties, metadata)
     components = plan.blend.lookup(positions)[0]
-    origins = _Origins(dataset) if request.origin else None
     sequences = []
     for row, position in enumerate(positions.tolist()):
         documents = pieces[row]
-        if origins is not None:
+        if request.origin and origins is not None:
             for entry in documents:
-                entry["origin"] = origins.find(entry["folder"], entry["id"])
+                entry["origin"] = origins(entry["folder"], entry["id"])
         sequences.append(
             {
                 "index": position,
@@ -225,20 +238,3 @@ def _weights_at(dataset: MixtureDataset, position: int) -> dict[str, float]:
     segments = dataset.plan.blend.segments
     weights = next(s.weights for s in reversed(segments) if s.start <= position)
     return {name: float(w) for name, w in zip(dataset.names, weights, strict=True)}
-
-
-class _Origins:
-    """Documents followed back through their dataset's lineage (each lineage read once)."""
-
-    def __init__(self, dataset: MixtureDataset):
-        self.options = dataset.spec.storage_options
-        self.steps: dict[str, Any] = {}
-
-    def find(self, folder: str, document_id: str) -> list[dict[str, Any]]:
-        from mixplane.catalog.sample import json_value
-        from mixplane.lineage import document_origin
-        from mixplane.lineage import trace as lineage_trace
-
-        if folder not in self.steps:
-            self.steps[folder] = lineage_trace(folder, self.options)
-        return json_value(document_origin(self.steps[folder], document_id, self.options))

@@ -269,10 +269,9 @@ def torch_loader(
         >>> loader.dataset.per_message, loader.batches_ahead  # doctest: +SKIP
         (2, 5)
     """
-    if getattr(dataset, "unpacked", False):  # padded batches of whole documents
-        from mixplane.load.unpacked.torch import unpacked_loader
-
-        return unpacked_loader(dataset, batch_size, num_workers, **options)  # type: ignore[arg-type]
+    own = getattr(dataset, "torch_loader", None)  # a dataset that builds its own loader
+    if own is not None:
+        return own(batch_size, num_workers, **options)
     error = "pass batch_size to torch_loader, not to the DataLoader options"
     custom_collate = options.get("collate_fn") is not None
     options = loader_options(options, error)

@@ -63,8 +63,6 @@ class UnpackedDataset:
     num_workers=...)`, which follows the batches the loop receives.
     """
 
-    unpacked = True  # `torch_loader` builds this dataset's loader (`unpacked.torch`)
-
     def __init__(
         self,
         mixture: MixtureSpec | dict[str, Any] | str | Path,
@@ -125,6 +123,13 @@ class UnpackedDataset:
     @property
     def fingerprint(self) -> str:
         return self.resolved.fingerprint
+
+    def torch_loader(self, batch_size: int | None, num_workers: int = 0, **options: Any):
+        """The PyTorch loader of this dataset's padded batches, as `torch_loader(dataset,
+        ...)` builds it (see `mixplane.load.unpacked.torch`)."""
+        from mixplane.load.unpacked.torch import unpacked_loader
+
+        return unpacked_loader(self, batch_size, num_workers, **options)
 
     @property
     def plan(self) -> BatchPlan:

@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,7 +23,9 @@ from mixplane.errors import ConfigError
 from mixplane.load.torch.adapter import loader_options
 from mixplane.load.torch.following import FollowedBatches, FollowingLoader
 from mixplane.load.torch.transfer import WorkerBatch
-from mixplane.load.unpacked.dataset import UnpackedDataset
+
+if TYPE_CHECKING:
+    from mixplane.load.unpacked.dataset import UnpackedDataset
 
 
 class TorchUnpackedDataset(FollowedBatches):
