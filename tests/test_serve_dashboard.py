@@ -589,6 +589,16 @@ def test_a_restarted_job_draws_a_new_line(page, server):
     expect(lines.first).to_have_attribute("data-runs", "2")  # the restart still cuts the line
     ticks = chart.locator(".tick-label").all_text_contents()
     assert any(re.fullmatch(r"\d\d:\d\d:\d\d", tick) for tick in ticks), ticks
+    # Samples a fraction of a second apart, none on a whole second, still get clock ticks.
+    brief = page.evaluate(
+        """async () => {
+            const { lineChart } = await import("/static/charts.js");
+            const points = [[1000.1, 1], [1000.2, 2], [1000.3, 3]];
+            const svg = lineChart({ id: "brief", series: [{ name: "a", points }], xTime: true });
+            return [...svg.querySelectorAll(".tick-label")].map((e) => e.textContent);
+        }"""
+    )
+    assert any(re.fullmatch(r"\d\d:\d\d:\d\d", tick) for tick in brief), brief
     page.select_option("#jobs-range", "300")
     assert page.url.endswith(f"#jobs?job={job}&x=time&range=300")
     expect(chart).to_have_attribute("data-points", str(len(steps)))  # all within 5 minutes

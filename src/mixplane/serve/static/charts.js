@@ -108,9 +108,12 @@ const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 720
 
 /** A time domain [low, high] (epoch seconds) with ticks on round clock times. */
 function timeScale(low, high, count = 6) {
-  if (low === high) {
-    low -= 30;
-    high += 30;
+  // Under a minute of samples (a job that just started) is shown as the minute around
+  // them: a span shorter than the finest step may hold no whole tick at all.
+  if (high - low < 60) {
+    const middle = (low + high) / 2;
+    low = middle - 30;
+    high = middle + 30;
   }
   const step = TIME_STEPS.find((candidate) => (high - low) / candidate <= count) || 86400;
   const ticks = [];
