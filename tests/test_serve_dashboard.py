@@ -354,6 +354,10 @@ def test_the_api_docs_render_from_the_service_itself(page, server):
     assert "default-src 'self'" in answer.headers["content-security-policy"]
     assert "<script>" not in answer.text and "cdn" not in answer.text.lower()
     assert httpx.get(f"{server}/redoc").status_code == 404
+    # Of the Swagger UI package, only what the page loads and its licence are served.
+    assert "Apache License" in httpx.get(f"{server}/static/swagger-ui/LICENSE").text
+    for other in ("swagger-editor-bundle.js", "index.css", "..%2F__init__.py", "%2Fetc%2Fpasswd"):
+        assert httpx.get(f"{server}/static/swagger-ui/{other}").status_code == 404, other
     outside = []
     page.on(
         "request",

@@ -8,6 +8,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import os
 import re
 import time
 from importlib.resources import files
@@ -58,6 +60,21 @@ SECURITY_HEADERS = [
 ]
 
 
+# Swagger UI's files that /docs loads, served from the `swagger-ui-py` package (Apache-2.0).
+SWAGGER_UI_FILES = ("swagger-ui-bundle.js", "swagger-ui.css", "LICENSE")
+
+
+def swagger_ui_folder() -> str:
+    """The folder of Swagger UI's files in the installed `swagger-ui-py` package, found
+    without importing it (its own code is for other web frameworks)."""
+    spec = importlib.util.find_spec("swagger_ui")
+    if spec is None or not spec.submodule_search_locations:
+        raise MixplaneError(
+            "the service's /docs needs swagger-ui-py: pip install 'mixplane[serve]'"
+        )
+    return os.path.join(next(iter(spec.submodule_search_locations)), "static")
+
+
 def create_app(settings: ServeSettings) -> FastAPI:
     """The service's app over `settings.catalog` (the token is checked here as well)."""
     settings = settings.checked()
@@ -81,6 +98,16 @@ def create_app(settings: ServeSettings) -> FastAPI:
         return Response(metrics.exposition(), media_type="text/plain; version=0.0.4")
 
     static = files("mixplane.serve") / "static"
+    swagger = swagger_ui_folder()
+
+    # Only the two files /docs loads, from the installed package (no CDN): nothing else
+    # of its folder is reachable.
+    @app.get("/static/swagger-ui/{name}", include_in_schema=False)
+    def swagger_ui(name: str) -> FileResponse:
+        if name not in SWAGGER_UI_FILES:
+            raise HTTPException(404, "Not Found")
+        return FileResponse(os.path.join(swagger, name))
+
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -1,4 +1,4 @@
-// The API's docs page: Swagger UI (vendored in swagger-ui/) over this service's /openapi.json.
+// The API's docs page: Swagger UI (from the swagger-ui-py package) over this service's /openapi.json.
 // "Try it out" requests carry the token the dashboard keeps for this tab (or one given as
 // /docs#token=TOKEN), like the dashboard's own.
 
