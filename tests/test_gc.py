@@ -273,8 +273,16 @@ def test_the_readme_commands_run_as_written(tmp_path: Path, cli, monkeypatch):
     assert list((tmp_path / "web-v1").glob("shard-*"))
     code, out, err = cli("lineage", "web@2")  # the catalog still tells what it was
     assert code == 0, err
-    code, _, err = cli("gc", "--keep", "web")
-    assert code == 2 and "name a version, web@N" in err
+    refusals = {
+        ("--keep", "web"): "--keep web: name a version, web@N",
+        ("--keep", "web@9"): "web@9 (pinned by --keep) is not in the catalog",
+        ("--keep-latest", "0"): "--keep-latest 0: keep at least 1",
+        ("--mixtures", "missing.yaml"): "missing.yaml",
+        ("--catalog", "s3://b/catalog.duckdb"): "must be a local file",
+    }
+    for args, message in refusals.items():
+        code, _, err = cli("gc", *args)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_the_governance_page_commands_and_python_run_as_written(tmp_path, cli, monkeypatch):

@@ -21,6 +21,7 @@ from mixplane.catalog.gc.liveness import OpenFiles, open_files
 from mixplane.catalog.gc.plan import GcPlan, InUse, Retention, VersionOnDisk, plan_gc
 from mixplane.catalog.gc.record import collected
 from mixplane.catalog.registry import Registry
+from mixplane.errors import ConfigError
 from mixplane.io.atomic import is_local
 
 
@@ -31,6 +32,11 @@ def survey(
     holders: Callable[[], OpenFiles] = open_files,
 ) -> GcPlan:
     """The gc plan for the catalog at `catalog` (a local file) under `retention`."""
+    if not is_local(os.fspath(catalog)):
+        raise ConfigError(
+            f"{os.fspath(catalog)}: gc records what it removes in the catalog, which must be a "
+            "local file here; run it where the catalog is (its datasets may be anywhere)"
+        )
     with Registry(catalog) as registry:
         versions = [registry.get(name, number) for name, number in registry.versions()]
         gone = collected(registry.connection)
