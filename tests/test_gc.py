@@ -23,6 +23,8 @@ from mixplane.catalog.audit import RunEvent, record
 from mixplane.catalog.columns import AddedColumn, ColumnFile
 from mixplane.catalog.gc import Retention, apply_plan, survey
 from mixplane.catalog.gc.liveness import open_files
+from mixplane.catalog.gc.record import mark_collected
+from mixplane.catalog.registry import Registry
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.resolve.query import resolve_mixture
@@ -225,6 +227,28 @@ def test_a_loader_open_in_another_process_keeps_its_version(tmp_path: Path):
         MixtureDataset(mixture(tmp_path, ["web@1"]))
 
 
+def test_a_gc_stopped_halfway_is_finished_by_the_next(tmp_path: Path, cli):
+    for number in (1, 2, 3):
+        add_version(tmp_path, number)
+    catalog = tmp_path / "catalog.duckdb"
+    (first, second) = survey(catalog, Retention(keep_latest=1)).removals
+    # Stopped after recording both and removing web@1's files only.
+    with Registry(catalog, writable=True) as registry:
+        for r in (first, second):
+            mark_collected(registry.connection, r.name, r.version, 1, 1, "2026-11-01 10:00:00")
+    for file in first.files:
+        os.unlink(file.url)
+    plan = survey(catalog, Retention(keep_latest=1, pins={"web@2": "--keep"}))
+    assert [(r.ref, r.collected_on) for r in plan.removals] == [("web@2", "2026-11-01")]
+    assert plan.collected == (("web@1", "2026-11-01"),)
+    code, out, err = cli("gc", "--catalog", str(catalog), "--keep-latest", "1", "--delete")
+    assert code == 0, err
+    assert "removed web@2: 8 files" in out and "left by the gc of 2026-11-01" in out
+    assert not any(os.path.exists(f.url) for f in second.files)
+    with pytest.raises(MixplaneError, match="web@2's files were removed by gc on 2026-11-01"):
+        MixtureDataset(mixture(tmp_path, ["web@2"]))
+
+
 def test_versions_on_object_storage_are_collected_the_same_way(tmp_path: Path, s3_bucket):
     import s3fs
 
@@ -306,3 +330,17 @@ def test_the_governance_page_commands_and_python_run_as_written(tmp_path, cli, m
         "dataset": "web@2",
         "on": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
     }
+
+
+def test_an_image_version_is_its_tars_indexes_and_metadata(tmp_path: Path):
+    from mixplane.load.images.synthetic import write_image_dataset
+
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    for number in (1, 2):
+        write_image_dataset(str(tmp_path / f"photos-v{number}"), samples=6, seed=number)
+        catalog.register(str(tmp_path / f"photos-v{number}"), "photos")
+    (removal,) = survey(tmp_path / "catalog.duckdb", Retention(keep_latest=1)).removals
+    folder = tmp_path / "photos-v1"
+    expected = [p for p in folder.iterdir() if p.name.startswith("part-")]
+    assert {f.url for f in removal.files} == {str(p) for p in expected}
+    assert {p.suffix for p in expected} == {".tar", ".idx", ".parquet"}

@@ -118,7 +118,12 @@ def _print(plan, result) -> None:
         shared = len(removal.shared)
         console.print(
             f"{verb} [bold]{removal.ref}[/]: {len(removal.files)} files, {removal.bytes:,} bytes"
-            + (f" ({shared} files it shares with kept versions stay)" if shared else ""),
+            + (f" ({shared} files it shares with kept versions stay)" if shared else "")
+            + (
+                f" (left by the gc of {removal.collected_on}, which stopped halfway)"
+                if removal.collected_on
+                else ""
+            ),
             highlight=False,
         )
         for file in removal.files:
@@ -140,7 +145,7 @@ def _print(plan, result) -> None:
     if plan.hidden_processes:
         status.print(
             f"note: {plan.hidden_processes} of this host's processes could not be inspected "
-            "for open files (another user's; run as root to see them)",
+            "for open files (permission denied: another user's without root, or protected)",
             highlight=False,
         )
     if result is None:

@@ -1,9 +1,10 @@
-"""Carrying out a gc plan: for each version to collect, record it in the catalog, check again
-that no process of this host holds its files, then remove them.
+"""Carrying out a gc plan: record every version to collect in the catalog, then, version by
+version, check again that no process of this host holds its files and remove them.
 
 The record comes first, so a loader that starts meanwhile is refused with a clear error
-rather than finding half a version; when the check finds a holder after all, the record is
-taken back and the version is left whole (listed as skipped). Names are unlinked, never
+rather than finding half a version; when the check finds a holder after all, the version is
+left whole (listed as skipped) and its record taken back. A gc stopped halfway leaves
+versions recorded with files left: the next gc removes them. Names are unlinked, never
 followed: a symlink goes as a link, its target stays; a hard link's other names stay.
 
 Example:
@@ -63,29 +64,30 @@ def apply_plan(
 ) -> GcResult:
     """Remove the files `plan` lists, version by version (see the module's docstring).
     `holders` reads what the host's processes hold (the real `/proc` unless given)."""
+    at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    if not plan.removals:
+        return GcResult((), ())
+    with Registry(catalog, writable=True) as registry:
+        for r in plan.removals:
+            if r.collected_on is None:  # one an earlier gc recorded keeps its date
+                mark_collected(registry.connection, r.name, r.version, len(r.files), r.bytes, at)
     removed, skipped = [], []
     for removal in plan.removals:
-        at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-        with Registry(catalog, writable=True) as registry:
-            mark_collected(
-                registry.connection,
-                removal.name,
-                removal.version,
-                len(removal.files),
-                removal.bytes,
-                at,
-            )
         local = [f.identity for f in (*removal.files, *removal.shared) if is_local(f.url)]
         found = holders().holders(local) if local else []
         if found:
-            with Registry(catalog, writable=True) as registry:
-                unmark_collected(registry.connection, removal.name, removal.version)
             pid, path = found[0]
-            skipped.append((removal.ref, f"process {pid} opened {path} since the plan"))
+            skipped.append((removal, f"process {pid} opened {path} since the plan"))
             continue
         _remove([file.url for file in removal.files], storage_options)
         removed.append(removal)
-    return GcResult(tuple(removed), tuple(skipped))
+    # Skipped versions are whole again, except those an earlier gc had started on.
+    whole = [removal for removal, _ in skipped if removal.collected_on is None]
+    if whole:
+        with Registry(catalog, writable=True) as registry:
+            for removal in whole:
+                unmark_collected(registry.connection, removal.name, removal.version)
+    return GcResult(tuple(removed), tuple((r.ref, why) for r, why in skipped))
 
 
 def _remove(urls: list[str], storage_options: dict[str, Any] | None) -> None:

@@ -25,7 +25,8 @@ _DELETED = " (deleted)"
 @dataclass(frozen=True)
 class OpenFiles:
     """Resolved paths open or mapped by some process, each with the processes holding it;
-    `hidden`: processes whose files could not be read (another user's, without root)."""
+    `hidden`: processes whose files could not be read (another user's without root, or
+    one the kernel protects even from root)."""
 
     paths: dict[str, frozenset[int]] = field(default_factory=dict)
     hidden: int = 0

@@ -64,7 +64,8 @@ class Retention:
 @dataclass(frozen=True)
 class VersionOnDisk:
     """A registered version and the files of it that exist now; `collected_on`: the date gc
-    already removed its files (then it is neither kept nor removed again)."""
+    recorded it as collected (then it is never kept; files left by a gc stopped halfway are
+    removed)."""
 
     name: str
     version: int
@@ -103,6 +104,7 @@ class Removal:
     version: int
     files: tuple[VersionFile, ...]
     shared: tuple[VersionFile, ...]
+    collected_on: str | None = None  # an earlier gc recorded it but stopped before the end
 
     @property
     def ref(self) -> str:
@@ -168,11 +170,16 @@ def plan_gc(versions: Sequence[VersionOnDisk], retention: Retention, in_use: InU
     kept = [v for v in live if reasons[v.ref]]
     kept_identities = {file.identity for version in kept for file in version.files}
     removals, taken = [], set(kept_identities)
-    for version in sorted((v for v in live if not reasons[v.ref]), key=lambda v: _order(v.ref)):
+    going = [v for v in versions if v.collected_on is not None or not reasons[v.ref]]
+    for version in sorted(going, key=lambda v: _order(v.ref)):
+        if version.collected_on is not None and not version.files:
+            continue  # collected earlier, nothing left
         mine = [file for file in version.files if file.identity not in taken]
         shared = [file for file in version.files if file.identity in kept_identities]
         taken.update(file.identity for file in mine)
-        removals.append(Removal(version.name, version.version, tuple(mine), tuple(shared)))
+        removals.append(
+            Removal(version.name, version.version, tuple(mine), tuple(shared), version.collected_on)
+        )
     return GcPlan(
         retention,
         tuple(
@@ -183,7 +190,7 @@ def plan_gc(versions: Sequence[VersionOnDisk], retention: Retention, in_use: InU
         tuple(
             (v.ref, v.collected_on)
             for v in sorted(versions, key=lambda v: _order(v.ref))
-            if v.collected_on is not None
+            if v.collected_on is not None and not v.files
         ),
         in_use.hidden_processes,
     )

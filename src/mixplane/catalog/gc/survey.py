@@ -44,7 +44,7 @@ def survey(
         VersionOnDisk(
             version.name,
             version.version,
-            () if version.ref in gone else tuple(version_files(version, storage_options)),
+            tuple(version_files(version, storage_options)),
             gone.get(version.ref),
         )
         for version in versions
