@@ -16,12 +16,15 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import child_env
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from readme_blocks import readme_block
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.audit import RunEvent, record
 from mixplane.catalog.columns import AddedColumn, ColumnFile
-from mixplane.catalog.gc import Retention, apply_plan, survey
+from mixplane.catalog.gc import InUse, Retention, VersionOnDisk, apply_plan, plan_gc, survey
+from mixplane.catalog.gc.files import VersionFile
 from mixplane.catalog.gc.liveness import open_files
 from mixplane.catalog.gc.record import mark_collected
 from mixplane.catalog.registry import Registry
@@ -344,3 +347,30 @@ def test_an_image_version_is_its_tars_indexes_and_metadata(tmp_path: Path):
     expected = [p for p in folder.iterdir() if p.name.startswith("part-")]
     assert {f.url for f in removal.files} == {str(p) for p in expected}
     assert {p.suffix for p in expected} == {".tar", ".idx", ".parquet"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 12), max_size=6), min_size=1, max_size=7),
+    st.integers(1, 3),
+    st.sets(st.integers(1, 7)),
+)
+def test_no_plan_removes_a_file_a_kept_version_references(files, keep_latest, pinned):
+    """Versions of one dataset over a pool of 13 files, some shared; any policy."""
+    versions = [
+        VersionOnDisk("web", n, tuple(VersionFile(f"/d/{i}", i + 1, f"/d/{i}") for i in ids))
+        for n, ids in enumerate(files, start=1)
+    ]
+    pins = {f"web@{n}": "--keep" for n in pinned if n <= len(versions)}
+    plan = plan_gc(versions, Retention(keep_latest, 30, pins), InUse(now=stamp(0)))
+    kept = {k.ref for k in plan.kept}
+    assert kept | {r.ref for r in plan.removals} == {v.ref for v in versions}
+    assert set(pins) | {f"web@{n}" for n in range(len(versions) - keep_latest + 1, 99)} >= kept
+    held = {f.identity for v in versions if v.ref in kept for f in v.files}
+    removed = [f.identity for r in plan.removals for f in r.files]
+    assert len(removed) == len(set(removed))  # each file once
+    assert not held & set(removed)
+    # Every file of a removed version goes unless a kept version holds it.
+    for removal, version in ((r, versions[r.version - 1]) for r in plan.removals):
+        assert {f.identity for f in version.files} - held <= set(removed)
+        assert {f.identity for f in removal.shared} == {f.identity for f in version.files} & held

@@ -174,9 +174,12 @@ def plan_gc(versions: Sequence[VersionOnDisk], retention: Retention, in_use: InU
     for version in sorted(going, key=lambda v: _order(v.ref)):
         if version.collected_on is not None and not version.files:
             continue  # collected earlier, nothing left
-        mine = [file for file in version.files if file.identity not in taken]
+        mine = []
+        for file in version.files:
+            if file.identity not in taken:  # each file once, whoever else lists it
+                mine.append(file)
+                taken.add(file.identity)
         shared = [file for file in version.files if file.identity in kept_identities]
-        taken.update(file.identity for file in mine)
         removals.append(
             Removal(version.name, version.version, tuple(mine), tuple(shared), version.collected_on)
         )
