@@ -4,6 +4,7 @@ open in another process, the clear error after collection, object storage, the R
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import os
 import shlex
@@ -298,6 +299,12 @@ def run_lines(cli, block: str) -> list[tuple[str, str]]:
 
 
 def test_the_readme_commands_run_as_written(tmp_path: Path, cli, monkeypatch):
+    from mixplane.catalog.gc.plan import DEFAULT_KEEP_LATEST, DEFAULT_KEEP_USED_DAYS
+    from mixplane.cli.gc import gc
+
+    options = inspect.signature(gc).parameters
+    assert options["keep_latest"].default.default == DEFAULT_KEEP_LATEST
+    assert options["keep_used_days"].default.default == DEFAULT_KEEP_USED_DAYS
     monkeypatch.chdir(tmp_path)
     for number in (1, 2, 3, 4):
         add_version(tmp_path, number)
@@ -320,6 +327,16 @@ def test_the_readme_commands_run_as_written(tmp_path: Path, cli, monkeypatch):
     for args, message in refusals.items():
         code, _, err = cli("gc", *args)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    # A pin in a nested component counts as one at the top.
+    nested = mixture(tmp_path, ["web@1"])
+    del nested["datasets"]
+    nested["components"] = {
+        "all": {"weight": 1.0, "components": {"old": {"weight": 1.0, "datasets": ["web@3"]}}}
+    }
+    Path("nested.yaml").write_text(yaml.safe_dump(nested))
+    code, out, err = cli("gc", "--mixtures", "nested.yaml", "--keep-latest", "1")
+    assert code == 0, err
+    assert "keep web@3 (8 files" in out and "pinned by nested.yaml" in out
 
 
 def test_the_governance_page_commands_and_python_run_as_written(tmp_path, cli, monkeypatch):

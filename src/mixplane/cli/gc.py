@@ -21,6 +21,7 @@ def register(app: typer.Typer) -> None:
 
 def gc(
     catalog: str = typer.Option("catalog.duckdb", "--catalog", "-c", help="Catalog file."),
+    # The defaults are `catalog.gc.plan`'s (not imported here: it loads DuckDB).
     keep_latest: int = typer.Option(
         2, "--keep-latest", help="Keep the latest K versions of each dataset (at least 1)."
     ),
@@ -58,9 +59,9 @@ def gc(
     """
     from mixplane.catalog.gc import Retention, apply_plan, survey
 
-    pins = {ref: "--keep" for ref in keep} | _mixture_pins(mixtures)
-    for ref in pins:
-        _check_pin(ref, pins[ref])
+    for ref in keep:
+        _check_pin(ref)
+    pins = _mixture_pins(mixtures) | {ref: "--keep" for ref in keep}
     retention = Retention(keep_latest, keep_used_days, pins)
     options = storage_options(storage)
     plan = survey(catalog, retention, options)
@@ -94,7 +95,7 @@ def _mixture_pins(paths: list[str]) -> dict[str, str]:
     return pins
 
 
-def _check_pin(ref: str, where: str) -> None:
+def _check_pin(ref: str) -> None:
     from mixplane.errors import ConfigError
     from mixplane.refs import parse_ref
 
