@@ -72,7 +72,7 @@ def mixture(root: Path, refs: list[str]) -> dict:
         "seq_len": 16,
         "seed": 3,
         "datasets": refs,
-        "components": {"all": {"where": "TRUE", "weight": 1.0}},
+        "components": {"all": {"where": "TRUE", "weight": 1.0, "max_epochs": 1}},
     }
 
 
