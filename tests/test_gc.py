@@ -241,6 +241,23 @@ def test_a_loader_open_in_another_process_keeps_its_version(tmp_path: Path):
         MixtureDataset(mixture(tmp_path, ["web@1"]))
 
 
+def test_a_symlink_out_of_the_folder_goes_as_a_link_its_target_stays(tmp_path: Path):
+    add_version(tmp_path, 1)
+    outside = tmp_path / "elsewhere" / "tokens.bin"
+    outside.parent.mkdir()
+    link = next((tmp_path / "web-v1").glob("*.bin"))
+    outside.write_bytes(link.read_bytes())
+    link.unlink()
+    link.symlink_to(outside)
+    add_version(tmp_path, 2)
+    plan = survey(tmp_path / "catalog.duckdb", Retention(keep_latest=1))
+    (file,) = [f for f in plan.removals[0].files if f.url == str(link)]
+    assert file.identity == str(outside) and file.size == outside.stat().st_size
+    apply_plan(plan, tmp_path / "catalog.duckdb")
+    assert not os.path.lexists(link) and outside.exists()
+    assert {p.name for p in (tmp_path / "web-v1").iterdir()} == {"_manifest.json", "_stats.json"}
+
+
 def test_a_gc_stopped_halfway_is_finished_by_the_next(tmp_path: Path, cli):
     for number in (1, 2, 3):
         add_version(tmp_path, number)
