@@ -144,6 +144,10 @@ def test_delete_removes_exactly_the_planned_files_and_spares_shared_ones(tmp_pat
     # This host's cached plan of a mixture over web@1 goes with web@1's files.
     cached = resolve_mixture(MixtureSpec.model_validate(mixture(tmp_path, ["web@1"]))).folder
     assert os.path.exists(os.path.join(cached, "plan.json"))
+    # Another catalog's web@1 is another dataset: its cached plan stays.
+    other = tmp_path / "other"
+    add_version(other, 1)
+    kept = resolve_mixture(MixtureSpec.model_validate(mixture(other, ["web@1"]))).folder
     forget_runs(tmp_path / "catalog.duckdb")
     plan = survey(tmp_path / "catalog.duckdb", Retention(keep_latest=1))
     assert [removal.ref for removal in plan.removals] == ["web@1", "web@2"]
@@ -168,7 +172,7 @@ def test_delete_removes_exactly_the_planned_files_and_spares_shared_ones(tmp_pat
         str(tmp_path / name) for name in tree(tmp_path)
     }
     assert gone == planned
-    assert not os.path.exists(cached)
+    assert not os.path.exists(cached) and os.path.exists(os.path.join(kept, "plan.json"))
     # The folder keeps its manifest (lineage still tells what existed); web@3 reads whole.
     assert (one / "_manifest.json").exists() and (one / linked).exists()
     batch = next(MixtureDataset(mixture(tmp_path, ["web@3"])).batches(2))

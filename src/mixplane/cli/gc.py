@@ -67,7 +67,7 @@ def gc(
     plan = survey(catalog, retention, options)
     result = apply_plan(plan, catalog, options) if delete else None
     if result is not None:
-        _drop_plan_cache([removal.ref for removal in result.removed])
+        _drop_plan_cache({removal.ref: removal.uri for removal in result.removed})
     if as_json:
         print_json(
             {
@@ -106,10 +106,10 @@ def _check_pin(ref: str) -> None:
         )
 
 
-def _drop_plan_cache(refs: list[str]) -> None:
+def _drop_plan_cache(versions: dict[str, str]) -> None:
     from mixplane.load.resolve.plan_cache import drop_entries_reading
 
-    drop_entries_reading(refs, None)
+    drop_entries_reading(versions, None)
 
 
 def _print(plan, result) -> None:

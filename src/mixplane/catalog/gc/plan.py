@@ -71,6 +71,7 @@ class VersionOnDisk:
     version: int
     files: tuple[VersionFile, ...]
     collected_on: str | None = None
+    uri: str = ""  # its shards' folder
 
     @property
     def ref(self) -> str:
@@ -105,6 +106,7 @@ class Removal:
     files: tuple[VersionFile, ...]
     shared: tuple[VersionFile, ...]
     collected_on: str | None = None  # an earlier gc recorded it but stopped before the end
+    uri: str = ""  # its shards' folder
 
     @property
     def ref(self) -> str:
@@ -181,7 +183,14 @@ def plan_gc(versions: Sequence[VersionOnDisk], retention: Retention, in_use: InU
                 taken.add(file.identity)
         shared = [file for file in version.files if file.identity in kept_identities]
         removals.append(
-            Removal(version.name, version.version, tuple(mine), tuple(shared), version.collected_on)
+            Removal(
+                version.name,
+                version.version,
+                tuple(mine),
+                tuple(shared),
+                version.collected_on,
+                version.uri,
+            )
         )
     return GcPlan(
         retention,

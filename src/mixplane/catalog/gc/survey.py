@@ -46,6 +46,7 @@ def survey(
             version.version,
             tuple(version_files(version, storage_options)),
             gone.get(version.ref),
+            version.uri,
         )
         for version in versions
     ]
