@@ -19,6 +19,7 @@ from typing import Any
 
 from mixplane.catalog.columns import AddedColumn, with_column
 from mixplane.catalog.dataset import scan_folder
+from mixplane.catalog.gc.record import refuse_collected
 from mixplane.catalog.mirror import MetadataMirror
 from mixplane.catalog.predicate import ValidPredicate, check_predicate
 from mixplane.catalog.query import (
@@ -190,6 +191,7 @@ class CatalogSession:
         # Exact refs (NAME@N) already read in this session are not read again.
         known = {v.ref: v for versions in self._versions.values() for v in versions}
         found = [known.get(ref) or self.registry.resolve(ref) for ref in datasets]
+        refuse_collected(self.registry.connection, [version.ref for version in found])
         unique = {version.ref: version for version in found}  # a version listed twice runs once
         return list(unique.values())
 

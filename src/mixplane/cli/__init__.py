@@ -14,6 +14,7 @@ from mixplane.cli import annotate as _annotate
 from mixplane.cli import catalog as _catalog
 from mixplane.cli import classifier as _classifier
 from mixplane.cli import demo as _demo
+from mixplane.cli import gc as _gc
 from mixplane.cli import mix as _mix
 from mixplane.cli import process as _process
 from mixplane.cli import serve as _serve
@@ -33,6 +34,7 @@ for _module in (
     _trace,
     _demo,
     _serve,
+    _gc,
 ):
     _module.register(app)
 

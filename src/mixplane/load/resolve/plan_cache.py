@@ -24,6 +24,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable
 
 import numpy as np
@@ -116,6 +117,28 @@ def load_resolved(spec: MixtureSpec, folder: str) -> ResolvedMixture | None:
         folder,
         used,
     )
+
+
+def drop_entries_reading(versions: dict[str, str], cache_dir: str | None) -> int:
+    """Remove this machine's cached plans that read any of `versions` (`NAME@N` -> its
+    folder: versions whose files gc removed); returns how many. A process that mapped one
+    keeps its mapping."""
+    if not versions:
+        return 0
+    dropped = 0
+    for description in glob.glob(os.path.join(cache_root(cache_dir), "plans", "*", "plan.json")):
+        try:
+            with open(description) as handle:
+                datasets = json.load(handle).get("datasets") or []
+        except (OSError, ValueError):
+            continue  # being written, or not a plan: left to its writer
+        if any(
+            isinstance(info, dict) and versions.get(info.get("dataset")) == info.get("uri")
+            for info in datasets
+        ):
+            shutil.rmtree(os.path.dirname(description), ignore_errors=True)
+            dropped += 1
+    return dropped
 
 
 class PresummedRanges(DocumentRanges):
