@@ -42,7 +42,6 @@ def trace_command(
 ) -> None:
     """The sequences of a training step on a rank (or one sequence): each document's dataset
     version, id, the token range taken from it, source, url and properties."""
-    from mixplane.lineage import Origins
     from mixplane.load.adaptive.weight_log import read_weight_log
     from mixplane.load.tools.trace import trace
     from mixplane.mix.spec import load_mixture
@@ -58,7 +57,11 @@ def trace_command(
         "max_sequences": max_sequences,
     }
     changes = read_weight_log(weight_log) if weight_log is not None else None
-    origins = Origins(load_mixture(mixture).storage_options).find if origin else None
+    origins = None
+    if origin:  # lineage reads processing's parts: imported only when asked
+        from mixplane.lineage import Origins
+
+        origins = Origins(load_mixture(mixture).storage_options).find
     report = trace(mixture, fields, weight_log=changes, origins=origins)
     if as_json:
         print_json(report)

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mixplane.catalog.sample import json_value
 from mixplane.errors import ConfigError
+from mixplane.json_values import json_value
 
 if TYPE_CHECKING:
     from mixplane.load.dataset import MixtureDataset
