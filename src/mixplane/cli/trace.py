@@ -70,13 +70,18 @@ def trace_command(
 
 
 def print_trace(report: dict[str, Any]) -> None:
+    count, seq_len = len(report["sequences"]), report["seq_len"]
+    unpacked = report.get("packing") == "none"
     if report["step"] is not None:
-        title = (
-            f"step {report['step']:,}, rank {report['rank']} of {report['world_size']}: "
-            f"{len(report['sequences'])} sequences of {report['seq_len']:,} tokens"
+        title = f"step {report['step']:,}, rank {report['rank']} of {report['world_size']}: " + (
+            f"a padded batch of {count} documents (each cut to {seq_len:,} tokens)"
+            if unpacked
+            else f"{count} sequences of {seq_len:,} tokens"
         )
+    elif unpacked:
+        title = f"document {report['index']:,} (cut to {seq_len:,} tokens)"
     else:
-        title = f"sequence {report['index']:,} ({report['seq_len']:,} tokens)"
+        title = f"sequence {report['index']:,} ({seq_len:,} tokens)"
     table = Table(title=title, title_justify="left")
     for column in ("sequence", "micro-batch", "component", "dataset", "document", "tokens"):
         table.add_column(column, justify="right" if column == "micro-batch" else "left")

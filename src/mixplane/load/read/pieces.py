@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -26,15 +26,30 @@ from mixplane.json_values import json_value
 
 if TYPE_CHECKING:
     from mixplane.load.dataset import MixtureDataset
+    from mixplane.load.plan.resolved import ResolvedMixture
+    from mixplane.load.read.source import TokenSource
 
 # Columns every entry carries when the shards have them: where the document came from.
 PLACE_COLUMNS = ("source", "url")
 
 
+class PiecesSource(Protocol):
+    """What pieces are looked up in: a packed or an unpacked dataset."""
+
+    @property
+    def resolved(self) -> ResolvedMixture: ...
+
+    @property
+    def source(self) -> TokenSource: ...
+
+    @property
+    def names(self) -> list[str]: ...
+
+
 class ShardMetadata:
     """The `.meta.parquet` columns of a mixture's shards, each file read once."""
 
-    def __init__(self, dataset: MixtureDataset, properties: Sequence[str]):
+    def __init__(self, dataset: PiecesSource, properties: Sequence[str]):
         self.dataset = dataset
         self.properties = list(dict.fromkeys(properties))
         self._tables: dict[int, Any] = {}
@@ -78,26 +93,54 @@ def sequence_pieces(
     starts in the sequence), `source` and `url` (when the shards have them) and
     `properties` (the columns asked for)."""
     positions = np.asarray(positions, dtype=np.int64)
-    resolved = dataset.resolved
     metadata = metadata or ShardMetadata(dataset, properties)
-    refs = {info["uri"]: info["dataset"] for info in resolved.datasets}
     block = dataset.plan.block(positions)
     spans = block.spans
-    shard = np.empty(len(spans), dtype=np.int64)
-    index = np.empty(len(spans), dtype=np.int64)
-    stored = np.empty(len(spans), dtype=np.int64)
-    for c, lo, hi in block.groups:
-        documents = spans.document[lo:hi]
-        shard[lo:hi], index[lo:hi] = resolved.ranges[c].locate(documents)
-        stored[lo:hi] = resolved.lengths[c][documents]
-    stored -= resolved.appended[shard]
-    components = block.span_component
+    order = np.lexsort((spans.column, spans.row))
+    entries = piece_entries(
+        dataset,
+        metadata,
+        block.span_component[order],
+        spans.document[order],
+        spans.begin[order],
+        spans.stop[order],
+        spans.column[order],
+    )
     found: list[list[dict[str, Any]]] = [[] for _ in range(len(positions))]
-    for k in np.lexsort((spans.column, spans.row)).tolist():
+    for row, entry in zip(spans.row[order].tolist(), entries, strict=True):
+        found[row].append(entry)
+    return found
+
+
+def piece_entries(
+    dataset: PiecesSource,
+    metadata: ShardMetadata,
+    components: np.ndarray,
+    documents: np.ndarray,
+    begins: np.ndarray,
+    stops: np.ndarray,
+    columns: np.ndarray,
+) -> list[dict[str, Any]]:
+    """One entry (as `sequence_pieces` lists them) per piece: tokens [`begins`, `stops`) of
+    the component-local document `documents` of `components`, placed at `columns`."""
+    resolved = dataset.resolved
+    refs = {info["uri"]: info["dataset"] for info in resolved.datasets}
+    components = np.asarray(components, dtype=np.int64)
+    documents = np.asarray(documents, dtype=np.int64)
+    shard = np.empty(len(documents), dtype=np.int64)
+    index = np.empty(len(documents), dtype=np.int64)
+    stored = np.empty(len(documents), dtype=np.int64)
+    for c in np.unique(components).tolist():
+        mine = components == c
+        shard[mine], index[mine] = resolved.ranges[c].locate(documents[mine])
+        stored[mine] = resolved.lengths[c][documents[mine]]
+    stored -= resolved.appended[shard]
+    entries = []
+    for k in range(len(documents)):
         number, document = int(shard[k]), int(index[k])
         uri, stem = resolved.shards[number]
         row = metadata.row(number, document)
-        begin, stop = int(spans.begin[k]), int(spans.stop[k])
+        begin, stop = int(begins[k]), int(stops[k])
         entry = {
             "component": dataset.names[int(components[k])],
             "dataset": refs.get(uri, uri),
@@ -107,12 +150,12 @@ def sequence_pieces(
             "id": str(row["id"]),
             "tokens": [begin, stop],
             "eos": stop > int(stored[k]),
-            "column": int(spans.column[k]),
+            "column": int(columns[k]),
         }
         entry |= {name: _text(row[name]) for name in PLACE_COLUMNS if name in row}
         entry["properties"] = {name: json_value(row[name]) for name in metadata.properties}
-        found[int(spans.row[k])].append(entry)
-    return found
+        entries.append(entry)
+    return entries
 
 
 def _text(value: Any) -> str | None:
