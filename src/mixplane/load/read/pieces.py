@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from mixplane.errors import ConfigError
+from mixplane.io.atomic import is_local, join_url, local_path
+from mixplane.io.retry import read_whole
+from mixplane.io.urls import url_filesystem
 from mixplane.json_values import json_value
 
 if TYPE_CHECKING:
@@ -31,6 +34,9 @@ if TYPE_CHECKING:
 
 # Columns every entry carries when the shards have them: where the document came from.
 PLACE_COLUMNS = ("source", "url")
+# An added column's file per shard, as `catalog.columns` names it (the catalog package loads
+# DuckDB, which the loader does not need).
+ADDED_SUFFIX = ".parquet"
 
 
 class PiecesSource(Protocol):
@@ -56,25 +62,57 @@ class ShardMetadata:
 
     def table(self, number: int) -> Any:
         """The columns wanted of shard `number` (id, source and url when present, and the
-        properties asked for, which every shard must have)."""
+        properties asked for, which every shard must have in its metadata or among the
+        columns `mixplane annotate` added to its dataset version)."""
         if number not in self._tables:
             import pyarrow.parquet as pq
 
+            uri, stem = self.dataset.resolved.shards[number]
             file = pq.ParquetFile(self.dataset.source.metadata_file(number))
             names = file.schema_arrow.names
-            missing = [name for name in self.properties if name not in names]
+            added = self._added(uri)
+            beside = [name for name in self.properties if name not in names and name in added]
+            missing = [n for n in self.properties if n not in names and n not in added]
             if missing:
-                uri, stem = self.dataset.resolved.shards[number]
+                listed = ", ".join([*names, *(f"{name} (added)" for name in added)])
                 raise ConfigError(
                     f"{uri}/{stem}.meta.parquet has no column {', '.join(map(repr, missing))}; "
-                    f"its columns: {', '.join(names)}"
+                    f"its columns: {listed}"
                 )
             wanted = ["id", *(c for c in PLACE_COLUMNS if c in names), *self.properties]
             # One thread: a process that exits while Arrow's pool still winds down its
             # threads aborted now and then ("terminate called without an active exception").
-            columns = list(dict.fromkeys(wanted))
-            self._tables[number] = file.read(columns=columns, use_threads=False)
+            columns = [name for name in dict.fromkeys(wanted) if name not in beside]
+            table = file.read(columns=columns, use_threads=False)
+            for name in beside:
+                table = table.append_column(name, self._added_column(added[name], stem, table))
+            self._tables[number] = table
         return self._tables[number]
+
+    def _added(self, uri: str) -> dict[str, str]:
+        """The added columns (name: folder) of the version the plan reads from `uri`."""
+        for info in self.dataset.resolved.datasets:
+            if info["uri"] == uri:
+                return info.get("added_columns") or {}
+        return {}
+
+    def _added_column(self, folder: str, stem: str, table: Any) -> Any:
+        """An added column's values for shard `stem`: its one column, a row per document."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        url = join_url(folder, stem + ADDED_SUFFIX)
+        if is_local(url):
+            values = pq.read_table(local_path(url), use_threads=False).column(0)
+        else:
+            fs, path = url_filesystem(url, self.dataset.source.storage_options)
+            values = pq.read_table(pa.BufferReader(read_whole(fs, path))).column(0)
+        if len(values) != table.num_rows:
+            raise ConfigError(
+                f"{url} has {len(values):,} rows where its shard has {table.num_rows:,} "
+                "documents; annotate the version again"
+            )
+        return values
 
     def row(self, number: int, index: int) -> dict[str, Any]:
         table = self.table(number)
