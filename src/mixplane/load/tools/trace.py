@@ -11,6 +11,11 @@ An adaptive mixture's weights follow the run's losses: its trace is exact with t
 weight log, and without one only for the steps before the policy's first possible change;
 past those it raises, saying what to supply.
 
+A `packing: none` mixture is traced the same way (`trace_unpacked`): a step is one padded
+batch per rank, each row one document cut to seq_len, found as `UnpackedDataset` plans its
+windows (`mixplane.load.unpacked.forensics`); the report says `packing: none`, and its
+"sequences" are the batch's rows, each with its one document.
+
 Example:
     >>> report = trace("mixture.yaml", step=120, rank=3, world_size=8)  # doctest: +SKIP
     >>> sequence = report["sequences"][0]  # doctest: +SKIP
