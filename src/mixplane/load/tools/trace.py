@@ -81,7 +81,8 @@ class TraceRequest(BaseModel):
     properties: list[Column] = Field(
         default_factory=list,
         max_length=MAX_PROPERTIES,
-        description="columns of the shards' metadata to show per document",
+        description="columns to show per document: the shards' metadata, or added to the "
+        "version by `mixplane annotate`",
     )
     origin: bool = Field(
         False,
