@@ -27,7 +27,9 @@ def trace_command(
         help="Sequences per rank per micro-batch (needed without global_batch_size).",
     ),
     properties: str | None = typer.Option(
-        None, "--properties", help="Metadata columns to show per document (added ones too), comma-separated."
+        None,
+        "--properties",
+        help="Metadata columns to show per document (added ones too), comma-separated.",
     ),
     weight_log: Path | None = typer.Option(
         None, "--weight-log", help="The run's weight log (JSON Lines): needed when it adapted."
