@@ -401,6 +401,20 @@ def test_a_dataset_on_object_storage_is_annotated_in_place(work: Path, s3_bucket
     # With the machine's copy of the shards' metadata, the column is still read and checked.
     mirrored = Catalog(work / "catalog.duckdb", options, metadata_cache=str(work / "cache"))
     assert mirrored.select("quality >= 0.5", ["remote@2"]).documents == expected
+    # A trace of a mixture over it shows the column, read from the bucket.
+    mixture = {
+        "catalog": str(work / "catalog.duckdb"),
+        "storage_options": options,
+        "cache_dir": str(work / "plans"),
+        "seq_len": 16,
+        "seed": 0,
+        "components": {"all": {"where": "quality >= 0", "datasets": ["remote@2"]}},
+    }
+    (sequence,) = trace_step(mixture, index=3, properties=["quality"])["sequences"]
+    scores = expected_scores(work)
+    for piece in sequence["documents"]:
+        assert (piece["dataset"], piece["folder"]) == ("remote@2", url)
+        assert piece["properties"]["quality"] == pytest.approx(scores[piece["id"]], abs=1e-6)
     s3fs.S3FileSystem(**options).rm(next(iter(result.column.urls(result.version.stems))))
     with pytest.raises(MixplaneError, match="of its column 'quality' .* is missing"):
         Catalog(work / "catalog.duckdb", options, metadata_cache=str(work / "cache2")).select(
