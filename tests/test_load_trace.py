@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -337,3 +339,26 @@ def test_the_readme_section_as_written(catalog, cli, tmp_path, monkeypatch, caps
                 tokens[place] += end - begin
     assert np.array_equal(namespace["tokens"], tokens)
     assert np.allclose(namespace["loss_sum"], loss_sum)
+
+
+def test_the_command_starts_without_what_a_trace_does_not_use(catalog, tmp_path):
+    """With the plan cached and local shards, a fresh `mixplane trace` process loads neither
+    the catalog's engine nor fsspec, lineage, torch or Rich's progress bars (a tenth of a
+    second or more each, on every start)."""
+    spec = mixture(catalog)
+    path = tmp_path / "mixture.yaml"
+    path.write_text(json.dumps(spec))  # JSON is YAML
+    trace(spec, index=0)  # the plan, cached
+    unused = ("duckdb", "fsspec", "mixplane.catalog", "mixplane.lineage", "torch", "rich.progress")
+    script = (
+        "import sys\n"
+        "from mixplane.cli import main\n"
+        f"sys.argv = ['mixplane', 'trace', {str(path)!r}, '--step', '3', '--batch-size', '4',"
+        " '--properties', 'language', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        f"print(sorted(set({unused!r}) & set(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["positions"] == [12, 13, 14, 15]
+    assert done.stderr.strip().splitlines()[-1] == "[]"
