@@ -4,7 +4,8 @@ of a step holds, each with where its tokens come from (what `trace` and `explain
 A step is one padded batch per rank, planned window by window (`plan.buckets`): with fixed
 batches every full window holds the same number of steps, so step S's window is found by
 division; with bucketing a window's step count depends on its documents' lengths, so the
-windows before S are planned in turn (at most `MAX_WINDOWS` of them). Each row is one
+windows before S are planned in turn (at most `MAX_WINDOWS` of them: a few ms of CPU each
+for windows of 8192 documents, so a step deep into a long run takes seconds). Each row is one
 document cut to seq_len: its entry is the packed trace's, with `tokens` [0, row length)
 (the appended EOS included when the cut keeps it) and `column` 0.
 
