@@ -19,11 +19,14 @@ from test_classify import SMALL, good_text, spam_text, write_corpus
 
 from mixplane.annotate import annotate_dataset
 from mixplane.catalog import Catalog
+from mixplane.catalog.columns import COLUMN_SUFFIX
 from mixplane.catalog.composition import histogram
 from mixplane.classify import load_classifier, train_fasttext
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.lineage import trace
 from mixplane.load.dataset import MixtureDataset
+from mixplane.load.read.pieces import ADDED_SUFFIX
+from mixplane.load.tools.trace import trace as trace_step
 from mixplane.process.pipeline import run_pipeline
 from mixplane.tokenize.run import tokenize_dataset
 from mixplane.tokenize.train import train_tokenizer
@@ -262,6 +265,13 @@ def test_a_mixture_over_the_new_version_selects_by_the_column(work: Path):
     for piece in dataset.explain(0):
         assert (expected[piece["id"]] >= 0.5) == (piece["component"] == "high")
     dataset.close()
+    # The added column is a property like the shards' own, for trace and explain.
+    report = trace_step("mixture.yaml", step=0, batch_size=4, properties=["quality", "n_tokens"])
+    pieces = [piece for sequence in report["sequences"] for piece in sequence["documents"]]
+    assert {piece["dataset"] for piece in pieces} == {"web@2"}
+    for piece in pieces:
+        assert piece["properties"]["quality"] == pytest.approx(expected[piece["id"]], abs=1e-6)
+    assert ADDED_SUFFIX == COLUMN_SUFFIX
 
 
 def test_decoded_tokens_give_the_same_scores_as_the_parts(work: Path):
@@ -391,6 +401,20 @@ def test_a_dataset_on_object_storage_is_annotated_in_place(work: Path, s3_bucket
     # With the machine's copy of the shards' metadata, the column is still read and checked.
     mirrored = Catalog(work / "catalog.duckdb", options, metadata_cache=str(work / "cache"))
     assert mirrored.select("quality >= 0.5", ["remote@2"]).documents == expected
+    # A trace of a mixture over it shows the column, read from the bucket.
+    mixture = {
+        "catalog": str(work / "catalog.duckdb"),
+        "storage_options": options,
+        "cache_dir": str(work / "plans"),
+        "seq_len": 16,
+        "seed": 0,
+        "components": {"all": {"where": "quality >= 0", "datasets": ["remote@2"]}},
+    }
+    (sequence,) = trace_step(mixture, index=3, properties=["quality"])["sequences"]
+    scores = expected_scores(work)
+    for piece in sequence["documents"]:
+        assert (piece["dataset"], piece["folder"]) == ("remote@2", url)
+        assert piece["properties"]["quality"] == pytest.approx(scores[piece["id"]], abs=1e-6)
     s3fs.S3FileSystem(**options).rm(next(iter(result.column.urls(result.version.stems))))
     with pytest.raises(MixplaneError, match="of its column 'quality' .* is missing"):
         Catalog(work / "catalog.duckdb", options, metadata_cache=str(work / "cache2")).select(

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from mixtures import three_sources
 from readme_blocks import readme_block
+from traced_documents import Documents
 
-from mixplane.catalog import Catalog
 from mixplane.errors import ConfigError
 from mixplane.load import MixtureDataset
 from mixplane.load.adaptive.weight_log import read_weight_log
 from mixplane.load.tools.synthetic import write_catalog
 from mixplane.load.tools.trace import trace
-from mixplane.store import ShardReader
 
 SEQ_LEN = 48
 EOS = 0
@@ -63,39 +64,6 @@ def mixture(catalog: str, **fields) -> dict:
     } | fields
 
 
-class Documents:
-    """Documents looked up by id in the catalog's versions, as a person checking a trace
-    would: the version's shards, their ids, the stored tokens."""
-
-    def __init__(self, catalog: str):
-        self.catalog = Catalog(catalog)
-        self.found: dict[str, dict[str, tuple[ShardReader, int]]] = {}
-
-    def tokens(self, ref: str, document_id: str) -> np.ndarray:
-        if ref not in self.found:
-            version = self.catalog.get(ref)
-            by_id = {}
-            for stem in version.stems:
-                reader = ShardReader(f"{version.uri}/{stem}")
-                for index, found in enumerate(reader.metadata(["id"]).column("id").to_pylist()):
-                    by_id[found] = (reader, index)
-            self.found[ref] = by_id
-        reader, index = self.found[ref][document_id]
-        return reader.document(index)
-
-    def sequence(self, sequence: dict) -> np.ndarray:
-        """The sequence's tokens, cut from its documents as the trace says."""
-        pieces = []
-        for document in sequence["documents"]:
-            stored = self.tokens(document["dataset"], document["id"])
-            begin, end = document["tokens"]
-            assert (end > len(stored)) == document["eos"]
-            whole = np.append(stored, EOS) if document["eos"] else stored
-            assert 0 <= begin < end <= len(whole)
-            pieces.append(whole[begin:end])
-        return np.concatenate(pieces)
-
-
 def check_step(documents: Documents, report: dict, batches: list[dict]) -> None:
     """The traced sequences are the given batches' rows, in order, token for token."""
     index = np.concatenate([np.asarray(b["index"]) for b in batches])
@@ -116,7 +84,7 @@ def three_names() -> list[str]:
 def test_random_steps_and_ranks_with_accumulation_match_the_batches(catalog):
     """World size 2, micro-batches of 3, global batch 12: two micro-batches a rank a step."""
     spec = mixture(catalog, global_batch_size=12)
-    documents = Documents(catalog)
+    documents = Documents(catalog, EOS)
     rng = np.random.default_rng(5)
     for rank in range(2):
         dataset = MixtureDataset(spec, rank=rank, world_size=2, prefetch=0, read_ahead=48)
@@ -135,7 +103,7 @@ def test_dataloader_workers_receive_what_the_trace_says(catalog):
     from mixplane.load.torch.adapter import torch_loader
 
     spec = mixture(catalog)
-    documents = Documents(catalog)
+    documents = Documents(catalog, EOS)
     for rank in (1,):
         dataset = MixtureDataset(spec, rank=rank, world_size=2, read_ahead=48, document_refs=True)
         # Small batches travel several to a DataLoader item: the loader splits them again.
@@ -160,7 +128,7 @@ def test_one_sequence_by_index_and_explain_agree(catalog):
     (sequence,) = report["sequences"]
     assert sequence["documents"] == dataset.explain(57, properties=["language", "quality"])
     received = dataset.read_positions(np.array([57]))["input_ids"][0]
-    assert np.array_equal(Documents(catalog).sequence(sequence), received)
+    assert np.array_equal(Documents(catalog, EOS).sequence(sequence), received)
     for document in sequence["documents"]:
         assert document["source"] == document["dataset"].split("@")[0]
         assert document["properties"]["language"] in ("en", "de", "fr", "es")
@@ -238,7 +206,7 @@ def test_an_adaptive_run_is_traced_from_its_weight_log(catalog, adaptive_run):
     spec, log, received = adaptive_run
     changes = read_weight_log(log)
     assert len(changes) >= 3  # the weights did change during the run
-    documents = Documents(catalog)
+    documents = Documents(catalog, EOS)
     for step in (2, 11, 20, 29):
         report = trace(spec, step=step, weight_log=changes)
         assert report["positions"] == list(range(4 * step, 4 * step + 4))
@@ -265,7 +233,7 @@ def test_cli_json_and_table(catalog, cli, tmp_path, adaptive_run):
     assert report == json.loads(
         json.dumps(trace(spec, step=12, properties=["language"], weight_log=read_weight_log(log)))
     )
-    documents = Documents(catalog)
+    documents = Documents(catalog, EOS)
     for sequence in report["sequences"]:
         assert np.array_equal(documents.sequence(sequence), received[sequence["index"]])
     code, out, err = cli("trace", str(path), "--step", "12", "--weight-log", str(log))
@@ -293,7 +261,7 @@ def test_document_refs_name_each_tokens_document_and_its_properties(catalog):
     per_token = language.values(refs)
     assert language.names == ["de", "en", "es", "fr"]
     assert np.array_equal(np.array(language.names)[language.codes(refs)], per_token)
-    documents = Documents(catalog)
+    documents = Documents(catalog, EOS)
     report = trace(spec, step=0, batch_size=6, properties=["language", "quality"])
     for row, sequence in enumerate(report["sequences"]):
         for piece in sequence["documents"]:
@@ -371,3 +339,26 @@ def test_the_readme_section_as_written(catalog, cli, tmp_path, monkeypatch, caps
                 tokens[place] += end - begin
     assert np.array_equal(namespace["tokens"], tokens)
     assert np.allclose(namespace["loss_sum"], loss_sum)
+
+
+def test_the_command_starts_without_what_a_trace_does_not_use(catalog, tmp_path):
+    """With the plan cached and local shards, a fresh `mixplane trace` process loads neither
+    the catalog's engine nor fsspec, lineage, torch or Rich's progress bars (a tenth of a
+    second or more each, on every start)."""
+    spec = mixture(catalog)
+    path = tmp_path / "mixture.yaml"
+    path.write_text(json.dumps(spec))  # JSON is YAML
+    trace(spec, index=0)  # the plan, cached
+    unused = ("duckdb", "fsspec", "mixplane.catalog", "mixplane.lineage", "torch", "rich.progress")
+    script = (
+        "import sys\n"
+        "from mixplane.cli import main\n"
+        f"sys.argv = ['mixplane', 'trace', {str(path)!r}, '--step', '3', '--batch-size', '4',"
+        " '--properties', 'language', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        f"print(sorted(set({unused!r}) & set(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["positions"] == [12, 13, 14, 15]
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -650,3 +650,18 @@ def test_the_steps_view_shows_what_a_step_held(page, server, site):
     page.fill("#steps-batch_size", "")
     page.click("#steps-run")
     expect(page.locator("#view-steps .error")).to_contain_text("pass batch_size")
+    # An unpacked, bucketed mixture: its batches are as the plan cuts them (no batch size).
+    unpacked = mixture | {
+        "packing": "none",
+        "pad_id": 0,
+        "bucketing": {"max_tokens_per_batch": 1024, "window": 64},
+    }
+    page.fill("#steps-mixture", json.dumps(unpacked))
+    page.click("#steps-run")
+    expected = trace(local | unpacked, step=3, rank=1, world_size=2, properties=["language"])
+    count = len(expected["sequences"])
+    expect(page.locator("#steps-summary")).to_contain_text(
+        f"Step 3, rank 1 of 2: a padded batch of {count} documents, each cut to 128 tokens"
+    )
+    shown = rows.evaluate_all("rows => rows.map(r => [Number(r.dataset.index), r.dataset.id])")
+    assert shown == [[s["index"], s["documents"][0]["id"]] for s in expected["sequences"]]

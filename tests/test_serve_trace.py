@@ -153,3 +153,26 @@ def test_origin_follows_each_document_to_its_raw_input(guarded, demo_work, tmp_p
     answer = guarded.post(PATH, {"mixture": MIXTURE, "index": 2, "origin": True})
     assert answer.status_code == 200, answer.text
     assert answer.json()["sequences"] == expected["sequences"]
+
+
+def test_an_unpacked_mixture_is_traced_as_the_python_api(guarded, demo_work, tmp_path):
+    """packing: none through the service: a bucketed step's rows, each one document."""
+    mixture = MIXTURE | {
+        "packing": "none",
+        "pad_id": 0,
+        "bucketing": {"max_tokens_per_batch": 1024, "window": 64},
+    }
+    body = {"mixture": mixture, "step": 5, "rank": 1, "world_size": 2, "properties": ["language"]}
+    answer = guarded.post(PATH, body)
+    assert answer.status_code == 200, answer.text
+    local = mixture | {"catalog": str(demo_work / "catalog.duckdb"), "cache_dir": str(tmp_path)}
+    expected = trace(local, {key: value for key, value in body.items() if key != "mixture"})
+    got = answer.json()
+    assert got["packing"] == "none" and got["positions"] == expected["positions"]
+    assert got["sequences"] == [
+        {**s, "documents": [d | {"origin": None} for d in s["documents"]]}
+        for s in expected["sequences"]
+    ]
+    assert all(len(s["documents"]) == 1 for s in got["sequences"])
+    refused = guarded.post(PATH, body | {"batch_size": 4})
+    assert refused.status_code == 400 and "without batch_size" in refused.text

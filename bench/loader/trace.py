@@ -5,16 +5,19 @@ shards of 64 MB; mixture wiki 0.5, code 0.3, web_de 0.2, seq_len 2048).
 Measured, each on random steps far into the stream (up to step 100,000 of 64 sequences, a
 run of 13B tokens: tens of epochs of the components):
 
-- `mixplane trace ... --json` as a user runs it: a fresh process (imports, the mixture's plan
-  from the plan cache, the trace, the JSON), the plan cache warm;
+- `mixplane trace ... --json` as a user runs it: a fresh process (imports, the mixture's plan,
+  the trace, the JSON), with the plan cache cold (the catalog queried and the plan written,
+  as the first start of a loader does) and warm (the plan a loader or an earlier trace of the
+  same mixture cached);
 - `trace(mixture, step=...)` in a process that has imported mixplane: opening the mixture
   (plan cache, epoch orders mapped) and tracing, what a notebook or a service scan pays;
 - `trace_dataset` on a dataset already open: the trace alone (plan lookup, document ids,
   source and properties from the shards' metadata);
 - the same for a whole global step of 64 sequences with two properties, and one sequence.
 
-The first trace resolves the mixture (catalog query, token counts, plan cache written) and
-is reported apart. Results go to bench/results/loader-trace.json.
+The catalog's shards hold constant token ids (a trace reads the plan, the index and the
+metadata, never a token; writing 1e9 random ones took most of the time). Results go to
+bench/results/loader-trace.json.
 
     python bench/loader/trace.py --tokens 1e9
     python bench/loader/trace.py --tokens 1e7   # quick check
@@ -26,6 +29,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,6 +50,14 @@ WORLD_SIZE = 8
 BATCH_SIZE = 8  # per rank: a step of 64 sequences
 LAST_STEP = 100_000
 REPEATS = 15
+COLD_RUNS = 3  # fresh processes without a plan cache
+WARM_RUNS = 8  # fresh processes with the plan cached
+
+
+def constant_tokens(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Token ids for the shards: what they are does not matter to a trace, and drawing 1e9
+    random ones took most of the catalog's writing time."""
+    return np.ones(count, dtype=np.uint16)
 
 
 def prepare(folder: Path, tokens: float) -> Path:
@@ -55,10 +67,13 @@ def prepare(folder: Path, tokens: float) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     mixture = folder / "mixture.yaml"
     stamp = folder / "_bench.json"
-    wanted = {"tokens": tokens, "format": 1}
+    wanted = {"tokens": tokens, "format": 2}
     if not stamp.exists() or json.loads(stamp.read_text()) != wanted:
         started = time.perf_counter()
-        write_catalog(str(folder), dataset_settings(tokens), catalog=str(folder / "catalog.duckdb"))
+        settings = dataset_settings(tokens)
+        for options in settings.values():
+            options["tokens"] = constant_tokens
+        write_catalog(str(folder), settings, catalog=str(folder / "catalog.duckdb"))
         spec = mixture_spec(folder / "catalog.duckdb", SEQ_LEN)
         mixture.write_text(yaml.safe_dump(spec, sort_keys=False))
         stamp.write_text(json.dumps(wanted))
@@ -110,20 +125,39 @@ def main() -> None:
     steps = rng.integers(0, LAST_STEP, args.repeats).tolist()
     ranks = rng.integers(0, WORLD_SIZE, args.repeats).tolist()
 
-    seconds, report = timed(lambda: trace(mixture, step=steps[0], rank=ranks[0], **layout))
-    results["first_trace_seconds"] = seconds  # resolves the mixture: the plan cache is cold
-    dataset = MixtureDataset(mixture, prefetch=0)
-    results["documents"] = int(sum(len(p) for p in dataset.plan.components))
+    results["load_average_at_start"] = list(os.getloadavg())
 
-    cli = []
-    for step, rank in zip(steps[:5], ranks[:5], strict=True):
+    # The command as an installed package runs it: with its modules' bytecode compiled (pip
+    # does at install; an environment with PYTHONDONTWRITEBYTECODE recompiles every start).
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environment["PYTHONPYCACHEPREFIX"] = str(folder / "bytecode")
+
+    def cli(step: int, rank: int) -> float:
         command = [sys.executable, "-m", "mixplane", "trace", str(mixture), "--step", str(step)]
         command += ["--rank", str(rank), "--world-size", str(WORLD_SIZE)]
         command += ["--batch-size", str(BATCH_SIZE), "--json"]
-        seconds, done = timed(lambda c=command: subprocess.run(c, capture_output=True, check=True))
+        seconds, done = timed(
+            lambda: subprocess.run(command, capture_output=True, check=True, env=environment)
+        )
         assert json.loads(done.stdout)["positions"], done.stderr
-        cli.append(seconds)
-    results["cli_rank_step"] = summary(cli)
+        return seconds
+
+    cli(steps[0], ranks[0])  # compiles the bytecode, once
+
+    # Cold: no plan cache, so the fresh process queries the catalog and writes the plan, as
+    # the first trace (or the first start of a loader) of a mixture does.
+    cold = []
+    for step, rank in zip(steps[:COLD_RUNS], ranks[:COLD_RUNS], strict=True):
+        shutil.rmtree(folder / "cache", ignore_errors=True)
+        cold.append(cli(step, rank))
+    results["cli_rank_step_cold_plan"] = summary(cold)
+    # Warm: the plan the first trace (or a loader of the same mixture) cached.
+    warm = [cli(s, r) for s, r in zip(steps[:WARM_RUNS], ranks[:WARM_RUNS], strict=True)]
+    results["cli_rank_step"] = summary(warm)
+
+    report = trace(mixture, step=steps[0], rank=ranks[0], **layout)
+    dataset = MixtureDataset(mixture, prefetch=0)
+    results["documents"] = int(sum(len(p) for p in dataset.plan.components))
 
     opened = []
     for step, rank in zip(steps, ranks, strict=True):

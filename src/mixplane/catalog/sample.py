@@ -23,6 +23,7 @@ from mixplane.catalog.selection import DatasetSelection
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import join_url
 from mixplane.io.urls import url_filesystem
+from mixplane.json_values import json_value  # noqa: F401  (imported from here by others)
 from mixplane.manifest import MANIFEST, read_json
 
 
@@ -115,26 +116,6 @@ def _property_rows(
         for row, value in zip(rows, values, strict=True):
             row.update(value)
     return rows
-
-
-def json_value(value: Any) -> Any:
-    """A property value as JSON carries it: lists and mappings item by item, other types
-    (dates, decimals, bytes) as text.
-
-    Example:
-        >>> import datetime
-        >>> json_value({"when": datetime.date(2024, 5, 1), "tags": ["a", 1]})
-        {'when': '2024-05-01', 'tags': ['a', 1]}
-    """
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, dict):
-        return {str(key): json_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_value(item) for item in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
 
 
 def _meta_rows(

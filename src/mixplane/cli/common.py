@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mixplane.errors import ConfigError, MixplaneError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(
     name="mixplane",
@@ -170,6 +172,9 @@ def print_json(value: Any) -> None:
 
 def progress(quiet: bool = False) -> Progress:
     """A progress bar on stderr (hidden with --json or when stderr is not a terminal)."""
+    # Imported here: a command that shows no bar (trace) starts without it.
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -27,7 +27,9 @@ def trace_command(
         help="Sequences per rank per micro-batch (needed without global_batch_size).",
     ),
     properties: str | None = typer.Option(
-        None, "--properties", help="Metadata columns to show per document, comma-separated."
+        None,
+        "--properties",
+        help="Metadata columns to show per document (added ones too), comma-separated.",
     ),
     weight_log: Path | None = typer.Option(
         None, "--weight-log", help="The run's weight log (JSON Lines): needed when it adapted."
@@ -42,7 +44,6 @@ def trace_command(
 ) -> None:
     """The sequences of a training step on a rank (or one sequence): each document's dataset
     version, id, the token range taken from it, source, url and properties."""
-    from mixplane.lineage import Origins
     from mixplane.load.adaptive.weight_log import read_weight_log
     from mixplane.load.tools.trace import trace
     from mixplane.mix.spec import load_mixture
@@ -58,7 +59,11 @@ def trace_command(
         "max_sequences": max_sequences,
     }
     changes = read_weight_log(weight_log) if weight_log is not None else None
-    origins = Origins(load_mixture(mixture).storage_options).find if origin else None
+    origins = None
+    if origin:  # lineage reads processing's parts: imported only when asked
+        from mixplane.lineage import Origins
+
+        origins = Origins(load_mixture(mixture).storage_options).find
     report = trace(mixture, fields, weight_log=changes, origins=origins)
     if as_json:
         print_json(report)
@@ -67,13 +72,18 @@ def trace_command(
 
 
 def print_trace(report: dict[str, Any]) -> None:
+    count, seq_len = len(report["sequences"]), report["seq_len"]
+    unpacked = report.get("packing") == "none"
     if report["step"] is not None:
-        title = (
-            f"step {report['step']:,}, rank {report['rank']} of {report['world_size']}: "
-            f"{len(report['sequences'])} sequences of {report['seq_len']:,} tokens"
+        title = f"step {report['step']:,}, rank {report['rank']} of {report['world_size']}: " + (
+            f"a padded batch of {count} documents (each cut to {seq_len:,} tokens)"
+            if unpacked
+            else f"{count} sequences of {seq_len:,} tokens"
         )
+    elif unpacked:
+        title = f"document {report['index']:,} (cut to {seq_len:,} tokens)"
     else:
-        title = f"sequence {report['index']:,} ({report['seq_len']:,} tokens)"
+        title = f"sequence {report['index']:,} ({seq_len:,} tokens)"
     table = Table(title=title, title_justify="left")
     for column in ("sequence", "micro-batch", "component", "dataset", "document", "tokens"):
         table.add_column(column, justify="right" if column == "micro-batch" else "left")

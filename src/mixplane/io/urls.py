@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-import fsspec
 import zstandard
 
 from mixplane.errors import InputError
@@ -80,6 +79,8 @@ def url_filesystem(url: str, storage_options: dict[str, Any] | None = None):
         config = dict(options.get("config_kwargs") or {})
         config.setdefault("max_pool_connections", S3_CONNECTIONS)
         options = dict(options, config_kwargs=config)
+    import fsspec  # imported when a URL is first opened: a tenth of a second to start
+
     fs, path = fsspec.core.url_to_fs(url, **options)
     return fs, path
 

@@ -100,6 +100,7 @@ class TracedSequence(BaseModel):
 
 class Trace(BaseModel):
     mixture_fingerprint: str
+    packing: str = Field(description="sequences (packed), or none: each row one document")
     seq_len: int
     step: int | None
     index: int | None

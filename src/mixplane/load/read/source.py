@@ -405,19 +405,21 @@ class TokenSource:
         return _column(self.metadata_file(number), column)
 
     def metadata_file(self, number: int) -> Any:
-        """A shard's `.meta.parquet` for a Parquet reader: from the machine's copy of a
-        remote one when querying the catalog made it (`catalog.mirror`), else read whole in
-        one request (a Parquet reader over a remote file makes a round trip per footer and
-        column chunk) and checked against the manifest's hash."""
-        from mixplane.catalog.mirror import mirrored_path  # the catalog loads DuckDB: not before
-
+        """A shard's `.meta.parquet` for a Parquet reader: a local one's path (the reader
+        reads only the footer and the column chunks asked for); a remote one from the
+        machine's copy when querying the catalog made it (`catalog.mirror`), else read whole
+        in one request (a Parquet reader over a remote file makes a round trip per footer
+        and column chunk) and checked against the manifest's hash."""
         uri, stem = self.shards[number]
         name = stem + ".meta.parquet"
-        if not is_local(uri):
-            digest = (self.manifest_entry(uri, name) or {}).get("hash")
-            mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem, digest)
-            if os.path.exists(mirrored):  # copied (and checked) when the catalog was queried
-                return mirrored
+        if is_local(uri):
+            return local_path(join_url(uri, name))
+        from mixplane.catalog.mirror import mirrored_path  # the catalog loads DuckDB: not before
+
+        digest = (self.manifest_entry(uri, name) or {}).get("hash")
+        mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem, digest)
+        if os.path.exists(mirrored):  # copied (and checked) when the catalog was queried
+            return mirrored
         return pa.BufferReader(self.fetch_whole(uri, name))
 
     def fetch_whole(self, uri: str, name: str) -> bytes:

@@ -38,7 +38,7 @@ from mixplane.load.remote.catalog_copy import LocalCatalog
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
-CACHE_FORMAT = 5  # 5: remote datasets' registered manifests in `datasets`
+CACHE_FORMAT = 6  # 5: remote datasets' registered manifests in `datasets`; 6: added columns
 
 
 def entry_folder(spec: MixtureSpec, catalog: LocalCatalog, cache_dir: str | None) -> str:

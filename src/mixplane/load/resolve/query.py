@@ -290,6 +290,8 @@ def _dataset_infos(session, refs: list[str], shards: tuple[ShardKey, ...]) -> li
         }
         if version.masks:  # fine-tuning data: its shards' loss masks are read too
             info["masked"] = True
+        if version.added:  # `mixplane annotate`'s columns, for trace and explain to show
+            info["added_columns"] = {column.name: column.folder for column in version.added}
         if not is_local(version.uri):
             manifest = session.registry.manifest(version.name, version.version)
             info["manifest"] = registered_manifest(manifest, used.get(version.uri, set()))

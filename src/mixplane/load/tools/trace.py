@@ -11,6 +11,11 @@ An adaptive mixture's weights follow the run's losses: its trace is exact with t
 weight log, and without one only for the steps before the policy's first possible change;
 past those it raises, saying what to supply.
 
+A `packing: none` mixture is traced the same way (`trace_unpacked`): a step is one padded
+batch per rank, each row one document cut to seq_len, found as `UnpackedDataset` plans its
+windows (`mixplane.load.unpacked.forensics`); the report says `packing: none`, and its
+"sequences" are the batch's rows, each with its one document.
+
 Example:
     >>> report = trace("mixture.yaml", step=120, rank=3, world_size=8)  # doctest: +SKIP
     >>> sequence = report["sequences"][0]  # doctest: +SKIP
@@ -33,14 +38,20 @@ from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.plan.steps import MAX_POSITION, StepLayout, delivered
 from mixplane.load.read.pieces import ShardMetadata, sequence_pieces
+from mixplane.load.unpacked.dataset import UnpackedDataset
+from mixplane.load.unpacked.forensics import document_pieces, step_positions, token_weights
 from mixplane.mix.policy.spec import PolicySpec
-from mixplane.mix.spec import MixtureSpec
+from mixplane.mix.spec import MixtureSpec, load_mixture
 
 # A document's raw input, from its dataset folder and id (`mixplane.lineage.Origins.find`).
 OriginFinder = Callable[[str, str], Any]
 MAX_SEQUENCES = 4096  # sequences one trace lists, unless asked for more
 MAX_PROPERTIES = 64
 MAX_WORLD_SIZE = 1 << 20
+_NO_ORIGINS = (
+    "origin needs a way to follow documents to their raw inputs: pass "
+    "origins=mixplane.lineage.Origins(storage_options).find (the command line and the service do)"
+)
 Column = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]{1,256}$")]
 
 
@@ -70,7 +81,8 @@ class TraceRequest(BaseModel):
     properties: list[Column] = Field(
         default_factory=list,
         max_length=MAX_PROPERTIES,
-        description="columns of the shards' metadata to show per document",
+        description="columns to show per document: the shards' metadata, or added to the "
+        "version by `mixplane annotate`",
     )
     origin: bool = Field(
         False,
@@ -113,11 +125,53 @@ def trace(
         [41, 43, 45, 47]
     """
     request = _request(request, fields)
-    dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0)
+    spec = load_mixture(mixture)
+    if spec.packing == "none":
+        return _trace_unpacked(spec, request, catalog, weight_log, origins)
+    dataset = MixtureDataset(spec, catalog=catalog, prefetch=0)
     try:
         if weight_log:
             dataset.apply_weight_changes(weight_log)
         return trace_dataset(dataset, request, weight_log is not None, origins)
+    finally:
+        dataset.close()
+
+
+def _trace_unpacked(
+    spec: MixtureSpec,
+    request: TraceRequest,
+    catalog: Any,
+    weight_log: Sequence[Mapping[str, Any]] | None,
+    origins: OriginFinder | None,
+) -> dict[str, Any]:
+    if weight_log:
+        raise ConfigError(
+            "this mixture has packing: none, whose weights never change (no policy or "
+            "schedule): trace it without a weight log"
+        )
+    batch_size = request.batch_size
+    if spec.bucketing is not None and batch_size is not None:
+        raise ConfigError(
+            "this mixture buckets its batches by max_tokens_per_batch, so a batch's size is "
+            "the plan's: trace it without batch_size"
+        )
+    if spec.bucketing is None and batch_size is None:
+        if request.step is not None:
+            raise ConfigError(
+                "this mixture has packing: none without bucketing: pass batch_size (documents "
+                "per rank per step, as given to UnpackedDataset)"
+            )
+        batch_size = 1  # one document by index: the batch size does not matter
+    dataset = UnpackedDataset(
+        spec,
+        rank=request.rank,
+        world_size=request.world_size,
+        batch_size=batch_size,
+        catalog=catalog,
+        prefetch=0,
+    )
+    try:
+        return trace_unpacked(dataset, request, origins)
     finally:
         dataset.close()
 
@@ -131,11 +185,7 @@ def trace_dataset(
     """`trace` over a dataset already built (its weight changes are the run's when
     `exact_weights`, or when it is not adaptive)."""
     if request.origin and origins is None:
-        raise ConfigError(
-            "origin needs a way to follow documents to their raw inputs: pass "
-            "origins=mixplane.lineage.Origins(storage_options).find (the command line and "
-            "the service do)"
-        )
+        raise ConfigError(_NO_ORIGINS)
     spec, plan = dataset.spec, dataset.plan
     if request.step is not None:
         layout = StepLayout.of(spec.global_batch_size, request.world_size, request.batch_size)
@@ -161,25 +211,61 @@ def trace_dataset(
         _check_before_adapting(spec.policy, int(positions.max()), spec.sequences_per_step())
     metadata = ShardMetadata(dataset, request.properties)
     pieces = sequence_pieces(dataset, positions, request.properties, metadata)
-    components = plan.blend.lookup(positions)[0]
-    sequences = []
-    for row, position in enumerate(positions.tolist()):
-        documents = pieces[row]
-        if request.origin and origins is not None:
-            for entry in documents:
-                entry["origin"] = origins(entry["folder"], entry["id"])
-        sequences.append(
-            {
-                "index": position,
-                "step": position // step_size if step_size else None,
-                "micro_batch": int(micro[row]),
-                "row": row % batch,
-                "component": dataset.names[int(components[row])],
-                "documents": documents,
-            }
-        )
+    components = [dataset.names[c] for c in plan.blend.lookup(positions)[0].tolist()]
+    steps = [p // step_size if step_size else None for p in positions.tolist()]
+    rows = [row % batch for row in range(len(positions))]
+    report = _report(dataset, request, metadata, positions, _weights_at(dataset, int(positions[0])))
+    report["sequences"] = _sequences(
+        request, positions, pieces, components, steps, micro.tolist(), rows, origins
+    )
+    return report
+
+
+def trace_unpacked(
+    dataset: UnpackedDataset, request: TraceRequest, origins: OriginFinder | None = None
+) -> dict[str, Any]:
+    """`trace` over an unpacked dataset (`packing: none`) built for the request's rank and
+    world size: each "sequence" is a row of the rank's padded batch, one document (cut to
+    seq_len) whose `tokens` start at 0."""
+    if request.origin and origins is None:
+        raise ConfigError(_NO_ORIGINS)
+    if request.step is not None:
+        positions = step_positions(dataset, request.step, request.rank)
+        _check_count(len(positions), request.max_sequences)
+    else:
+        length = dataset.stream.length
+        if length is not None and request.index >= length:
+            raise ConfigError(f"the stream ends after {length:,} documents")
+        positions = np.array([request.index], dtype=np.int64)
+    metadata = ShardMetadata(dataset, request.properties)
+    pieces = document_pieces(dataset, positions, metadata)
+    components = [documents[0]["component"] for documents in pieces]
+    count = len(positions)
+    report = _report(dataset, request, metadata, positions, token_weights(dataset))
+    report["sequences"] = _sequences(
+        request,
+        positions,
+        pieces,
+        components,
+        [request.step] * count,
+        [0] * count,
+        list(range(count)),
+        origins,
+    )
+    return report
+
+
+def _report(
+    dataset: MixtureDataset | UnpackedDataset,
+    request: TraceRequest,
+    metadata: ShardMetadata,
+    positions: np.ndarray,
+    weights: dict[str, float],
+) -> dict[str, Any]:
+    spec = dataset.spec
     return {
         "mixture_fingerprint": dataset.fingerprint,
+        "packing": spec.packing,
         "seq_len": spec.seq_len,
         "step": request.step,
         "index": request.index,
@@ -189,9 +275,37 @@ def trace_dataset(
         "global_batch_size": spec.global_batch_size,
         "properties": metadata.properties,
         "positions": positions.tolist(),
-        "weights": _weights_at(dataset, int(positions[0])),
-        "sequences": sequences,
+        "weights": weights,
     }
+
+
+def _sequences(
+    request: TraceRequest,
+    positions: np.ndarray,
+    pieces: list[list[dict[str, Any]]],
+    components: Sequence[str],
+    steps: Sequence[int | None],
+    micro_batches: Sequence[int],
+    rows: Sequence[int],
+    origins: OriginFinder | None,
+) -> list[dict[str, Any]]:
+    sequences = []
+    for k, position in enumerate(positions.tolist()):
+        documents = pieces[k]
+        if request.origin and origins is not None:
+            for entry in documents:
+                entry["origin"] = origins(entry["folder"], entry["id"])
+        sequences.append(
+            {
+                "index": position,
+                "step": steps[k],
+                "micro_batch": int(micro_batches[k]),
+                "row": rows[k],
+                "component": components[k],
+                "documents": documents,
+            }
+        )
+    return sequences
 
 
 def _request(request: TraceRequest | Mapping[str, Any] | None, fields: dict) -> TraceRequest:

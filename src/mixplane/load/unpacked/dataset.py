@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,17 @@ class UnpackedDataset:
             while len(self._windows) > WINDOWS_KEPT:
                 self._windows.popitem(last=False)
         return found
+
+    def explain(self, position: int, properties: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Where the document at global `position` (a batch's `index`) comes from, as the one
+        entry of the packed `explain`'s list: its dataset version, folder, shard, document
+        index and id, the token range its row holds, its source and url, and the
+        `properties` asked for (columns of the shards' metadata)."""
+        from mixplane.load.read.pieces import ShardMetadata
+        from mixplane.load.unpacked.forensics import document_pieces
+
+        metadata = ShardMetadata(self, properties)
+        return document_pieces(self, np.array([position], dtype=np.int64), metadata)[0]
 
     def read(self, positions: np.ndarray) -> dict[str, np.ndarray]:
         """The padded batch of the documents at global `positions` (random access)."""

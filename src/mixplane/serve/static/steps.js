@@ -68,10 +68,13 @@ export function stepsView(section, context) {
 
   function show(answer) {
     const documents = answer.sequences.reduce((n, s) => n + s.documents.length, 0);
+    const count = fmtInt(answer.sequences.length);
     fill(summary,
       `Step ${fmtInt(answer.step)}, rank ${answer.rank} of ${answer.world_size}: `
-        + `${fmtInt(answer.sequences.length)} sequences of ${fmtInt(answer.seq_len)} tokens, `
-        + `${fmtInt(documents)} document pieces`);
+        + (answer.packing === "none"  // each row one document, padded
+          ? `a padded batch of ${count} documents, each cut to ${fmtInt(answer.seq_len)} tokens`
+          : `${count} sequences of ${fmtInt(answer.seq_len)} tokens, `
+            + `${fmtInt(documents)} document pieces`));
     const names = answer.properties;
     const rows = [];
     for (const sequence of answer.sequences) {
