@@ -1,0 +1,195 @@
+"""Where a report's numbers come from: the shards' metadata of dataset versions as one
+DuckDB relation, and each version's lineage (manifests, `_excluded/` and `_quarantine/`).
+
+Example:
+    >>> files = lineage_files([version], {})  # doctest: +SKIP
+    >>> connection = open_relation([version], files, {})  # doctest: +SKIP
+    >>> connection.execute("SELECT count(*) FROM all_documents").fetchone()  # doctest: +SKIP
+    (274,)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from mixplane.catalog.engine import (
+    ROW_COLUMN,
+    SHARD_COLUMN,
+    documents_view,
+    parquet_source,
+    quote_literal,
+    quote_name,
+    sandbox,
+)
+from mixplane.catalog.query import added_urls
+from mixplane.catalog.registry import DatasetVersion
+from mixplane.io.atomic import join_url
+from mixplane.lineage import Step as LineageStep
+from mixplane.lineage import trace
+from mixplane.report.aggregate import property_sql, stage_options, takedowns
+from mixplane.report.model import Lineage, OptOut, Removal, Step
+
+OUTCOMES = {"_excluded/": "excluded", "_quarantine/": "quarantined"}
+
+
+@dataclass
+class VersionLineage:
+    """A version's lineage steps and the excluded and quarantined files each wrote."""
+
+    version: DatasetVersion
+    steps: list[LineageStep]
+    files: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # folder -> outcome
+
+    @property
+    def urls(self) -> list[str]:
+        return [url for kinds in self.files.values() for urls in kinds.values() for url in urls]
+
+
+def lineage_files(
+    versions: Sequence[DatasetVersion], storage_options: dict[str, Any]
+) -> list[VersionLineage]:
+    """Each version's lineage, back to its raw inputs, with the files of removed records
+    that each step's manifest lists."""
+    found = []
+    for version in versions:
+        steps = trace(version.lineage_root, storage_options)
+        files: dict[str, dict[str, list[str]]] = {}
+        for step in steps:
+            for output in step.outputs:
+                path = str(output.get("path") or "")
+                for prefix, outcome in OUTCOMES.items():
+                    if path.startswith(prefix) and path.endswith(".parquet"):
+                        by_outcome = files.setdefault(step.folder, {})
+                        by_outcome.setdefault(outcome, []).append(join_url(step.folder, path))
+        found.append(VersionLineage(version, steps, files))
+    return found
+
+
+def pii_columns(versions: Sequence[DatasetVersion]) -> list[str]:
+    """The kinds of the `pii_*` count columns any version has, in first-seen order."""
+    kinds: dict[str, None] = {}
+    for version in versions:
+        for name in version.schema:
+            if name.startswith("pii_"):
+                kinds[name[len("pii_") :]] = None
+    return list(kinds)
+
+
+def open_relation(
+    versions: Sequence[DatasetVersion],
+    lineages: Sequence[VersionLineage],
+    storage_options: dict[str, Any],
+) -> duckdb.DuckDBPyConnection:
+    """A sandboxed connection with the view `all_documents` over every document of
+    `versions`: `dataset`, `shard` (the version's shard number), `row`, `id`, the text
+    properties (absent ones as `not detected`), `opt_out`, `opt_out_signal`, `n_tokens` and
+    `pii_*` counts (0... where a version has no such column: NULL)."""
+    urls = [url for version in versions for url in version.meta_urls() + added_urls(version)]
+    urls += [url for lineage in lineages for url in lineage.urls]
+    connection = sandbox(urls, storage_options)
+    kinds = pii_columns(versions)
+    selects = [_version_select(version, kinds) for version in versions]
+    connection.execute(f"CREATE VIEW all_documents AS {' UNION ALL '.join(selects)}")
+    return connection
+
+
+def _version_select(version: DatasetVersion, kinds: Sequence[str]) -> str:
+    schema = version.schema
+    view = documents_view(
+        version.meta_urls(), schema, {}, not version.uniform, version.added_sources()
+    )
+    columns = [
+        f"{quote_literal(version.ref)} AS dataset",
+        f"{SHARD_COLUMN} AS shard",
+        f"{ROW_COLUMN} AS row",
+        "CAST(id AS VARCHAR) AS id",
+        f"{property_sql('source', 'source' in schema, 'unknown')} AS source",
+        f"{_nullable('url', schema)} AS url",
+        f"{_nullable('license', schema)} AS license",
+        f"{_nullable('language', schema)} AS language",
+        (
+            "CAST(opt_out AS BOOLEAN) AS opt_out"
+            if "opt_out" in schema
+            else "CAST(NULL AS BOOLEAN) AS opt_out"
+        ),
+        f"{_nullable('opt_out_signal', schema)} AS opt_out_signal",
+        "CAST(n_tokens AS BIGINT) AS n_tokens",
+    ]
+    for kind in kinds:
+        name = f"pii_{kind}"
+        value = quote_name(name) if name in schema else "NULL"
+        columns.append(f"CAST({value} AS BIGINT) AS {quote_name(name)}")
+    return f"SELECT {', '.join(columns)} FROM ({view})"
+
+
+def _nullable(column: str, schema: dict[str, str]) -> str:
+    if column not in schema:
+        return "CAST(NULL AS VARCHAR)"
+    return f"CAST({quote_name(column)} AS VARCHAR)"
+
+
+def read_lineage(
+    connection: duckdb.DuckDBPyConnection, lineages: Sequence[VersionLineage]
+) -> Lineage:
+    """Steps, removals by stage and reason, opt-outs excluded by signal, takedowns and the
+    pii stage's mode over every version's lineage."""
+    steps, removals, opt_outs, taken_down = [], [], [], []
+    modes: dict[str, str] = {}
+    dropped: dict[str, int] = {}
+    for lineage in lineages:
+        ref = lineage.version.ref
+        for step in lineage.steps:
+            steps.append(_step(ref, step))
+            taken_down += takedowns(step.manifest, ref, step.folder)
+            options = stage_options(step.manifest, "pii")
+            if options is not None and ref not in modes:  # the nearest pii stage counted
+                modes[ref] = str(options.get("mode", "redact"))
+            for outcome, urls in sorted(lineage.files.get(step.folder, {}).items()):
+                source = parquet_source(urls)
+                rows = connection.execute(
+                    f"SELECT stage, reason, count(*) FROM {source} GROUP BY ALL ORDER BY 1, 2"
+                ).fetchall()
+                removals += [Removal(ref, step.folder, outcome, *row) for row in rows]
+                if outcome != "excluded":
+                    continue
+                opt_outs += [
+                    OptOut(ref, str(signal), "excluded", n)
+                    for signal, n in connection.execute(
+                        "SELECT coalesce(json_extract_string(detail, '$.signal'), 'unknown'), "
+                        f"count(*) FROM {source} WHERE stage = 'opt_out' GROUP BY 1 ORDER BY 1"
+                    ).fetchall()
+                ]
+                for kind, n in connection.execute(
+                    "SELECT kind, count(*) FROM (SELECT unnest(json_keys(detail)) AS kind "
+                    f"FROM {source} WHERE stage = 'pii' AND reason = 'contains_pii') "
+                    "GROUP BY 1"
+                ).fetchall():
+                    dropped[kind] = dropped.get(kind, 0) + n
+    return Lineage(
+        tuple(steps), tuple(removals), tuple(opt_outs), tuple(taken_down), modes, dropped
+    )
+
+
+def _step(ref: str, step: LineageStep) -> Step:
+    stats = step.manifest.get("stats") or {}
+
+    def number(*keys: str) -> int | None:
+        for key in keys:
+            if isinstance(stats.get(key), int):
+                return int(stats[key])
+        return None
+
+    return Step(
+        dataset=ref,
+        folder=step.folder,
+        kind=step.kind,
+        created_at=step.manifest.get("created_at"),
+        documents_in=number("documents_in"),
+        kept=number("kept", "documents"),
+        excluded=number("excluded"),
+        quarantined=number("quarantined"),
+    )
