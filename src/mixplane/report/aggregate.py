@@ -31,7 +31,7 @@ def domain_sql(column: str = "url") -> str:
     Example:
         >>> import duckdb
         >>> url = "'HTTPS://user@WWW.Example.org:8080/a?b'"
-        >>> duckdb.sql(f"SELECT {domain_sql(url)}").fetchone()[0]
+        >>> duckdb.sql(f"SELECT {domain_sql(url)}").fetchall()[0][0]
         'example.org'
     """
     host = f"lower(regexp_extract({column}, {quote_literal(HOST)}, 1))"

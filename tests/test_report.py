@@ -1,0 +1,331 @@
+"""`mixplane report`: every number equals a direct DuckDB count over the same files (the
+shards' metadata, the lineage's `_excluded/` Parquet, its manifests), for a dataset made
+from `mixplane synth --governance` through two processing runs and tokenize, and for what a
+mixture's first steps read (checked against `trace`, sequence by sequence)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shlex
+from collections import Counter, defaultdict
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import duckdb
+import pytest
+from readme_blocks import readme_block
+
+from mixplane.catalog import Catalog
+from mixplane.errors import ConfigError
+from mixplane.load.dataset import MixtureDataset
+from mixplane.load.tools.trace import TraceRequest, trace_dataset
+from mixplane.process.pipeline import run_pipeline
+from mixplane.report import report_dataset, report_mixture
+from mixplane.report.html import render_html
+from mixplane.synth import generate_corpus
+from mixplane.tokenize import tokenize_dataset, train_tokenizer
+
+TAKEDOWN = {
+    "request": "td-0001",
+    "reference": "TICKET-123",
+    "criteria": {"domain": "gone.example", "ids": ["web-404"]},
+    "at": "2026-11-20T10:00:00+00:00",
+    "removed": {"documents": 3, "tokens": 1234, "shards_rewritten": 1},
+}
+
+
+def build(root: Path) -> Path:
+    """raw -> governed (license, opt_out drop, extract, langid, pii) -> clean (opt_out
+    annotate over a domain list, dedup_exact) -> tokens, registered as web@1; the tokens'
+    manifest records a takedown as `mixplane takedown` writes it."""
+    generate_corpus(str(root / "corpus"), 240, 5, governance=True)
+    raw = root / "corpus" / "raw"
+    run_pipeline(
+        {
+            "input": [
+                {"path": str(raw / "web" / "*.warc.gz"), "source": "web"},
+                {"path": str(raw / "web_html" / "*.html"), "source": "web"},
+                str(raw / "wiki" / "*.jsonl.zst"),
+                str(raw / "code" / "*.jsonl.gz"),
+                str(raw / "forum" / "*.parquet"),
+            ],
+            "output": str(root / "governed"),
+            "stages": ["license", {"opt_out": {"mode": "drop"}}, "extract", "langid", "pii"],
+        }
+    )
+    urls = duckdb.sql(
+        f"SELECT url FROM '{root}/governed/*.parquet' WHERE url IS NOT NULL ORDER BY id LIMIT 1"
+    ).fetchall()
+    domain = urlsplit(urls[0][0]).hostname
+    run_pipeline(
+        {
+            "input": str(root / "governed"),
+            "output": str(root / "clean"),
+            "stages": [{"opt_out": {"domains": [domain]}}, "dedup_exact"],
+        }
+    )
+    train_tokenizer(str(root / "clean"), vocab_size=300, out=str(root / "tok.json"))
+    tokenize_dataset(
+        {
+            "input": str(root / "clean"),
+            "output": str(root / "tokens"),
+            "tokenizer": str(root / "tok.json"),
+            "eos": True,
+        }
+    )
+    manifest = root / "tokens" / "_manifest.json"
+    written = json.loads(manifest.read_text())
+    written["takedowns"] = [TAKEDOWN]
+    manifest.write_text(json.dumps(written, indent=2))
+    Catalog(root / "catalog.duckdb").register(str(root / "tokens"), "web")
+    return root
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return build(tmp_path_factory.mktemp("report"))
+
+
+def sql(work: Path, query: str) -> list[tuple]:
+    """`query` over `meta` (the shards' metadata) and `excluded` (both runs' `_excluded/`)."""
+    meta = sorted(str(p) for p in (work / "tokens").glob("*.meta.parquet"))
+    excluded = sorted(str(p) for p in work.glob("*/_excluded/*.parquet"))
+    with duckdb.connect() as connection:
+        connection.execute(f"CREATE VIEW meta AS SELECT * FROM read_parquet({meta!r})")
+        connection.execute(
+            f"CREATE VIEW excluded AS SELECT * FROM read_parquet({excluded!r}, "
+            "union_by_name = true, filename = true)"
+        )
+        return connection.execute(query).fetchall()
+
+
+def table(breakdown) -> dict[str, tuple[int, int]]:
+    return {row.key: (row.documents, row.tokens) for row in breakdown.rows}
+
+
+def host(url: str | None) -> str:
+    name = urlsplit(url).hostname if url else None
+    return name.removeprefix("www.") if name else "(no url)"
+
+
+def test_dataset_numbers_equal_direct_counts(work: Path):
+    report = report_dataset(work / "catalog.duckdb", "web@1", top=None)
+    [(documents, tokens)] = sql(work, "SELECT count(*), sum(n_tokens) FROM meta")
+    assert (report.documents, report.tokens) == (documents, tokens) and documents > 100
+    for name, column in (("license", "license"), ("language", "language")):
+        expected = sql(
+            work,
+            f"SELECT coalesce({column}, 'not detected'), count(*), sum(n_tokens) "
+            "FROM meta GROUP BY 1",
+        )
+        assert table(getattr(report, f"by_{name}")) == {k: (d, t) for k, d, t in expected}
+    assert table(report.by_source) == {
+        k: (d, t)
+        for k, d, t in sql(work, "SELECT source, count(*), sum(n_tokens) FROM meta GROUP BY 1")
+    }
+    domains: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for url, n in sql(work, "SELECT url, n_tokens FROM meta"):
+        domains[host(url)][0] += 1
+        domains[host(url)][1] += n
+    assert table(report.by_domain) == {k: tuple(v) for k, v in domains.items()}
+    assert report.by_domain.distinct == len(domains) > 10
+    assert {"unknown", "CC-BY-SA-4.0"} <= set(table(report.by_license))
+
+    # the top domains, then one `other` row holding the rest
+    top = report_dataset(work / "catalog.duckdb", "web@1", top=5)
+    assert [row.key for row in top.by_domain.rows[:5]] == [r.key for r in report.by_domain.rows[:5]]
+    other = top.by_domain.rows[5]
+    assert other.key == "other" and len(top.by_domain.rows) == 6
+    assert other.tokens == sum(r.tokens for r in report.by_domain.rows[5:])
+    assert other.documents == sum(r.documents for r in report.by_domain.rows[5:])
+
+
+def test_pii_found_and_redacted_by_kind(work: Path):
+    report = report_dataset(work / "catalog.duckdb", "web@1")
+    for kind in report.pii:
+        column = f"pii_{kind.kind}"
+        [(documents, found)] = sql(
+            work, f"SELECT count(*) FILTER (WHERE {column} > 0), sum({column}) FROM meta"
+        )
+        assert (kind.documents, kind.found, kind.redacted, kind.dropped) == (
+            documents,
+            found,
+            found,  # the pii stage ran in its default mode, redact
+            0,
+        )
+    assert {k.kind for k in report.pii} == {"email", "phone", "ip_address", "credit_card"}
+    assert sum(k.found for k in report.pii) > 0
+    assert report.lineage.pii_modes == {"web@1": "redact"}
+
+
+def test_lineage_removals_opt_outs_and_takedowns(work: Path):
+    report = report_dataset(work / "catalog.duckdb", "web@1")
+    expected = sql(
+        work,
+        "SELECT regexp_replace(filename, '/_excluded/[^/]*$', ''), stage, reason, count(*) "
+        "FROM excluded GROUP BY ALL",
+    )
+    assert {(r.folder, r.stage, r.reason): r.documents for r in report.removals} == {
+        (folder, stage, reason): n for folder, stage, reason, n in expected
+    }
+    assert {r.folder for r in report.removals} == {str(work / "governed"), str(work / "clean")}
+    assert [(r.stage, r.reason) for r in report.dedup] == [("dedup_exact", "duplicate")]
+    signals = sql(
+        work,
+        "SELECT json_extract_string(detail, '$.signal'), count(*) FROM excluded "
+        "WHERE stage = 'opt_out' GROUP BY 1",
+    )
+    kept = sql(
+        work,
+        "SELECT split_part(opt_out_signal, ':', 1), count(*) FROM meta WHERE opt_out GROUP BY 1",
+    )
+    assert {(o.signal, o.outcome): o.documents for o in report.lineage.opt_outs} == {
+        **{(signal, "excluded"): n for signal, n in signals},
+        **{(signal, "kept"): n for signal, n in kept},
+    }
+    assert len(signals) >= 3 and kept == [("domain_list", kept[0][1])] and kept[0][1] > 0
+    [takedown] = report.lineage.takedowns
+    assert (takedown.request, takedown.reference, takedown.criteria, takedown.at) == (
+        "td-0001",
+        "TICKET-123",
+        TAKEDOWN["criteria"],
+        TAKEDOWN["at"],
+    )
+    assert (takedown.documents, takedown.tokens, takedown.shards_rewritten) == (3, 1234, 1)
+    assert takedown.folder == str(work / "tokens")
+    assert [step.kind for step in report.lineage.steps] == ["tokenize", "process", "process"]
+    assert json.loads(json.dumps(report.to_json()))["takedowns"][0]["reference"] == "TICKET-123"
+
+
+def test_attribution_csv_lists_every_document(work: Path, tmp_path: Path):
+    out = tmp_path / "attribution.csv"
+    report_dataset(work / "catalog.duckdb", "web@1", attribution=str(out))
+    with out.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["url", "license", "source", "dataset", "document_id", "tokens"]
+    expected = sql(work, "SELECT id, coalesce(url, ''), license, source, n_tokens FROM meta")
+    assert sorted(
+        (r["document_id"], r["url"], r["license"], r["source"], int(r["tokens"])) for r in rows
+    ) == sorted(expected)
+    assert {r["dataset"] for r in rows} == {"web@1"}
+
+
+def mixture_yaml(work: Path) -> Path:
+    path = work / "mixture.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "catalog": "catalog.duckdb",
+                "seq_len": 64,
+                "seed": 3,
+                "global_batch_size": 8,
+                "components": {
+                    "web": {"where": "source = 'web'", "weight": 0.5},
+                    "rest": {"where": "source != 'web'", "weight": 0.5},
+                },
+            }
+        )
+    )
+    return path
+
+
+def test_mixture_counts_the_tokens_its_steps_took(work: Path, tmp_path: Path):
+    mixture = mixture_yaml(work)
+    out = tmp_path / "read.csv"
+    report = report_mixture(mixture, 12, attribution=str(out))
+    assert report.reads["sequences"] == 12 * 8
+    assert report.tokens == 12 * 8 * 64  # every token of every sequence, once
+    # trace, step by step, says the same: the tokens taken from each document
+    taken: Counter = Counter()
+    dataset = MixtureDataset(mixture, prefetch=0)
+    try:
+        for step in range(12):
+            traced = trace_dataset(dataset, TraceRequest(step=step))
+            for sequence in traced["sequences"]:
+                for piece in sequence["documents"]:
+                    begin, end = piece["tokens"]
+                    taken[piece["id"]] += end - begin
+    finally:
+        dataset.close()
+    with out.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["document_id"]: int(r["tokens"]) for r in rows} == dict(taken)
+    assert report.documents == len(taken)
+    sources = dict(sql(work, "SELECT id, source FROM meta"))
+    by_source: Counter = Counter()
+    for document, tokens in taken.items():
+        by_source[sources[document]] += tokens
+    assert {k: t for k, (_, t) in table(report.by_source).items()} == dict(by_source)
+    # the lineage sections cover the datasets the mixture reads
+    assert report.datasets == ("web@1",) and len(report.lineage.takedowns) == 1
+    # two ranks of micro-batches of 4 make the same steps of 8
+    split = report_mixture(mixture, 12, world_size=2, batch_size=4).to_json()
+    assert split.pop("reads")["world_size"] == 2
+    whole = report.to_json()
+    assert whole.pop("reads")["world_size"] == 1
+    assert split == whole
+
+
+def test_html_is_self_contained_and_shows_the_numbers(work: Path):
+    report = report_dataset(work / "catalog.duckdb", "web@1")
+    html = render_html(report)
+    for number in (report.documents, report.tokens, *(r.tokens for r in report.by_license.rows)):
+        assert f"{number:,}" in html
+    assert "TICKET-123" in html and "dedup_exact" in html and "<svg" in html
+    lowered = html.lower()
+    for outside in ("<script", "<link", "@import", "src=", "href=", "url("):
+        assert outside not in lowered
+
+
+def test_html_shows_in_a_browser_without_errors_or_requests(work: Path, tmp_path: Path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    from test_serve_dashboard import CHROMIUM, CHROMIUM_ARGS
+
+    path = tmp_path / "report.html"
+    report = report_dataset(work / "catalog.duckdb", "web@1")
+    path.write_text(render_html(report), encoding="utf-8")
+    errors, requests = [], []
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: m.type in ("error", "warning") and errors.append(m.text))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(path.as_uri())
+            assert page.locator("#documents").inner_text() == f"{report.documents:,}"
+            bars = page.locator("#by-license + svg rect, #by-license ~ svg rect").count()
+            assert bars >= len(report.by_license.rows)
+            assert page.locator("table").count() >= 9
+        finally:
+            browser.close()
+    assert errors == [] and requests == [path.as_uri()]
+
+
+def test_command_line_as_the_readme_writes_it(work: Path, cli, monkeypatch):
+    monkeypatch.chdir(work)
+    mixture_yaml(work)
+    lines = readme_block("bash", "mixplane report").strip().splitlines()
+    outputs = []
+    for line in lines:
+        command = shlex.split(line, comments=True)
+        assert command[0] == "mixplane"
+        code, out, err = cli(*command[1:])
+        assert code == 0, err
+        outputs.append(out)
+    assert (work / "report.html").exists() and (work / "attribution.csv").exists()
+    read = json.loads(outputs[1])
+    assert read["kind"] == "mixture" and read["reads"]["steps"] == 10
+    assert read["tokens"] == 10 * 8 * 64
+    code, _, err = cli("report", "mixture.yaml")
+    assert code != 0 and "--steps" in err
+    code, _, err = cli("report", "nothing@3")
+    assert code != 0 and "nothing" in err
+
+
+def test_an_adaptive_mixture_needs_its_weight_log(work: Path):
+    spec = json.loads(mixture_yaml(work).read_text())
+    spec["policy"] = {"name": "ado", "update_every": 2, "warmup_steps": 0}
+    with pytest.raises(ConfigError, match="weight log"):
+        report_mixture(spec | {"catalog": str(work / "catalog.duckdb")}, 20)
