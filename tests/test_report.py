@@ -36,11 +36,16 @@ TAKEDOWN = {
 
 
 def build(root: Path) -> Path:
-    """raw -> governed (license, opt_out drop, extract, langid, pii) -> clean (opt_out
-    annotate over a domain list, dedup_exact) -> tokens, registered as web@1; the tokens'
-    manifest records a takedown as `mixplane takedown` writes it."""
+    """raw (and a JSON Lines file with a broken line) -> governed (license, opt_out drop,
+    extract, langid, pii dropping documents with a card number, then pii redacting) -> clean
+    (opt_out annotating a listed domain, dedup_exact) -> tokens, registered as web@1; the
+    tokens' manifest records a takedown as `mixplane takedown` writes it."""
     generate_corpus(str(root / "corpus"), 240, 5, governance=True)
     raw = root / "corpus" / "raw"
+    (root / "extra").mkdir()
+    (root / "extra" / "notes.jsonl").write_text(
+        '{"id": "note-1", "text": "A short note about rivers."}\n{"id": "note-2", "text": \n'
+    )
     run_pipeline(
         {
             "input": [
@@ -49,9 +54,17 @@ def build(root: Path) -> Path:
                 str(raw / "wiki" / "*.jsonl.zst"),
                 str(raw / "code" / "*.jsonl.gz"),
                 str(raw / "forum" / "*.parquet"),
+                str(root / "extra" / "*.jsonl"),
             ],
             "output": str(root / "governed"),
-            "stages": ["license", {"opt_out": {"mode": "drop"}}, "extract", "langid", "pii"],
+            "stages": [
+                "license",
+                {"opt_out": {"mode": "drop"}},
+                "extract",
+                "langid",
+                {"pii": {"mode": "drop", "kinds": ["credit_card"]}},
+                "pii",
+            ],
         }
     )
     urls = duckdb.sql(
@@ -145,17 +158,22 @@ def test_pii_found_and_redacted_by_kind(work: Path):
     report = report_dataset(work / "catalog.duckdb", "web@1")
     for kind in report.pii:
         column = f"pii_{kind.kind}"
-        [(documents, found)] = sql(
-            work, f"SELECT count(*) FILTER (WHERE {column} > 0), sum({column}) FROM meta"
+        [(documents, found, dropped)] = sql(
+            work,
+            f"SELECT count(*) FILTER (WHERE {column} > 0), sum({column}), "
+            f"(SELECT count(*) FROM excluded WHERE stage = 'pii' "
+            f"AND CAST(json_extract(detail, '$.{kind.kind}') AS BIGINT) > 0) FROM meta",
         )
         assert (kind.documents, kind.found, kind.redacted, kind.dropped) == (
             documents,
             found,
-            found,  # the pii stage ran in its default mode, redact
-            0,
+            found,  # the last pii stage redacted what it found
+            dropped,
         )
     assert {k.kind for k in report.pii} == {"email", "phone", "ip_address", "credit_card"}
-    assert sum(k.found for k in report.pii) > 0
+    counted = {k.kind: k for k in report.pii}
+    assert counted["credit_card"].dropped > 0 and counted["credit_card"].found == 0
+    assert counted["email"].found > 0 and counted["email"].dropped == 0
     assert report.lineage.pii_modes == {"web@1": "redact"}
 
 
@@ -166,10 +184,22 @@ def test_lineage_removals_opt_outs_and_takedowns(work: Path):
         "SELECT regexp_replace(filename, '/_excluded/[^/]*$', ''), stage, reason, count(*) "
         "FROM excluded GROUP BY ALL",
     )
-    assert {(r.folder, r.stage, r.reason): r.documents for r in report.removals} == {
+    excluded = [r for r in report.removals if r.outcome == "excluded"]
+    assert {(r.folder, r.stage, r.reason): r.documents for r in excluded} == {
         (folder, stage, reason): n for folder, stage, reason, n in expected
     }
     assert {r.folder for r in report.removals} == {str(work / "governed"), str(work / "clean")}
+    assert {r.stage for r in report.removals if r.outcome == "excluded"} >= {"pii", "opt_out"}
+    quarantined = [r for r in report.removals if r.outcome == "quarantined"]
+    with duckdb.connect() as connection:
+        [(stage, n)] = connection.execute(
+            f"SELECT stage, count(*) FROM '{work}/governed/_quarantine/*.parquet' GROUP BY 1"
+        ).fetchall()
+    assert [(r.folder, r.stage, r.documents) for r in quarantined] == [
+        (str(work / "governed"), stage, n)
+    ]
+    stats = json.loads((work / "governed" / "_stats.json").read_text())
+    assert {quarantined[0].reason: n} == stats["quarantined_by"][stage]
     assert [(r.stage, r.reason) for r in report.dedup] == [("dedup_exact", "duplicate")]
     signals = sql(
         work,

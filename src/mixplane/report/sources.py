@@ -27,46 +27,74 @@ from mixplane.catalog.engine import (
 )
 from mixplane.catalog.query import added_urls
 from mixplane.catalog.registry import DatasetVersion
+from mixplane.errors import InputError
 from mixplane.io.atomic import join_url
 from mixplane.lineage import Step as LineageStep
 from mixplane.lineage import trace
+from mixplane.manifest import read_json
 from mixplane.report.aggregate import property_sql, stage_options, takedowns
 from mixplane.report.model import Lineage, OptOut, Removal, Step
 
-OUTCOMES = {"_excluded/": "excluded", "_quarantine/": "quarantined"}
+# Where a step writes the records it did not keep, and what the report calls them.
+FOLDERS = {"_excluded/": "excluded", "_quarantine/": "quarantined", "_errors/": "errored"}
+# The `_stats.json` tables of removed records by stage and reason, per outcome.
+STATS_TABLES = {"excluded": "excluded_by", "quarantined": "quarantined_by", "errored": "errored_by"}
+STATS = "_stats.json"
+
+
+@dataclass
+class StepFiles:
+    """One lineage step: its manifest, its `_stats.json` ({} when it wrote none) and the
+    files of the records it removed, by outcome."""
+
+    step: LineageStep
+    stats: dict[str, Any]
+    files: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
 class VersionLineage:
-    """A version's lineage steps and the excluded and quarantined files each wrote."""
+    """A version's lineage steps, nearest first, with their statistics and files."""
 
     version: DatasetVersion
-    steps: list[LineageStep]
-    files: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # folder -> outcome
+    steps: list[StepFiles]
 
     @property
     def urls(self) -> list[str]:
-        return [url for kinds in self.files.values() for urls in kinds.values() for url in urls]
+        return [url for step in self.steps for urls in step.files.values() for url in urls]
 
 
 def lineage_files(
     versions: Sequence[DatasetVersion], storage_options: dict[str, Any]
 ) -> list[VersionLineage]:
-    """Each version's lineage, back to its raw inputs, with the files of removed records
-    that each step's manifest lists."""
+    """Each version's lineage back to its raw inputs: every step's statistics and the files
+    of removed records its manifest lists."""
     found = []
     for version in versions:
-        steps = trace(version.lineage_root, storage_options)
-        files: dict[str, dict[str, list[str]]] = {}
-        for step in steps:
+        steps = []
+        for step in trace(version.lineage_root, storage_options):
+            files: dict[str, list[str]] = {}
             for output in step.outputs:
                 path = str(output.get("path") or "")
-                for prefix, outcome in OUTCOMES.items():
+                for prefix, outcome in FOLDERS.items():
                     if path.startswith(prefix) and path.endswith(".parquet"):
-                        by_outcome = files.setdefault(step.folder, {})
-                        by_outcome.setdefault(outcome, []).append(join_url(step.folder, path))
-        found.append(VersionLineage(version, steps, files))
+                        files.setdefault(outcome, []).append(join_url(step.folder, path))
+            steps.append(StepFiles(step, _stats(step.folder, storage_options), files))
+        found.append(VersionLineage(version, steps))
     return found
+
+
+def _stats(folder: str, storage_options: dict[str, Any]) -> dict[str, Any]:
+    url = join_url(folder, STATS)
+    try:
+        stats = read_json(url, storage_options)
+    except FileNotFoundError:
+        return {}
+    except ValueError as error:
+        raise InputError(f"{url}: not valid JSON ({error})") from error
+    if not isinstance(stats, dict):
+        raise InputError(f"{url}: statistics are a JSON object")
+    return stats
 
 
 def pii_columns(versions: Sequence[DatasetVersion]) -> list[str]:
@@ -87,7 +115,7 @@ def open_relation(
     """A sandboxed connection with the view `all_documents` over every document of
     `versions`: `dataset`, `shard` (the version's shard number), `row`, `id`, the text
     properties (absent ones as `not detected`), `opt_out`, `opt_out_signal`, `n_tokens` and
-    `pii_*` counts (0... where a version has no such column: NULL)."""
+    `pii_*` counts (NULL where a version has no such column)."""
     urls = [url for version in versions for url in version.meta_urls() + added_urls(version)]
     urls += [url for lineage in lineages for url in lineage.urls]
     connection = sandbox(urls, storage_options)
@@ -135,47 +163,85 @@ def _nullable(column: str, schema: dict[str, str]) -> str:
 def read_lineage(
     connection: duckdb.DuckDBPyConnection, lineages: Sequence[VersionLineage]
 ) -> Lineage:
-    """Steps, removals by stage and reason, opt-outs excluded by signal, takedowns and the
-    pii stage's mode over every version's lineage."""
+    """Steps, removals by stage and reason, opt-outs excluded by signal, documents the pii
+    stage dropped by kind, takedowns, and the pii stage's mode, over every version's whole
+    lineage. Reasons come from each step's `_stats.json` (quarantined and errored records
+    keep only their error in their files); a step without one is counted from its files."""
     steps, removals, opt_outs, taken_down = [], [], [], []
     modes: dict[str, str] = {}
     dropped: dict[str, int] = {}
     for lineage in lineages:
         ref = lineage.version.ref
-        for step in lineage.steps:
-            steps.append(_step(ref, step))
+        for item in lineage.steps:
+            step = item.step
+            steps.append(_step(ref, step, item.stats))
             taken_down += takedowns(step.manifest, ref, step.folder)
             options = stage_options(step.manifest, "pii")
             if options is not None and ref not in modes:  # the nearest pii stage counted
                 modes[ref] = str(options.get("mode", "redact"))
-            for outcome, urls in sorted(lineage.files.get(step.folder, {}).items()):
-                source = parquet_source(urls)
-                rows = connection.execute(
-                    f"SELECT stage, reason, count(*) FROM {source} GROUP BY ALL ORDER BY 1, 2"
-                ).fetchall()
-                removals += [Removal(ref, step.folder, outcome, *row) for row in rows]
-                if outcome != "excluded":
-                    continue
-                opt_outs += [
-                    OptOut(ref, str(signal), "excluded", n)
-                    for signal, n in connection.execute(
-                        "SELECT coalesce(json_extract_string(detail, '$.signal'), 'unknown'), "
-                        f"count(*) FROM {source} WHERE stage = 'opt_out' GROUP BY 1 ORDER BY 1"
-                    ).fetchall()
+            for outcome, table in STATS_TABLES.items():
+                counts = item.stats.get(table)
+                if counts is None and item.files.get(outcome):
+                    counts = _counted(connection, item.files[outcome], outcome, step.folder)
+                removals += [
+                    Removal(ref, step.folder, outcome, str(stage), str(reason), int(n))
+                    for stage, reasons in sorted((counts or {}).items())
+                    for reason, n in sorted(reasons.items())
                 ]
-                for kind, n in connection.execute(
+            if item.files.get("excluded"):
+                source = parquet_source(item.files["excluded"])
+                opt_outs += [
+                    OptOut(ref, str(signal), "excluded", int(n))
+                    for signal, n in _query(
+                        connection,
+                        "SELECT coalesce(json_extract_string(detail, '$.signal'), 'unknown'), "
+                        f"count(*) FROM {source} WHERE stage = 'opt_out' GROUP BY 1 ORDER BY 1",
+                        step.folder,
+                    )
+                ]
+                for kind, n in _query(
+                    connection,
                     "SELECT kind, count(*) FROM (SELECT unnest(json_keys(detail)) AS kind "
                     f"FROM {source} WHERE stage = 'pii' AND reason = 'contains_pii') "
-                    "GROUP BY 1"
-                ).fetchall():
-                    dropped[kind] = dropped.get(kind, 0) + n
+                    "GROUP BY 1",
+                    step.folder,
+                ):
+                    dropped[kind] = dropped.get(kind, 0) + int(n)
     return Lineage(
         tuple(steps), tuple(removals), tuple(opt_outs), tuple(taken_down), modes, dropped
     )
 
 
-def _step(ref: str, step: LineageStep) -> Step:
-    stats = step.manifest.get("stats") or {}
+def _counted(
+    connection: duckdb.DuckDBPyConnection, urls: list[str], outcome: str, folder: str
+) -> dict[str, dict[str, int]]:
+    """Removed records by stage and reason, from their files: excluded ones keep their
+    reason; quarantined and errored ones only their error, whose type (before the first
+    colon) stands for it."""
+    reason = "reason" if outcome == "excluded" else "trim(split_part(error, ':', 1))"
+    counts: dict[str, dict[str, int]] = {}
+    for stage, why, n in _query(
+        connection,
+        f"SELECT stage, {reason}, count(*) FROM {parquet_source(urls)} GROUP BY ALL",
+        folder,
+    ):
+        counts.setdefault(str(stage), {})[str(why)] = int(n)
+    return counts
+
+
+def _query(connection: duckdb.DuckDBPyConnection, query: str, folder: str) -> list[tuple]:
+    try:
+        return connection.execute(query).fetchall()
+    except duckdb.Error as error:
+        message = str(error).splitlines()[0]
+        raise InputError(
+            f"{folder}: its removed records could not be read ({message}); "
+            f"`mixplane lineage {folder} --verify` checks its files"
+        ) from error
+
+
+def _step(ref: str, step: LineageStep, stats: dict[str, Any]) -> Step:
+    stats = stats or step.manifest.get("stats") or {}
 
     def number(*keys: str) -> int | None:
         for key in keys:
