@@ -9,20 +9,26 @@ import csv
 import json
 import shlex
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from readme_blocks import readme_block
 
 from mixplane.catalog import Catalog
-from mixplane.errors import ConfigError
+from mixplane.catalog.engine import quote_literal
+from mixplane.errors import ConfigError, InputError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.tools.trace import TraceRequest, trace_dataset
 from mixplane.process.pipeline import run_pipeline
 from mixplane.report import report_dataset, report_mixture
+from mixplane.report.aggregate import domain_sql, takedowns
 from mixplane.report.html import render_html
+from mixplane.report.model import Row
 from mixplane.synth import generate_corpus
 from mixplane.tokenize import tokenize_dataset, train_tokenizer
 
@@ -359,3 +365,34 @@ def test_an_adaptive_mixture_needs_its_weight_log(work: Path):
     spec["policy"] = {"name": "ado", "update_every": 2, "warmup_steps": 0}
     with pytest.raises(ConfigError, match="weight log"):
         report_mixture(spec | {"catalog": str(work / "catalog.duckdb")}, 20)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTPS", "ftp"]),
+    user=st.sampled_from(["", "ana@", "ana:secret@"]),
+    www=st.sampled_from(["", "www.", "WWW."]),
+    labels=st.lists(st.sampled_from(["a", "news", "b-c", "x1", "0"]), min_size=1, max_size=3),
+    top=st.sampled_from(["org", "co.uk", "EXAMPLE"]),
+    port=st.sampled_from(["", ":8080"]),
+    rest=st.sampled_from(["", "/", "/a/b?c=d@e", "?x=1", "#f:g"]),
+)
+def test_domains_are_hosts_as_urllib_reads_them(scheme, user, www, labels, top, port, rest):
+    url = f"{scheme}://{user}{www}{'.'.join(labels)}.{top}{port}{rest}"
+    found = duckdb.sql(f"SELECT {domain_sql(quote_literal(url))}").fetchall()[0][0]
+    assert found == host(url)
+
+
+def test_html_escapes_what_crawled_pages_wrote(work: Path):
+    report = report_dataset(work / "catalog.duckdb", "web@1")
+    hostile = "<script>alert(1)</script>"
+    rows = (Row(hostile, 1, 5), *report.by_license.rows)
+    html = render_html(replace(report, by_license=replace(report.by_license, rows=rows)))
+    assert hostile not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_malformed_takedown_record_is_named(work: Path, tmp_path: Path):
+    with pytest.raises(InputError, match=r"tok/_manifest.json: takedowns\[1\]"):
+        takedowns({"takedowns": [TAKEDOWN, {"request": "r2", "removed": 3}]}, "web@2", "tok")
+    with pytest.raises(InputError, match="takedowns is a list"):
+        takedowns({"takedowns": {"request": "r1"}}, "web@2", "tok")

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mixplane.catalog.engine import quote_literal, quote_name
+from mixplane.errors import InputError
 from mixplane.report.model import Breakdown, PiiKind, Row, Takedown
 
 NOT_DETECTED = "not detected"  # the property is absent: its stage did not run
@@ -146,9 +147,17 @@ def takedowns(manifest: dict[str, Any], dataset: str, folder: str) -> list[Taked
         ...     "web@2", "tok")[0].tokens
         90
     """
+    entries = manifest.get("takedowns") or []
+    if not isinstance(entries, list):
+        raise InputError(f"{folder}/_manifest.json: takedowns is a list of requests")
     found = []
-    for entry in manifest.get("takedowns") or []:
-        removed = entry.get("removed") or {}
+    for n, entry in enumerate(entries):
+        removed = entry.get("removed") if isinstance(entry, dict) else None
+        if not isinstance(removed, dict) or not isinstance(entry.get("criteria", {}), dict):
+            raise InputError(
+                f"{folder}/_manifest.json: takedowns[{n}] is not a request with criteria and "
+                "removed {documents, tokens, shards_rewritten}"
+            )
         found.append(
             Takedown(
                 dataset=dataset,

@@ -40,15 +40,22 @@ def mixture_reads(
     connection.register(
         "shard_numbers", pa.table({"number": numbers, "dataset": refs, "shard": shards})
     )
+    # Summed per document within each block first: a document cut over many sequences
+    # of a block takes one row, not one a piece.
     connection.execute("CREATE TABLE pieces (number BIGINT, row BIGINT, tokens BIGINT)")
+    pieces = 0
     for shard, row, tokens in tokens_taken(dataset, positions):
         connection.register("block", pa.table({"number": shard, "row": row, "tokens": tokens}))
-        connection.execute("INSERT INTO pieces SELECT number, row, tokens FROM block")
+        connection.execute(
+            "INSERT INTO pieces SELECT number, row, sum(tokens) FROM block GROUP BY ALL"
+        )
         connection.unregister("block")
+        pieces += len(tokens)
     connection.execute(
         "CREATE TABLE taken AS SELECT s.dataset, s.shard, p.row, sum(p.tokens) AS tokens "
         "FROM pieces p JOIN shard_numbers s USING (number) GROUP BY ALL"
     )
+    connection.execute("DROP TABLE pieces")
     connection.execute(
         "CREATE VIEW documents AS SELECT d.*, t.tokens FROM taken t "
         "JOIN all_documents d USING (dataset, shard, row)"
@@ -57,5 +64,5 @@ def mixture_reads(
     return {
         "sequences": int(len(positions)),
         "seq_len": spec.seq_len,
-        "pieces": int(connection.execute("SELECT count(*) FROM pieces").fetchone()[0]),
+        "pieces": pieces,
     }
