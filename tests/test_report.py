@@ -32,6 +32,7 @@ from mixplane.report.model import Row
 from mixplane.synth import generate_corpus
 from mixplane.tokenize import tokenize_dataset, train_tokenizer
 
+GOVERNANCE_MD = Path(__file__).parent.parent / "docs" / "governance.md"
 TAKEDOWN = {
     "request": "td-0001",
     "reference": "TICKET-123",
@@ -358,6 +359,18 @@ def test_command_line_as_the_readme_writes_it(work: Path, cli, monkeypatch):
     assert code != 0 and "--steps" in err
     code, _, err = cli("report", "nothing@3")
     assert code != 0 and "nothing" in err
+
+
+def test_the_python_example_of_the_docs(work: Path, monkeypatch, capsys):
+    monkeypatch.chdir(work)
+    mixture_yaml(work)
+    exec(readme_block("python", "report_dataset(", GOVERNANCE_MD), {})
+    printed = capsys.readouterr().out.splitlines()
+    report = report_dataset(work / "catalog.duckdb", "web@1")
+    first = report.by_license.rows[0]
+    assert printed[0] == f"{first.key} {first.documents} {first.tokens}"
+    assert printed[-1].startswith(f"{100 * 8 * 64} ")
+    assert (work / "report.html").read_text() == render_html(report)
 
 
 def test_an_adaptive_mixture_needs_its_weight_log(work: Path):
