@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shlex
 from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +16,7 @@ import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from readme_blocks import readme_block
+from readme_blocks import readme_block, run_commands
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.engine import quote_literal
@@ -343,14 +342,7 @@ def test_html_shows_in_a_browser_without_errors_or_requests(work: Path, tmp_path
 def test_command_line_as_the_readme_writes_it(work: Path, cli, monkeypatch):
     monkeypatch.chdir(work)
     mixture_yaml(work)
-    lines = readme_block("bash", "mixplane report").strip().splitlines()
-    outputs = []
-    for line in lines:
-        command = shlex.split(line, comments=True)
-        assert command[0] == "mixplane"
-        code, out, err = cli(*command[1:])
-        assert code == 0, err
-        outputs.append(out)
+    outputs = run_commands(cli, readme_block("bash", "mixplane report"))
     assert (work / "report.html").exists() and (work / "attribution.csv").exists()
     read = json.loads(outputs[1])
     assert read["kind"] == "mixture" and read["reads"]["steps"] == 10
