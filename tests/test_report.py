@@ -245,6 +245,7 @@ def test_attribution_csv_lists_every_document(work: Path, tmp_path: Path):
         (r["document_id"], r["url"], r["license"], r["source"], int(r["tokens"])) for r in rows
     ) == sorted(expected)
     assert {r["dataset"] for r in rows} == {"web@1"}
+    assert [r["document_id"] for r in rows] == [i for (i,) in sql(work, "SELECT id FROM meta")]
 
 
 def mixture_yaml(work: Path) -> Path:

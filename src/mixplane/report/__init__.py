@@ -51,7 +51,8 @@ def report_dataset(
         if attribution:
             from mixplane.report.attribution import write_attribution
 
-            write_attribution(connection, attribution, options)
+            # Without added columns (joined beside the shards) the scan is in shard order.
+            write_attribution(connection, attribution, options, ordered=bool(version.added))
         return report
     finally:
         connection.close()
