@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import duckdb
 import pytest
+from conftest import make_records, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from readme_blocks import readme_block, run_commands
@@ -46,7 +47,7 @@ def build(root: Path) -> Path:
     extract, langid, pii dropping documents with a card number, then pii redacting) -> clean
     (opt_out annotating a listed domain, dedup_exact) -> tokens, registered as web@1; the
     tokens' manifest records a takedown as `mixplane takedown` writes it."""
-    generate_corpus(str(root / "corpus"), 240, 5, governance=True)
+    generate_corpus(str(root / "corpus"), 160, 5, governance=True)
     raw = root / "corpus" / "raw"
     (root / "extra").mkdir()
     (root / "extra" / "notes.jsonl").write_text(
@@ -63,6 +64,7 @@ def build(root: Path) -> Path:
                 str(root / "extra" / "*.jsonl"),
             ],
             "output": str(root / "governed"),
+            "workers": 1,
             "stages": [
                 "license",
                 {"opt_out": {"mode": "drop"}},
@@ -98,6 +100,18 @@ def build(root: Path) -> Path:
     written["takedowns"] = [TAKEDOWN]
     manifest.write_text(json.dumps(written, indent=2))
     Catalog(root / "catalog.duckdb").register(str(root / "tokens"), "web")
+    # a second dataset with none of the governance columns: no licence, url or pii counts
+    write_jsonl(root / "notes-raw" / "n.jsonl", make_records(40, "note"))
+    run_pipeline({"input": str(root / "notes-raw"), "output": str(root / "notes-clean")})
+    tokenize_dataset(
+        {
+            "input": str(root / "notes-clean"),
+            "output": str(root / "notes"),
+            "tokenizer": str(root / "tok.json"),
+            "eos": True,
+        }
+    )
+    Catalog(root / "catalog.duckdb").register(str(root / "notes"), "notes")
     return root
 
 
@@ -258,8 +272,8 @@ def mixture_yaml(work: Path) -> Path:
                 "seed": 3,
                 "global_batch_size": 8,
                 "components": {
-                    "web": {"where": "source = 'web'", "weight": 0.5},
-                    "rest": {"where": "source != 'web'", "weight": 0.5},
+                    "web": {"where": "source = 'web'", "weight": 0.5, "datasets": ["web"]},
+                    "rest": {"where": "source != 'web'", "weight": 0.5, "datasets": ["web"]},
                 },
             }
         )
@@ -302,6 +316,37 @@ def test_mixture_counts_the_tokens_its_steps_took(work: Path, tmp_path: Path):
     whole = report.to_json()
     assert whole.pop("reads")["world_size"] == 1
     assert split == whole
+
+
+def test_a_mixture_over_datasets_with_different_properties(work: Path):
+    spec = json.loads(mixture_yaml(work).read_text()) | {"catalog": str(work / "catalog.duckdb")}
+    spec["components"] = {
+        "web": {"where": "source = 'web'", "weight": 0.5, "datasets": ["web"]},
+        "notes": {"where": "n_tokens > 0", "weight": 0.5, "datasets": ["notes"]},
+    }
+    report = report_mixture(spec, 6)
+    assert report.datasets == ("notes@1", "web@1") and report.tokens == 6 * 8 * 64
+    taken: Counter = Counter()
+    dataset = MixtureDataset(spec, prefetch=0)
+    try:
+        for step in range(6):
+            for sequence in trace_dataset(dataset, TraceRequest(step=step))["sequences"]:
+                for piece in sequence["documents"]:
+                    taken[piece["dataset"], piece["id"]] += piece["tokens"][1] - piece["tokens"][0]
+    finally:
+        dataset.close()
+    per_dataset: Counter = Counter()
+    for (ref, _), tokens in taken.items():
+        per_dataset[ref] += tokens
+    assert {k: t for k, (_, t) in table(report.by_dataset).items()} == dict(per_dataset)
+    notes = sum(1 for ref, _ in taken if ref == "notes@1")
+    assert table(report.by_license)["not detected"][0] >= notes > 0
+    assert table(report.by_domain)["(no url)"][0] >= notes
+    # the notes' own report: nothing to say about licences or personal data
+    alone = report_dataset(work / "catalog.duckdb", "notes@1")
+    assert table(alone.by_license) == {"not detected": (40, alone.tokens)}
+    assert alone.pii == () and alone.lineage.takedowns == ()
+    assert "No pii stage ran" in render_html(alone)
 
 
 def test_html_is_self_contained_and_shows_the_numbers(work: Path):
