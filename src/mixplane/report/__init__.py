@@ -98,16 +98,16 @@ def report_mixture(
     try:
         if weight_log:
             dataset.apply_weight_changes(weight_log)
-        positions = first_steps(dataset, steps, world_size, batch_size)
-        if spec.policy is not None and not weight_log and len(positions):
-            check_before_adapting(spec.policy, int(positions[-1]), spec.sequences_per_step())
+        sequences = first_steps(dataset, steps, world_size, batch_size)
+        if spec.policy is not None and not weight_log and sequences:
+            check_before_adapting(spec.policy, sequences - 1, spec.sequences_per_step())
         refs = [info["dataset"] for info in dataset.resolved.datasets]
         versions = [catalog.get(ref) for ref in refs]
         options = catalog.storage_options
         lineages = lineage_files(versions, options)
         connection = open_relation(versions, lineages, options)
         try:
-            reads = mixture_reads(connection, dataset, versions, positions)
+            reads = mixture_reads(connection, dataset, versions, sequences)
             reads |= {"steps": steps, "world_size": world_size, "batch_size": batch_size}
             lineage = read_lineage(connection, lineages)
             kinds = pii_columns(versions)

@@ -2,7 +2,7 @@
 tokens taken from it (summed over its pieces), joined with its shard's metadata.
 
 Example:
-    >>> reads = mixture_reads(connection, dataset, versions, positions)  # doctest: +SKIP
+    >>> reads = mixture_reads(connection, dataset, versions, 800)  # doctest: +SKIP
     >>> reads["sequences"]  # doctest: +SKIP
     800
 """
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 
 from mixplane.catalog.registry import DatasetVersion
@@ -25,10 +24,11 @@ def mixture_reads(
     connection: duckdb.DuckDBPyConnection,
     dataset: MixtureDataset,
     versions: Sequence[DatasetVersion],
-    positions: np.ndarray,
+    sequences: int,
 ) -> dict[str, Any]:
     """Create `documents` on `connection` (which has `all_documents` over `versions`) for
-    the sequences at `positions`; returns what was read (sequences, tokens per sequence)."""
+    the first `sequences` of the stream; returns what was read (sequences, tokens per
+    sequence, document pieces)."""
     resolved = dataset.resolved
     by_uri = {version.uri: version for version in versions}
     numbers, refs, shards = [], [], []
@@ -44,7 +44,7 @@ def mixture_reads(
     # of a block takes one row, not one a piece.
     connection.execute("CREATE TABLE pieces (number BIGINT, row BIGINT, tokens BIGINT)")
     pieces = 0
-    for shard, row, tokens in tokens_taken(dataset, positions):
+    for shard, row, tokens in tokens_taken(dataset, sequences):
         connection.register("block", pa.table({"number": shard, "row": row, "tokens": tokens}))
         connection.execute(
             "INSERT INTO pieces SELECT number, row, sum(tokens) FROM block GROUP BY ALL"
@@ -62,7 +62,7 @@ def mixture_reads(
     )
     spec = dataset.spec
     return {
-        "sequences": int(len(positions)),
+        "sequences": sequences,
         "seq_len": spec.seq_len,
         "pieces": pieces,
     }

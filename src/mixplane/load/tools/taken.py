@@ -7,7 +7,7 @@ read here: callers join the shard and row numbers with the shards' `.meta.parque
 
 Example:
     >>> dataset = MixtureDataset("mixture.yaml", prefetch=0)  # doctest: +SKIP
-    >>> for shard, row, tokens in tokens_taken(dataset, np.arange(64)):  # doctest: +SKIP
+    >>> for shard, row, tokens in tokens_taken(dataset, 64):  # doctest: +SKIP
     ...     print(shard[:3], row[:3], tokens[:3])
     [0 0 2] [17 4 9] [256 31 225]
 """
@@ -18,39 +18,47 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
-from mixplane.load.plan.steps import StepLayout
+from mixplane.load.plan.steps import MAX_POSITION, StepLayout
 
 # Positions planned at once: bounds the pieces held in memory, whatever the steps.
 BLOCK = 1 << 15
 
 
-def first_steps(dataset: MixtureDataset, steps: int, world_size: int, batch_size: int | None):
-    """The positions the first `steps` training steps read (all ranks), as `trace` and the
-    loader lay steps out; the stream's end cuts them short.
+def first_steps(
+    dataset: MixtureDataset, steps: int, world_size: int, batch_size: int | None
+) -> int:
+    """How many sequences the first `steps` training steps read on all ranks (positions 0
+    to that count), as `trace` and the loader lay steps out; the stream's end cuts them
+    short.
 
     Example:
         >>> first_steps(dataset, 2, world_size=2, batch_size=4)  # doctest: +SKIP
-        array([ 0,  1, ..., 15])
+        16
     """
     layout = StepLayout.of(dataset.spec.global_batch_size, world_size, batch_size)
     end = steps * layout.step_size
+    if end > MAX_POSITION:
+        raise ConfigError(f"{steps:,} steps of {layout.step_size:,} sequences pass any stream")
     if dataset.plan.length is not None:
         end = min(end, dataset.plan.length)
-    return np.arange(end, dtype=np.int64)
+    return end
 
 
 def tokens_taken(
-    dataset: MixtureDataset, positions: np.ndarray, block: int = BLOCK
+    dataset: MixtureDataset, sequences: int, block: int | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """`(shard, row, tokens)` arrays, a block of positions at a time: for each document
-    piece, the shard number (`dataset.resolved.shards`), the document's row in that
-    shard's metadata, and the tokens taken from it (the EOS the loader appends included:
-    it is in the batch). A document cut over several sequences appears once per piece."""
-    positions = np.asarray(positions, dtype=np.int64)
+    """`(shard, row, tokens)` arrays for the first `sequences` positions, a block at a
+    time: for each document piece, the shard number (`dataset.resolved.shards`), the
+    document's row in that shard's metadata, and the tokens taken from it (the EOS the
+    loader appends included: it is in the batch). A document cut over several sequences
+    appears once per piece."""
     resolved = dataset.resolved
-    for start in range(0, len(positions), block):
-        found = dataset.plan.block(positions[start : start + block])
+    block = block or BLOCK
+    for start in range(0, sequences, block):
+        positions = np.arange(start, min(start + block, sequences), dtype=np.int64)
+        found = dataset.plan.block(positions)
         spans = found.spans
         shard = np.empty(len(spans), dtype=np.int64)
         row = np.empty(len(spans), dtype=np.int64)
