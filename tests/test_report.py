@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -33,6 +34,7 @@ from mixplane.synth import generate_corpus
 from mixplane.tokenize import tokenize_dataset, train_tokenizer
 
 GOVERNANCE_MD = Path(__file__).parent.parent / "docs" / "governance.md"
+SCREENSHOT = Path(__file__).parent.parent / "docs" / "images" / "report.png"
 TAKEDOWN = {
     "request": "td-0001",
     "reference": "TICKET-123",
@@ -368,22 +370,28 @@ def test_html_shows_in_a_browser_without_errors_or_requests(work: Path, tmp_path
     playwright = pytest.importorskip("playwright.sync_api")
     from test_serve_dashboard import CHROMIUM, CHROMIUM_ARGS
 
+    """Also the README's picture of a report: written over the tracked
+    docs/images/report.png only with MIXPLANE_UPDATE_SCREENSHOTS=1."""
     path = tmp_path / "report.html"
+    update = os.environ.get("MIXPLANE_UPDATE_SCREENSHOTS") == "1"
+    picture = SCREENSHOT if update else tmp_path / SCREENSHOT.name
     report = report_dataset(work / "catalog.duckdb", "web@1")
     path.write_text(render_html(report), encoding="utf-8")
     errors, requests = [], []
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.on("console", lambda m: m.type in ("error", "warning") and errors.append(m.text))
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("request", lambda r: requests.append(r.url))
             page.goto(path.as_uri())
             assert page.locator("#documents").inner_text() == f"{report.documents:,}"
-            bars = page.locator("#by-license + svg rect, #by-license ~ svg rect").count()
-            assert bars >= len(report.by_license.rows)
+            bars = page.locator("#by-license + .pair svg rect").count()
+            assert bars == len(report.by_license.rows)
             assert page.locator("table").count() >= 9
+            page.screenshot(path=str(picture))  # the top: totals, datasets, licences
+            assert picture.stat().st_size > 10_000
         finally:
             browser.close()
     assert errors == [] and requests == [path.as_uri()]

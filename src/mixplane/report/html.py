@@ -18,9 +18,9 @@ import jinja2
 from mixplane.report.model import Breakdown, Report
 
 TEMPLATE = "report.html.j2"
-BAR_WIDTH = 360  # pixels of the longest bar
+BAR_WIDTH = 280  # pixels of the longest bar
 BAR_HEIGHT = 18
-LABEL_WIDTH = 220
+LABEL_WIDTH = 180
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def bars(breakdown: Breakdown) -> list[Bar]:
     Example:
         >>> from mixplane.report.model import Row
         >>> [b.width for b in bars(Breakdown("source", (Row("a", 1, 10), Row("b", 1, 5)), 2))]
-        [360.0, 180.0]
+        [280.0, 140.0]
     """
     largest = max((row.tokens for row in breakdown.rows), default=0) or 1
     return [
@@ -82,7 +82,7 @@ def render_html(report: Report) -> str:
         share=share,
         bar_height=BAR_HEIGHT,
         label_width=LABEL_WIDTH,
-        chart_width=LABEL_WIDTH + BAR_WIDTH + 120,
+        chart_width=LABEL_WIDTH + BAR_WIDTH + 60,
     )
 
 
