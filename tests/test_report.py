@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from readme_blocks import readme_block, run_commands
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.engine import quote_literal
-from mixplane.errors import ConfigError, InputError
+from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.tools.trace import TraceRequest, trace_dataset
 from mixplane.process.pipeline import run_pipeline
@@ -452,6 +453,20 @@ def test_html_escapes_what_crawled_pages_wrote(work: Path):
     rows = (Row(hostile, 1, 5), *report.by_license.rows)
     html = render_html(replace(report, by_license=replace(report.by_license, rows=rows)))
     assert hostile not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_version_whose_files_changed_is_refused(work: Path, tmp_path: Path):
+    shutil.copytree(work / "tokens", tmp_path / "tokens")
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    catalog.register(str(tmp_path / "tokens"), "copy")
+    assert (
+        report_dataset(catalog, "copy@1").to_json()["by_license"]
+        == (report_dataset(work / "catalog.duckdb", "web@1").to_json()["by_license"])
+    )
+    meta = next((tmp_path / "tokens").glob("*.meta.parquet"))
+    meta.write_bytes(meta.read_bytes() + b"more")
+    with pytest.raises(MixplaneError, match="changed since it was registered"):
+        report_dataset(catalog, "copy@1")
 
 
 def test_a_malformed_takedown_record_is_named(work: Path, tmp_path: Path):

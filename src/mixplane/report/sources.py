@@ -25,7 +25,7 @@ from mixplane.catalog.engine import (
     quote_name,
     sandbox,
 )
-from mixplane.catalog.query import added_urls
+from mixplane.catalog.query import added_urls, check_unchanged
 from mixplane.catalog.registry import DatasetVersion
 from mixplane.errors import InputError
 from mixplane.io.atomic import join_url
@@ -40,6 +40,9 @@ FOLDERS = {"_excluded/": "excluded", "_quarantine/": "quarantined", "_errors/": 
 # The `_stats.json` tables of removed records by stage and reason, per outcome.
 STATS_TABLES = {"excluded": "excluded_by", "quarantined": "quarantined_by", "errored": "errored_by"}
 STATS = "_stats.json"
+INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"} | {
+    f"U{name}" for name in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT")
+}
 
 
 @dataclass
@@ -98,11 +101,12 @@ def _stats(folder: str, storage_options: dict[str, Any]) -> dict[str, Any]:
 
 
 def pii_columns(versions: Sequence[DatasetVersion]) -> list[str]:
-    """The kinds of the `pii_*` count columns any version has, in first-seen order."""
+    """The kinds of the `pii_*` count columns (integers: the pii stage's) any version has,
+    in first-seen order."""
     kinds: dict[str, None] = {}
     for version in versions:
-        for name in version.schema:
-            if name.startswith("pii_"):
+        for name, kind in version.schema.items():
+            if name.startswith("pii_") and kind.upper() in INTEGERS:
                 kinds[name[len("pii_") :]] = None
     return list(kinds)
 
@@ -113,9 +117,12 @@ def open_relation(
     storage_options: dict[str, Any],
 ) -> duckdb.DuckDBPyConnection:
     """A sandboxed connection with the view `all_documents` over every document of
-    `versions`: `dataset`, `shard` (the version's shard number), `row`, `id`, the text
-    properties (absent ones as `not detected`), `opt_out`, `opt_out_signal`, `n_tokens` and
-    `pii_*` counts (NULL where a version has no such column)."""
+    `versions`: `dataset`, `shard` (the version's shard number), `row`, `id`, `source`,
+    `url`, `license`, `language`, `opt_out`, `opt_out_signal`, `n_tokens` and `pii_*`
+    counts (NULL where a version has no such column). A version whose files changed since
+    it was registered is refused, as every catalog query refuses it."""
+    for version in versions:
+        check_unchanged(version, storage_options)
     urls = [url for version in versions for url in version.meta_urls() + added_urls(version)]
     urls += [url for lineage in lineages for url in lineage.urls]
     connection = sandbox(urls, storage_options)
