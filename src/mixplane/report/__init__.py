@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,29 +33,19 @@ def report_dataset(
     `catalog` (a `Catalog` or its path); with `attribution`, the attribution list of its
     documents is written there as CSV."""
     from mixplane.catalog import Catalog
-    from mixplane.report.assemble import assemble
-    from mixplane.report.sources import lineage_files, open_relation, pii_columns, read_lineage
 
     catalog = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
     version = catalog.get(ref)
-    options = catalog.storage_options
-    lineages = lineage_files([version], options)
-    connection = open_relation([version], lineages, options)
-    try:
+
+    def documents(connection) -> None:
         connection.execute(
             "CREATE VIEW documents AS SELECT *, n_tokens AS tokens FROM all_documents"
         )
-        lineage = read_lineage(connection, lineages)
-        kinds = pii_columns([version])
-        report = assemble(connection, version.ref, "dataset", [version.ref], lineage, kinds, top)
-        if attribution:
-            from mixplane.report.attribution import write_attribution
 
-            # Without added columns (joined beside the shards) the scan is in shard order.
-            write_attribution(connection, attribution, options, ordered=bool(version.added))
-        return report
-    finally:
-        connection.close()
+    # Without added columns (joined beside the shards) the scan is in shard order already.
+    return _report(
+        catalog, [version], version.ref, "dataset", documents, top, attribution, bool(version.added)
+    )
 
 
 def report_mixture(
@@ -81,9 +71,7 @@ def report_mixture(
     from mixplane.load.tools.taken import first_steps
     from mixplane.load.tools.trace import check_before_adapting
     from mixplane.mix.spec import load_mixture
-    from mixplane.report.assemble import assemble
     from mixplane.report.reads import mixture_reads
-    from mixplane.report.sources import lineage_files, open_relation, pii_columns, read_lineage
 
     if steps < 1:
         raise ConfigError(f"steps must be at least 1, got {steps}")
@@ -101,27 +89,51 @@ def report_mixture(
         sequences = first_steps(dataset, steps, world_size, batch_size)
         if spec.policy is not None and not weight_log and sequences:
             check_before_adapting(spec.policy, sequences - 1, spec.sequences_per_step())
-        refs = [info["dataset"] for info in dataset.resolved.datasets]
-        versions = [catalog.get(ref) for ref in refs]
-        options = catalog.storage_options
-        lineages = lineage_files(versions, options)
-        connection = open_relation(versions, lineages, options)
-        try:
-            reads = mixture_reads(connection, dataset, versions, sequences)
-            reads |= {"steps": steps, "world_size": world_size, "batch_size": batch_size}
-            lineage = read_lineage(connection, lineages)
-            kinds = pii_columns(versions)
-            subject = Path(mixture).name if isinstance(mixture, (str, Path)) else "mixture"
-            report = assemble(connection, subject, "mixture", refs, lineage, kinds, top, reads)
-            if attribution:
-                from mixplane.report.attribution import write_attribution
+        versions = [catalog.get(info["dataset"]) for info in dataset.resolved.datasets]
+        asked = {"steps": steps, "world_size": world_size, "batch_size": batch_size}
 
-                write_attribution(connection, attribution, options)
-            return report
-        finally:
-            connection.close()
+        def documents(connection) -> dict[str, Any]:
+            return mixture_reads(connection, dataset, versions, sequences) | asked
+
+        subject = Path(mixture).name if isinstance(mixture, (str, Path)) else "mixture"
+        return _report(catalog, versions, subject, "mixture", documents, top, attribution)
     finally:
         dataset.close()
+
+
+def _report(
+    catalog: Any,
+    versions: list[Any],
+    subject: str,
+    kind: str,
+    documents: Callable[[Any], dict[str, Any] | None],
+    top: int | None,
+    attribution: str | None,
+    ordered: bool = True,
+) -> Report:
+    """Open the versions' documents and lineage, let `documents` make the view of what to
+    count (returning what was read, for a mixture), count, and write the attribution list."""
+    from mixplane.errors import ConfigError
+    from mixplane.report.assemble import assemble
+    from mixplane.report.attribution import write_attribution
+    from mixplane.report.sources import lineage_files, open_relation, pii_columns, read_lineage
+
+    if top is not None and top < 1:
+        raise ConfigError(f"top must be at least 1 (domains listed before 'other'), got {top}")
+    options = catalog.storage_options
+    lineages = lineage_files(versions, options)
+    connection = open_relation(versions, lineages, options)
+    try:
+        reads = documents(connection)
+        lineage = read_lineage(connection, lineages)
+        refs = [version.ref for version in versions]
+        kinds = pii_columns(versions)
+        report = assemble(connection, subject, kind, refs, lineage, kinds, top, reads)
+        if attribution:
+            write_attribution(connection, attribution, options, ordered=ordered)
+        return report
+    finally:
+        connection.close()
 
 
 __all__ = [

@@ -13,7 +13,6 @@ from typing import Any
 
 import duckdb
 
-from mixplane.errors import ConfigError
 from mixplane.report.aggregate import (
     breakdown,
     domain_sql,
@@ -38,8 +37,6 @@ def assemble(
     reads: dict[str, Any] | None = None,
 ) -> Report:
     """Every number of the report, each one query over `documents`."""
-    if top is not None and top < 1:
-        raise ConfigError(f"top must be at least 1 (domains listed before 'other'), got {top}")
 
     def by(name: str, key: str, most: int | None = None):
         return breakdown(name, connection.execute(top_sql(RELATION, key, most)).fetchall())
