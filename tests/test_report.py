@@ -313,6 +313,8 @@ def test_mixture_counts_the_tokens_its_steps_took(work: Path, tmp_path: Path, mo
     for document, tokens in taken.items():
         by_source[sources[document]] += tokens
     assert {k: t for k, (_, t) in table(report.by_source).items()} == dict(by_source)
+    html = render_html(report)
+    assert "first 12 steps" in html and f"{report.tokens:,}" in html
     # the lineage sections cover the datasets the mixture reads
     assert report.datasets == ("web@1",) and len(report.lineage.takedowns) == 1
     # two ranks of micro-batches of 4 make the same steps of 8
