@@ -23,6 +23,7 @@ from readme_blocks import readme_block, run_commands
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.engine import quote_literal
+from mixplane.demo import pipeline_config
 from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.tools.trace import TraceRequest, trace_dataset
@@ -51,33 +52,22 @@ def build(root: Path) -> Path:
     (opt_out annotating a listed domain, dedup_exact) -> tokens, registered as web@1; the
     tokens' manifest records a takedown as `mixplane takedown` writes it."""
     generate_corpus(str(root / "corpus"), 160, 5, governance=True)
-    raw = root / "corpus" / "raw"
     (root / "extra").mkdir()
     (root / "extra" / "notes.jsonl").write_text(
         '{"id": "note-1", "text": "A short note about rivers."}\n{"id": "note-2", "text": \n'
     )
-    run_pipeline(
-        {
-            "input": [
-                {"path": str(raw / "web" / "*.warc.gz"), "source": "web"},
-                {"path": str(raw / "web_html" / "*.html"), "source": "web"},
-                str(raw / "wiki" / "*.jsonl.zst"),
-                str(raw / "code" / "*.jsonl.gz"),
-                str(raw / "forum" / "*.parquet"),
-                str(root / "extra" / "*.jsonl"),
-            ],
-            "output": str(root / "governed"),
-            "workers": 1,
-            "stages": [
-                "license",
-                {"opt_out": {"mode": "drop"}},
-                "extract",
-                "langid",
-                {"pii": {"mode": "drop", "kinds": ["credit_card"]}},
-                "pii",
-            ],
-        }
-    )
+    config = pipeline_config(root, workers=1)  # the demo's inputs: its corpus has this layout
+    config["input"].append(str(root / "extra" / "*.jsonl"))
+    config["output"] = str(root / "governed")
+    config["stages"] = [
+        "license",
+        {"opt_out": {"mode": "drop"}},
+        "extract",
+        "langid",
+        {"pii": {"mode": "drop", "kinds": ["credit_card"]}},
+        "pii",
+    ]
+    run_pipeline(config)
     urls = duckdb.sql(
         f"SELECT url FROM '{root}/governed/*.parquet' WHERE url IS NOT NULL ORDER BY id LIMIT 1"
     ).fetchall()
