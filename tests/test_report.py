@@ -461,6 +461,35 @@ def test_a_version_whose_files_changed_is_refused(work: Path, tmp_path: Path):
         report_dataset(catalog, "copy@1")
 
 
+def test_a_dataset_and_its_lineage_on_object_storage(work: Path, s3_bucket, tmp_path: Path):
+    """The same report from a copy on S3 (a real S3 server on loopback), its lineage read
+    there too; the attribution list written there."""
+    import s3fs
+
+    bucket, options = s3_bucket
+    remote = f"s3://{bucket}/work"
+    fs = s3fs.S3FileSystem(**options)
+    for name in ("governed", "clean", "tokens"):
+        for path in (work / name).rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                if path.name == "_manifest.json":  # its paths are absolute: point them there
+                    data = data.replace(str(work).encode(), remote.encode())
+                fs.pipe(f"{remote}/{path.relative_to(work)}", data)
+    catalog = Catalog(tmp_path / "catalog.duckdb", storage_options=options)
+    catalog.register(f"{remote}/tokens", "web")
+    there = report_dataset(catalog, "web@1", attribution=f"{remote}/attribution.csv")
+    here = report_dataset(work / "catalog.duckdb", "web@1")
+    expected = json.loads(json.dumps(here.to_json()).replace(str(work), remote))
+    assert (
+        there.to_json() == expected
+        and len(there.removals) >= 4
+        and len(there.lineage.takedowns) == 1
+    )
+    written = fs.cat(f"{remote}/attribution.csv").decode().splitlines()
+    assert len(written) == here.documents + 1
+
+
 def test_a_malformed_takedown_record_is_named(work: Path, tmp_path: Path):
     with pytest.raises(InputError, match=r"tok/_manifest.json: takedowns\[1\]"):
         takedowns({"takedowns": [TAKEDOWN, {"request": "r2", "removed": 3}]}, "web@2", "tok")
