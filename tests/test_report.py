@@ -416,11 +416,14 @@ def test_the_python_example_of_the_docs(work: Path, monkeypatch, capsys):
     assert (work / "report.html").read_text() == render_html(report)
 
 
-def test_an_adaptive_mixture_needs_its_weight_log(work: Path):
+def test_mixtures_a_report_cannot_read_exactly_are_refused(work: Path):
     spec = json.loads(mixture_yaml(work).read_text())
     spec["policy"] = {"name": "ado", "update_every": 2, "warmup_steps": 0}
     with pytest.raises(ConfigError, match="weight log"):
         report_mixture(spec | {"catalog": str(work / "catalog.duckdb")}, 20)
+    spec.pop("policy")
+    with pytest.raises(ConfigError, match="packing: none"):
+        report_mixture(spec | {"packing": "none"}, 2)
 
 
 @settings(max_examples=40, deadline=None)

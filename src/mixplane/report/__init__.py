@@ -76,6 +76,11 @@ def report_mixture(
     if steps < 1:
         raise ConfigError(f"steps must be at least 1, got {steps}")
     spec = load_mixture(mixture)
+    if spec.packing == "none":
+        raise ConfigError(
+            "this mixture has packing: none (whole documents, padded batches); a report of "
+            "what steps read is made from the packed plan, so it is not reported yet"
+        )
     if catalog is None:
         if not spec.catalog:
             raise ConfigError("the mixture names no catalog: pass catalog= (--catalog)")
