@@ -17,3 +17,18 @@ def readme_block(language: str, marker: str, document: Path = README) -> str:
     if not found:
         raise LookupError(f"{document.name} has no {language} block containing {marker!r}")
     return found[0]
+
+
+def run_commands(cli, block: str) -> list[str]:
+    """Run each `mixplane ...` line of a bash block through the `cli` fixture, as a user
+    pastes them (comments dropped); each must succeed. Their outputs, in order."""
+    import shlex
+
+    outputs = []
+    for line in block.strip().splitlines():
+        command = shlex.split(line, comments=True)
+        assert command[0] == "mixplane"
+        code, out, err = cli(*command[1:])
+        assert code == 0, err
+        outputs.append(out)
+    return outputs

@@ -11,7 +11,7 @@ def test_demo_runs_every_step(demo_run):
     """The session's demo run (the one the service tests serve): 1,500 documents, 25
     batches of 8 sequences."""
     work, steps, report = demo_run
-    assert steps == ["synth", "process", "tokenizer", "tokenize", "catalog", "mix"]
+    assert steps == ["synth", "process", "tokenizer", "tokenize", "catalog", "mix", "report"]
     process = report["process"]
     assert process["documents_in"] == 1500
     assert process["documents_in"] == process["kept"] + process["excluded"] + process["quarantined"]
@@ -29,6 +29,10 @@ def test_demo_runs_every_step(demo_run):
             <= 1
         )
     assert (work / "pipeline.yaml").exists() and (work / "mixture.yaml").exists()
+    written = report["report"]
+    assert written["documents"] == process["kept"]
+    assert f"{process['kept']:,}" in (work / "report.html").read_text()
+    assert len((work / "attribution.csv").read_text().splitlines()) == process["kept"] + 1
 
 
 def test_demo_image_journey(tmp_path: Path):

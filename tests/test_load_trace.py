@@ -4,7 +4,6 @@ what the training loop received (ranks, accumulation, DataLoader workers, adapti
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mixtures import three_sources
-from readme_blocks import readme_block
+from readme_blocks import readme_block, run_commands
 from traced_documents import Documents
 
 from mixplane.errors import ConfigError
@@ -300,14 +299,7 @@ def test_the_readme_section_as_written(catalog, cli, tmp_path, monkeypatch, caps
     monkeypatch.setattr("mixplane.load.dataset.READ_AHEAD_TOKENS", 4096)
     (tmp_path / "mixture.yaml").write_text(json.dumps(spec))  # JSON is YAML
     (tmp_path / "weights.jsonl").write_text("")  # a run that changed no weights
-    lines = readme_block("bash", "mixplane trace").strip().splitlines()
-    outputs = []
-    for line in lines:
-        command = shlex.split(line, comments=True)
-        assert command[0] == "mixplane"
-        code, out, err = cli(*command[1:])
-        assert code == 0, err
-        outputs.append(out)
+    outputs = run_commands(cli, readme_block("bash", "mixplane trace"))
     assert json.loads(outputs[1])["positions"] == list(range(1200 * 8, 1201 * 8))
     assert "sequence 9,603" in outputs[2]
 

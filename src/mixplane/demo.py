@@ -2,7 +2,8 @@
 
 synth -> process (extract, normalize, langid, quality filters, pii, dedup) -> train a tokenizer
 -> tokenize -> register in the catalog -> query -> mix -> stream batches through a PyTorch
-DataLoader with two workers; then the same for image-caption data (`mixplane.demo_images`).
+DataLoader with two workers -> a governance report (`report.html`); then the same for
+image-caption data (`mixplane.demo_images`).
 Every step writes its files (and YAML configs) into the work folder, so each can be rerun by
 hand with the `mixplane` command.
 
@@ -153,11 +154,31 @@ def run_demo(
         write_yaml(work / "mixture.yaml", mixture)
         out |= stream_batches(mixture, batches, workers)
 
+    with step("report") as out:
+        out |= write_report(work, version.ref)
+
     if images:
         from mixplane.demo_images import run_image_demo
 
         report |= run_image_demo(work, tokenizer, images, seed, workers, on_step=on_step)
     return report
+
+
+def write_report(work: Path, ref: str) -> dict[str, Any]:
+    """The governance report of the registered version: `report.html` and the attribution
+    list `attribution.csv` in `work`."""
+    from mixplane.report import report_dataset
+    from mixplane.report.html import render_html
+
+    report = report_dataset(work / "catalog.duckdb", ref, attribution=str(work / "attribution.csv"))
+    (work / "report.html").write_text(render_html(report), encoding="utf-8")
+    return {
+        "html": str(work / "report.html"),
+        "csv": str(work / "attribution.csv"),
+        "documents": report.documents,
+        "licenses": len(report.by_license.rows),
+        "removed": sum(removal.documents for removal in report.removals),
+    }
 
 
 def stream_batches(mixture: dict[str, Any], batches: int, workers: int) -> dict[str, Any]:

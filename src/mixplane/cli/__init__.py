@@ -17,6 +17,7 @@ from mixplane.cli import demo as _demo
 from mixplane.cli import gc as _gc
 from mixplane.cli import mix as _mix
 from mixplane.cli import process as _process
+from mixplane.cli import report as _report
 from mixplane.cli import serve as _serve
 from mixplane.cli import synth as _synth
 from mixplane.cli import tokenize as _tokenize
@@ -32,6 +33,7 @@ for _module in (
     _annotate,
     _mix,
     _trace,
+    _report,
     _demo,
     _serve,
     _gc,

@@ -102,6 +102,15 @@ def _mix(out: dict[str, Any]) -> None:
     _components(out, "sequences")
 
 
+def _report(out: dict[str, Any]) -> None:
+    _title(
+        "   report",
+        out,
+        f"{out['documents']:,} documents under {out['licenses']} licence values, "
+        f"{out['removed']:,} removed in lineage: {out['html']}, attribution in {out['csv']}",
+    )
+
+
 def _image_synth(out: dict[str, Any]) -> None:
     sources = ", ".join(f"{name} {n:,}" for name, n in out["sources"].items())
     planted = ", ".join(
@@ -157,6 +166,7 @@ SHOW = {
     "tokenize": _tokenize,
     "catalog": _catalog,
     "mix": _mix,
+    "report": _report,
     "image_synth": _image_synth,
     "image_process": _image_process,
     "image_catalog": _image_catalog,

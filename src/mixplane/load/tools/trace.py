@@ -208,7 +208,7 @@ def trace_dataset(
         micro = np.zeros(1, dtype=np.int64)
         step_size, batch = spec.global_batch_size, 1
     if spec.policy is not None and not exact_weights:
-        _check_before_adapting(spec.policy, int(positions.max()), spec.sequences_per_step())
+        check_before_adapting(spec.policy, int(positions.max()), spec.sequences_per_step())
     metadata = ShardMetadata(dataset, request.properties)
     pieces = sequence_pieces(dataset, positions, request.properties, metadata)
     components = [dataset.names[c] for c in plan.blend.lookup(positions)[0].tolist()]
@@ -336,7 +336,7 @@ def first_adapted_step(policy: PolicySpec) -> int:
     return first_update - 1 + policy.delay
 
 
-def _check_before_adapting(policy: PolicySpec, last_position: int, step_size: int) -> None:
+def check_before_adapting(policy: PolicySpec, last_position: int, step_size: int) -> None:
     first = first_adapted_step(policy)
     if last_position >= first * step_size:
         raise ConfigError(
