@@ -129,8 +129,7 @@ def rows(registry: Registry) -> list[TakedownRow]:
         "ORDER BY taken_at, name, old_version"
     ).fetchall()
     return [
-        TakedownRow(r[0], r[1], orjson.loads(r[2]), r[3], r[4], *map(int, r[5:]))
-        for r in found
+        TakedownRow(r[0], r[1], orjson.loads(r[2]), r[3], r[4], *map(int, r[5:])) for r in found
     ]
 
 

@@ -100,7 +100,10 @@ def find_matches(
                 connection.execute(
                     "CREATE OR REPLACE TEMP TABLE criteria AS SELECT * FROM "
                     "(SELECT unnest(?::VARCHAR[]) AS kind, unnest(?::VARCHAR[]) AS value)",
-                    [[k for k, _ in request.criteria_rows()], [v for _, v in request.criteria_rows()]],
+                    [
+                        [k for k, _ in request.criteria_rows()],
+                        [v for _, v in request.criteria_rows()],
+                    ],
                 )
                 table = connection.sql(match_sql(has_url)).to_arrow_table()
             except duckdb.Error as error:

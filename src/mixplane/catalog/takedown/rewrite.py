@@ -102,4 +102,3 @@ def filter_column(
     name = target.rsplit("/", 1)[-1]
     digest = f"xxh3_128:{xxhash.xxh3_128_hexdigest(data)}"
     return ColumnFile(name, len(data), digest, kept.num_rows)
-

@@ -104,7 +104,7 @@ def check_folder(plan: VersionPlan, request: TakedownRequest, storage_options) -
     if not fs.exists(url_filesystem(manifest_url, storage_options)[1]):
         fs.rm(path, recursive=True)
         return False
-    done = (read_json(manifest_url, storage_options).get("takedown") or {})
+    done = read_json(manifest_url, storage_options).get("takedown") or {}
     if done.get("request") == request.request_id and done.get("dataset") == plan.version.ref:
         return True
     raise MixplaneError(
@@ -255,9 +255,7 @@ def _with_columns(
     )
 
 
-def _column_files(
-    plan: VersionPlan, column: AddedColumn, folder: str, options
-) -> list[ColumnFile]:
+def _column_files(plan: VersionPlan, column: AddedColumn, folder: str, options) -> list[ColumnFile]:
     affected = plan.affected()
     files = []
     for index, (shard, entry) in enumerate(zip(plan.version.shards, column.files, strict=True)):
@@ -277,4 +275,3 @@ def _exists(url: str, options) -> bool:
         return os.path.exists(local_path(url))
     fs, path = url_filesystem(url, options)
     return fs.exists(path)
-
