@@ -7,7 +7,7 @@ without being rewritten: a hard link on a local disk (a copy across filesystems)
 server-side copy on object storage; its bytes, and so its hash, are the old ones.
 
 Example:
-    >>> record = filter_shard(reader, meta, np.array([3, 9]), "out/web-takedown-2")  # doctest: +SKIP
+    >>> record = filter_shard(reader, meta, np.array([3, 9]), "web-takedown-2")  # doctest: +SKIP
     >>> record.documents  # doctest: +SKIP
     118
 """
