@@ -286,6 +286,12 @@ def test_ids_urls_a_request_file_and_an_added_column(work: Path, cli):
     ).stat().st_ino
     code, out, _ = cli("lineage", "books@3")
     assert "takedown td-" in out and "TICKET-7" in out
+    # books@1, older than the version the takedown replaced, may hold what it removed.
+    (work / "old.yaml").write_text(yaml.safe_dump(mixture(datasets=["books@1", "web"])))
+    code, out, _ = cli("catalog", "check", "old.yaml")
+    assert code == 1
+    assert "old.yaml: books@1 is older than books@2, which takedown td-" in out
+    assert "may hold the documents it removed: move to books@3" in out
 
 
 @pytest.mark.parametrize(

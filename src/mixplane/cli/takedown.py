@@ -129,12 +129,12 @@ def check(
             }
         )
     else:
-        _print_check(catalog, replaced, pinned)
+        _print_check(catalog, replaced, pinned, bool(mixtures))
     if pinned or (replaced and not mixtures):
         raise typer.Exit(1)
 
 
-def _print_check(catalog: str, replaced: list, pinned: list) -> None:
+def _print_check(catalog: str, replaced: list, pinned: list, mixtures: bool) -> None:
     if not replaced:
         console.print(f"no takedowns in {escape(catalog)}", highlight=False)
     else:
@@ -147,5 +147,5 @@ def _print_check(catalog: str, replaced: list, pinned: list) -> None:
         console.print(table)
     for item in pinned:
         console.print(f"[bold red]pinned:[/] {escape(item.message())}", highlight=False)
-    if replaced and not pinned:
+    if mixtures and not pinned:
         console.print("no mixture given pins a replaced version", highlight=False)

@@ -73,17 +73,34 @@ class Superseded:
     row: TakedownRow
     move_to: str
     where: str = ""  # the mixture that pins it, if any
+    # False: the pin is older than the version the takedown replaced, so it may hold the
+    # documents the takedown removed (a version registered in between may not have).
+    direct: bool = True
 
     def message(self) -> str:
         place = f"{self.where}: " if self.where else ""
+        done = (
+            f"takedown {self.row.request} (reference {self.row.reference}, "
+            f"{self.row.documents:,} documents removed)"
+        )
+        what = (
+            f"was superseded by {done}"
+            if self.direct
+            else f"is older than {self.row.name}@{self.row.old_version}, which {done} "
+            "replaced, and may hold the documents it removed"
+        )
         return (
-            f"{place}{self.pin} was superseded by takedown {self.row.request} (reference "
-            f"{self.row.reference}, {self.row.documents:,} documents removed): move to "
-            f"{self.move_to}, or drop the pin to follow the latest version"
+            f"{place}{self.pin} {what}: move to {self.move_to}, or drop the pin to follow "
+            "the latest version"
         )
 
     def to_json(self) -> dict[str, Any]:
-        found = {"pin": self.pin, "move_to": self.move_to, "takedown": self.row.to_json()}
+        found = {
+            "pin": self.pin,
+            "move_to": self.move_to,
+            "direct": self.direct,
+            "takedown": self.row.to_json(),
+        }
         return found | ({"mixture": self.where} if self.where else {})
 
 
@@ -135,19 +152,24 @@ def rows(registry: Registry) -> list[TakedownRow]:
 
 def superseded(registry: Registry, pins: Iterable[str], where: str = "") -> list[Superseded]:
     """The pinned references (`NAME@N`; a bare `NAME` follows the latest and is never
-    superseded) that a takedown replaced."""
+    superseded) that a takedown replaced, or that are older than a version a takedown
+    replaced (they may hold what it removed: flagged rather than trusted)."""
     recorded = rows(registry)
     by_version = {(row.name, row.old_version): row for row in recorded}
     found = []
     for pin in pins:
         name, number = parse_ref(pin)
-        row = by_version.get((name, number)) if number is not None else None
-        if row is None:
+        if number is None:
             continue
-        end = row
+        row = by_version.get((name, number))
+        later = [r for r in recorded if r.name == name and r.old_version > number]
+        if row is None and not later:
+            continue
+        first = row or min(later, key=lambda r: r.old_version)
+        end = first
         while (name, end.new_version) in by_version:  # a later takedown replaced it too
             end = by_version[(name, end.new_version)]
-        found.append(Superseded(pin, row, f"{name}@{end.new_version}", where))
+        found.append(Superseded(pin, first, f"{name}@{end.new_version}", where, row is not None))
     return found
 
 
