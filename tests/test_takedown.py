@@ -294,20 +294,20 @@ def test_ids_urls_a_request_file_and_an_added_column(work: Path, cli):
     assert "may hold the documents it removed: move to books@3" in out
 
 
-@pytest.mark.parametrize(
-    ("content", "line", "problem"),
-    [
-        ("domain example.com\nhost example.com\n", 2, "expected 'domain NAME'"),
-        ("url example.com/page\n", 1, "is not a URL"),
-        ("domain https://example.com\n", 1, "is not a domain"),
-        ("id\n", 1, "expected 'domain NAME'"),
-    ],
-)
-def test_a_bad_request_file_line_is_named(work: Path, cli, content, line, problem):
-    (work / "bad.txt").write_text(content)
-    code, out, err = cli("takedown", "--file", "bad.txt", "--reference", "T-1")
-    assert code == 2 and out == ""
-    assert f"bad.txt line {line}:" in err and problem in err
+BAD_LINES = [
+    ("domain example.com\nhost example.com\n", 2, "expected 'domain NAME'"),
+    ("url example.com/page\n", 1, "is not a URL"),
+    ("# a comment\ndomain https://example.com\n", 2, "is not a domain"),
+    ("id\n", 1, "expected 'domain NAME'"),
+]
+
+
+def test_a_bad_request_file_line_is_named(work: Path, cli):
+    for content, line, problem in BAD_LINES:
+        (work / "bad.txt").write_text(content)
+        code, out, err = cli("takedown", "--file", "bad.txt", "--reference", "T-1")
+        assert code == 2 and out == ""
+        assert f"bad.txt line {line}:" in err and problem in err, err
     assert [v.ref for v in Catalog(work / "catalog.duckdb").latest()] == [
         "books@1",
         "web@1",
@@ -379,3 +379,51 @@ def test_a_catalog_from_before_takedowns_opens_read_only(work: Path, cli):
     with warnings.catch_warnings():
         warnings.simplefilter("error", SupersededVersionWarning)
         MixtureDataset(mixture(datasets=["web@1", "wiki@1", "books@1"]))
+
+
+def test_a_takedown_on_object_storage(s3_bucket, tmp_path: Path):
+    """Data and catalog in a bucket: shards without matches are copied by the store (the
+    same bytes), the others rewritten, the catalog updated in place."""
+    import s3fs
+
+    from mixplane.catalog.takedown import TakedownRequest, apply_takedown
+
+    bucket, options = s3_bucket
+    fs = s3fs.S3FileSystem(**options)
+    root = f"s3://{bucket}"
+    catalog = Catalog(f"{root}/catalog.duckdb", storage_options=options)
+    write_dataset_to(f"{root}/web", "web", options)
+    catalog.register(f"{root}/web", name="web")
+    request = TakedownRequest.build(domains=["example.com"], reference="T-S3")
+    result = apply_takedown(catalog, request)
+    assert [(d["from"], d["to"]) for d in result.datasets] == [("web@1", "web@2")]
+    fs.get(f"{bucket}/catalog.duckdb", str(tmp_path / "copy.duckdb"))
+    web = Catalog(tmp_path / "copy.duckdb").get("web")
+    assert web.ref == "web@2" and web.uri == f"{root}/web-takedown-2"
+    for shard in range(6):
+        stem = f"shard-00000-{shard:03d}.bin"
+        old, new = fs.cat(f"{bucket}/web/{stem}"), fs.cat(f"{bucket}/web-takedown-2/{stem}")
+        assert (old == new) == (shard in (0, 1, 4, 5)), stem
+    metas = [f"{bucket}/web-takedown-2/{shard.stem}.meta.parquet" for shard in web.shards]
+    ids = pq.read_table(metas, filesystem=fs).column("id").to_pylist()
+    kept = [n for n in range(SIZES["web"]) if not taken_down("web", n)]
+    assert ids == [f"web-1-{n}" for n in kept]
+    local = TokenizedDataset(web.uri, options, cache_dir=str(tmp_path / "shards"))
+    local.verify()
+    assert apply_takedown(catalog, request).datasets == []  # again: nothing left to remove
+
+
+def write_dataset_to(url: str, name: str, options: dict) -> None:
+    base, url_of = BASES[name], URLS[name]
+    write_token_dataset(
+        url,
+        documents=SIZES[name],
+        seed=1,
+        source=name,
+        vocab_size=1 << 16,
+        shard_bytes=PER_SHARD * DOC_TOKENS * 2,
+        lengths=lambda rng, n: np.full(n, DOC_TOKENS),
+        tokens=lambda rng, total: np.repeat(base + np.arange(total // DOC_TOKENS), DOC_TOKENS),
+        properties=lambda numbers: {"url": [url_of(int(n)) for n in numbers]},
+        storage_options=options,
+    )

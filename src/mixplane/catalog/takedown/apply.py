@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mixplane.catalog.catalog import Catalog
-from mixplane.catalog.dataset import IMAGE_TEXT, FolderScan
+from mixplane.catalog.dataset import IMAGE_TEXT
 from mixplane.catalog.registry import Registry
 from mixplane.catalog.remote_file import catalog_to_update
 from mixplane.catalog.takedown import ledger
@@ -94,7 +94,20 @@ def apply_takedown(
     dry_run: bool = False,
 ) -> TakedownResult:
     """Remove the documents `request` names from the latest version of every dataset (see
-    the module's description); with `dry_run`, only say what would be removed."""
+    the module's description); with `dry_run`, only say what would be removed. A catalog
+    on object storage is copied, changed and uploaded (refused if it changed meanwhile)."""
+    if is_local(catalog.path):
+        return _apply(catalog, request, output, dry_run)
+    with catalog_to_update(catalog.path, catalog.storage_options) as copy:
+        local = Catalog(copy.path, catalog.storage_options, catalog.metadata_cache)
+        result = _apply(local, request, output, dry_run)
+        copy.changed = bool(result.datasets) and not dry_run
+    return result
+
+
+def _apply(
+    catalog: Catalog, request: TakedownRequest, output: str | None, dry_run: bool
+) -> TakedownResult:
     at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     plans = plan_takedown(catalog, request, output)
     result = TakedownResult(request, at, dry_run)
@@ -114,30 +127,11 @@ def apply_takedown(
         return result
     options = catalog.storage_options
     scans = [write_version(plan, request, at, options) for plan in plans]
-    made = _register(catalog, plans, scans, request, at)
+    with Registry(catalog.path, writable=True) as registry:
+        made = _record(registry, plans, scans, request, at)
     for described, ref in zip(result.datasets, made, strict=True):
         described["to"] = ref
     return result
-
-
-def _register(
-    catalog: Catalog,
-    plans: list[VersionPlan],
-    scans: list[FolderScan],
-    request: TakedownRequest,
-    at: str,
-) -> list[str]:
-    """Register every new version and record the request, all or nothing."""
-    if is_local(catalog.path):
-        with Registry(catalog.path, writable=True) as registry:
-            return _record(registry, plans, scans, request, at)
-    with (
-        catalog_to_update(catalog.path, catalog.storage_options) as copy,
-        Registry(copy.path, writable=True) as registry,
-    ):
-        refs = _record(registry, plans, scans, request, at)
-        copy.changed = True
-    return refs
 
 
 def _record(registry, plans, scans, request: TakedownRequest, at: str) -> list[str]:
