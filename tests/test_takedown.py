@@ -326,6 +326,36 @@ def test_a_takedown_that_matches_nothing_changes_nothing(work: Path, cli):
     assert sorted(p.name for p in work.iterdir()) == listing
     code, out, _ = cli("catalog", "check")
     assert code == 0 and "no takedowns" in out
+    # Nor does one that would empty a dataset: refused before anything is written.
+    code, out, err = cli(
+        "takedown", "--domain", "wiki.org", "--domain", "example.com", "--domain", "example.org",
+        "--reference", "T-3",
+    )  # fmt: skip
+    assert code == 2 and "wiki@1: the takedown would remove all 120 documents" in err
+    assert sorted(p.name for p in work.iterdir()) == listing
+
+
+def test_a_version_registered_meanwhile_stops_the_takedown(work: Path, monkeypatch):
+    """web@2 registered while the takedown writes: nothing is registered or recorded (wiki
+    neither: one transaction), and running it again applies it to web@2."""
+    from mixplane.catalog.takedown import TakedownRequest, apply, apply_takedown
+
+    catalog = Catalog(work / "catalog.duckdb")
+    written = apply.write_version
+
+    def write_and_register(plan, *args):
+        if plan.version.name == "wiki":
+            catalog.register(str(work / "books"), name="web")
+        return written(plan, *args)
+
+    monkeypatch.setattr(apply, "write_version", write_and_register)
+    request = TakedownRequest.build(domains=["example.com"], reference="T-4")
+    with pytest.raises(MixplaneError, match=r"web@2 was registered while web@1 was being changed"):
+        apply_takedown(catalog, request)
+    assert [v.ref for v in catalog.latest()] == ["books@1", "web@2", "wiki@1"]
+    monkeypatch.undo()
+    result = apply_takedown(catalog, request)
+    assert [(d["from"], d["to"]) for d in result.datasets] == [("wiki@1", "wiki@2")]
 
 
 def test_a_pinned_replaced_version_is_flagged(work: Path, cli):
