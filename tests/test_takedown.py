@@ -68,11 +68,12 @@ def taken_down(name: str, number: int) -> bool:
     )
 
 
-def write_dataset(folder: Path, name: str) -> None:
+def write_dataset(folder: Path | str, name: str, options: dict | None = None) -> None:
     base, count = BASES[name], SIZES[name]
     url = URLS.get(name)
     write_token_dataset(
         str(folder),
+        storage_options=options,
         documents=count,
         seed=1,
         source=name,
@@ -422,7 +423,7 @@ def test_a_takedown_on_object_storage(s3_bucket, tmp_path: Path):
     fs = s3fs.S3FileSystem(**options)
     root = f"s3://{bucket}"
     catalog = Catalog(f"{root}/catalog.duckdb", storage_options=options)
-    write_dataset_to(f"{root}/web", "web", options)
+    write_dataset(f"{root}/web", "web", options)
     catalog.register(f"{root}/web", name="web")
     request = TakedownRequest.build(domains=["example.com"], reference="T-S3")
     result = apply_takedown(catalog, request)
@@ -443,17 +444,30 @@ def test_a_takedown_on_object_storage(s3_bucket, tmp_path: Path):
     assert apply_takedown(catalog, request).datasets == []  # again: nothing left to remove
 
 
-def write_dataset_to(url: str, name: str, options: dict) -> None:
-    base, url_of = BASES[name], URLS[name]
-    write_token_dataset(
-        url,
-        documents=SIZES[name],
-        seed=1,
-        source=name,
-        vocab_size=1 << 16,
-        shard_bytes=PER_SHARD * DOC_TOKENS * 2,
-        lengths=lambda rng, n: np.full(n, DOC_TOKENS),
-        tokens=lambda rng, total: np.repeat(base + np.arange(total // DOC_TOKENS), DOC_TOKENS),
-        properties=lambda numbers: {"url": [url_of(int(n)) for n in numbers]},
-        storage_options=options,
-    )
+def test_a_rewritten_shard_keeps_the_loss_masks_of_its_documents(tmp_path: Path):
+    """Fine-tuning shards (format version 2): the kept documents' tokens, masks and
+    metadata are the old ones, in order, and the shard is what the writer writes."""
+    from mixplane.catalog.takedown.rewrite import filter_shard
+    from mixplane.store import ShardReader
+    from mixplane.store.writer import TaskShardWriter
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 30, 50)
+    tokens = rng.integers(1, 1000, int(lengths.sum())).astype(np.uint16)
+    mask = rng.integers(0, 2, len(tokens)).astype(np.uint8)
+    meta = pa.table({"id": [f"c-{i}" for i in range(50)], "source": ["chat"] * 50})
+    writer = TaskShardWriter(str(tmp_path / "old"), 0, np.uint16, 1 << 20, masked=True)
+    writer.add(tokens, lengths, meta, mask)
+    writer.close()
+    old = ShardReader(tmp_path / "old" / "shard-00000-000")
+    drop = np.array([0, 7, 8, 49])
+    record = filter_shard(old, old.metadata(), drop, str(tmp_path / "new"))
+    new = ShardReader(tmp_path / "new" / "shard-00000-000")
+    kept = [i for i in range(50) if i not in drop]
+    assert new.version == 2 and record.documents == len(new) == len(kept)
+    assert new.metadata().column("id").to_pylist() == [f"c-{i}" for i in kept]
+    for place, i in enumerate(kept):
+        assert np.array_equal(new.document(place), old.document(i))
+        assert np.array_equal(new.document_mask(place), old.document_mask(i))
+    assert record.files["mask"]["size"] == new.n_tokens
+    new.verify({"shards": [record.to_json()]})

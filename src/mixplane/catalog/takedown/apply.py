@@ -115,7 +115,7 @@ def _apply(
         result.datasets.append(
             {
                 "from": plan.version.ref,
-                "to": None if dry_run else f"{plan.version.name}@?",
+                "to": None,  # the version registered, once it is
                 "folder": plan.folder,
                 "documents": plan.matches.documents,
                 "tokens": plan.matches.tokens,

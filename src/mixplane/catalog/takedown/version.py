@@ -19,6 +19,7 @@ import io
 import os
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ class VersionPlan:
     def version(self) -> DatasetVersion:
         return self.matches.version
 
+    @cached_property
     def affected(self) -> dict[int, np.ndarray]:
         """Shard index -> the rows removed from it."""
         return {shard: self.matches.rows_of(shard) for shard in self.matches.shards()}
@@ -77,7 +79,7 @@ class VersionPlan:
         """Shards written anew (those left empty are dropped, not written)."""
         return sum(
             1
-            for shard, rows in self.affected().items()
+            for shard, rows in self.affected.items()
             if len(rows) < self.version.shards[shard].documents
         )
 
@@ -127,7 +129,7 @@ def write_version(
 def _write(plan: VersionPlan, request: TakedownRequest, at: str, options) -> None:
     version, old = plan.version, plan.manifest
     recorded = {entry["name"]: entry for entry in old.get("shards") or []}
-    affected = plan.affected()
+    affected = plan.affected
     dataset = TokenizedDataset(version.uri, options) if affected else None
     shards, outputs, inputs = [], [], []
     for index, shard in enumerate(version.shards):
@@ -256,7 +258,7 @@ def _with_columns(
 
 
 def _column_files(plan: VersionPlan, column: AddedColumn, folder: str, options) -> list[ColumnFile]:
-    affected = plan.affected()
+    affected = plan.affected
     files = []
     for index, (shard, entry) in enumerate(zip(plan.version.shards, column.files, strict=True)):
         rows = affected.get(index)
