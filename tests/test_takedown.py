@@ -209,6 +209,8 @@ def test_a_domain_taken_down_as_the_readme_writes_it(work: Path, cli):
     code, out, _ = cli("lineage", "wiki@2", "--json")  # (a folder `wiki` is here)
     steps = json.loads(out)["steps"]
     assert code == 0 and len(steps) == 2  # the takedown, then the tokenized folder
+    assert steps[0]["takedown"]["request"] == request and "takedown" not in steps[1]
+    assert steps[0]["takedown"]["reference"] == "TICKET-123"
     code, out, _ = cli("lineage", "wiki@2")
     assert f"takedown {request} (reference TICKET-123) removed 42 documents of wiki@1" in out
 
