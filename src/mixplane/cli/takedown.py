@@ -9,9 +9,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mixplane.cli.catalog import CATALOG_OPTION, catalog_app
+from mixplane.cli.catalog import DEFAULT_CATALOG, catalog_app
 from mixplane.cli.common import JSON_OPTION, STORAGE_OPTION, console, print_json, storage_options
 from mixplane.errors import InputError
+
+CATALOG_OPTION = typer.Option(DEFAULT_CATALOG, "--catalog", "-c", help="Catalog file (DuckDB).")
 
 
 def register(app: typer.Typer) -> None:
