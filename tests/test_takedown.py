@@ -262,9 +262,16 @@ def test_ids_urls_a_request_file_and_an_added_column(work: Path, cli):
         "url https://other.org/1\n"  # a prefix: 1, 10-19, 100-199...
         "\n"
     )
-    code, out, err = cli("takedown", "--file", "request.txt", "--reference", "TICKET-7", "--json")
+    code, out, err = cli(
+        "takedown", "--file", "request.txt", "--reference", "TICKET-7", "--output", "cleaned",
+        "--json",
+    )  # fmt: skip
     assert code == 0, err
     report = json.loads(out)
+    assert sorted(p.name for p in (work / "cleaned").iterdir()) == [
+        "books-takedown-3",
+        "web-takedown-2",
+    ]
     web_gone = [
         n for n in range(SIZES["web"]) if (web_url(n) or "").startswith("https://other.org/1")
     ]
@@ -274,6 +281,10 @@ def test_ids_urls_a_request_file_and_an_added_column(work: Path, cli):
     }
     new = catalog.get("books")
     assert new.ref == "books@3" and [c.name for c in new.added] == ["number"]
+    assert new.uri == str(work / "cleaned" / "books-takedown-3")
+    assert new.added[0].folder == str(
+        work / "cleaned" / "books-takedown-3" / "_columns" / "number-0"
+    )
     selection = catalog.select("number >= 0", ["books@3"])
     assert selection.documents == SIZES["books"] - 2
     meta = pq.read_table(new.meta_urls()).column("id").to_pylist()
