@@ -347,6 +347,14 @@ def test_a_takedown_that_matches_nothing_changes_nothing(work: Path, cli):
     )  # fmt: skip
     assert code == 2 and "wiki@1: the takedown would remove all 120 documents" in err
     assert sorted(p.name for p in work.iterdir()) == listing
+    # Image-text samples are not rewritten: a takedown that names one is refused.
+    from mixplane.load.images.synthetic import write_image_dataset
+
+    write_image_dataset(str(work / "pics"), samples=4, source="pics", shards=1)
+    Catalog(work / "catalog.duckdb").register(str(work / "pics"), name="pics")
+    code, out, err = cli("takedown", "--id", "pics-0000003", "--id", "web-1-0", "--reference", "T")
+    assert code == 2 and "pics@1: 1 image-text samples match the takedown" in err
+    assert not list(work.glob("*-takedown-*"))
 
 
 def test_a_version_registered_meanwhile_stops_the_takedown(work: Path, monkeypatch):
