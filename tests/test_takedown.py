@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import warnings
 from pathlib import Path
 
@@ -85,12 +86,21 @@ def write_dataset(folder: Path | str, name: str, options: dict | None = None) ->
     )
 
 
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Path:
+    """The datasets, written once for the module (each test takes a copy)."""
+    root = tmp_path_factory.mktemp("takedown-data")
+    for name in BASES:
+        write_dataset(root / name, name)
+    return root
+
+
 @pytest.fixture
-def work(tmp_path: Path, monkeypatch) -> Path:
+def work(written: Path, tmp_path: Path, monkeypatch) -> Path:
     """web@1, wiki@1 (with urls) and books@1 (without) in a catalog, and a mixture that
     follows the latest versions, in the working folder."""
     for name in BASES:
-        write_dataset(tmp_path / name, name)
+        shutil.copytree(written / name, tmp_path / name)
         Catalog(tmp_path / "catalog.duckdb").register(str(tmp_path / name), name=name)
     (tmp_path / "mixture.yaml").write_text(yaml.safe_dump(mixture()))
     monkeypatch.chdir(tmp_path)
