@@ -26,8 +26,9 @@ from mixplane.catalog.registry import Registry
 from mixplane.catalog.remote_file import catalog_to_update
 from mixplane.catalog.takedown import ledger
 from mixplane.catalog.takedown.matches import find_matches
+from mixplane.catalog.takedown.plan import VersionPlan, new_folder
 from mixplane.catalog.takedown.request import TakedownRequest
-from mixplane.catalog.takedown.version import VersionPlan, new_folder, write_version
+from mixplane.catalog.takedown.version import write_version
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import is_local
 

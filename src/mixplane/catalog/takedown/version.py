@@ -16,82 +16,25 @@ Example:
 from __future__ import annotations
 
 import io
-import os
-import re
-from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from mixplane.catalog.columns import ADDED_KEY, AddedColumn, ColumnFile, annotated_fingerprint
-from mixplane.catalog.dataset import FolderScan, normalize_uri, scan_folder
-from mixplane.catalog.registry import DatasetVersion
-from mixplane.catalog.takedown.matches import VersionMatches
+from mixplane.catalog.dataset import FolderScan, scan_folder
+from mixplane.catalog.takedown.added import NOT_CARRIED, with_columns
+from mixplane.catalog.takedown.plan import VersionPlan
 from mixplane.catalog.takedown.request import TakedownRequest
-from mixplane.catalog.takedown.rewrite import carry_file, filter_column, filter_shard
+from mixplane.catalog.takedown.rewrite import carry_file, filter_shard
 from mixplane.errors import MixplaneError
-from mixplane.io.atomic import is_local, join_url, local_path, write_bytes
+from mixplane.io.atomic import join_url, write_bytes
 from mixplane.io.urls import url_filesystem
 from mixplane.manifest import MANIFEST, read_json, write_manifest
 from mixplane.store.dataset import TokenizedDataset
 from mixplane.store.format import FILE_SUFFIXES, META
 
 REMOVED = "_takedown/removed.parquet"
-_SUFFIX = re.compile(r"-takedown-\d+$")
-# Keys of the old manifest that describe the old run, not the new folder.
-_NOT_CARRIED = ("tool", "version", "created_at", ADDED_KEY, "takedown")
-
-
-@dataclass(frozen=True)
-class VersionPlan:
-    """One dataset's part of a takedown: what it removes and where the new version goes."""
-
-    matches: VersionMatches
-    manifest: dict[str, Any]  # the old version's manifest as registered
-    folder: str
-
-    @property
-    def version(self) -> DatasetVersion:
-        return self.matches.version
-
-    @cached_property
-    def affected(self) -> dict[int, np.ndarray]:
-        """Shard index -> the rows removed from it."""
-        return {shard: self.matches.rows_of(shard) for shard in self.matches.shards()}
-
-    def entry(self, request: TakedownRequest, at: str) -> dict[str, Any]:
-        """This takedown as the manifest's `takedowns` list records it."""
-        return {
-            **request.describe(),
-            "at": at,
-            "removed": {
-                "documents": self.matches.documents,
-                "tokens": self.matches.tokens,
-                "shards_rewritten": self.rewritten(),
-            },
-        }
-
-    def rewritten(self) -> int:
-        """Shards written anew (those left empty are dropped, not written)."""
-        return sum(
-            1
-            for shard, rows in self.affected.items()
-            if len(rows) < self.version.shards[shard].documents
-        )
-
-
-def new_folder(version: DatasetVersion, output: str | None) -> str:
-    """Where the version made from `version` goes: beside its folder as
-    `FOLDER-takedown-N` (N the new version number; a `-takedown-K` ending is replaced),
-    or `OUTPUT/NAME-takedown-N`."""
-    number = version.version + 1
-    if output:
-        return join_url(normalize_uri(output), f"{version.name}-takedown-{number}")
-    return f"{_SUFFIX.sub('', version.uri)}-takedown-{number}"
 
 
 def check_folder(plan: VersionPlan, request: TakedownRequest, storage_options) -> bool:
@@ -123,7 +66,7 @@ def write_version(
     if not check_folder(plan, request, storage_options):
         _write(plan, request, at, storage_options)
     scan = scan_folder(plan.folder, storage_options)
-    return _with_columns(scan, plan, request, at, storage_options)
+    return with_columns(scan, plan, request, at, storage_options)
 
 
 def _write(plan: VersionPlan, request: TakedownRequest, at: str, options) -> None:
@@ -163,7 +106,7 @@ def _write(plan: VersionPlan, request: TakedownRequest, at: str, options) -> Non
     documents = sum(entry["documents"] for entry in shards)
     tokens = sum(entry["tokens"] for entry in shards)
     entry = plan.entry(request, at)
-    carried = {k: v for k, v in old.items() if k not in _NOT_CARRIED}
+    carried = {k: v for k, v in old.items() if k not in NOT_CARRIED}
     write_manifest(
         plan.folder,
         carried
@@ -215,65 +158,3 @@ def _write_removed(plan: VersionPlan, request: TakedownRequest, options) -> dict
     write_bytes(join_url(plan.folder, REMOVED), data, options)
     digest = f"xxh3_128:{xxhash.xxh3_128_hexdigest(data)}"
     return {"path": REMOVED, "size": len(data), "hash": digest, "records": count}
-
-
-def _with_columns(
-    scan: FolderScan, plan: VersionPlan, request: TakedownRequest, at: str, options
-) -> FolderScan:
-    """`scan` with the old version's added columns, filtered like the shards, into
-    `_columns/` of the new folder (each with a manifest whose parents are the new folder's
-    and the old column's, so lineage from the column reaches the takedown)."""
-    columns: list[AddedColumn] = []
-    parent = join_url(plan.folder, MANIFEST)
-    fingerprint = scan.fingerprint
-    for column in plan.version.added:
-        folder = join_url(plan.folder, "_columns", column.folder.rstrip("/").rsplit("/", 1)[-1])
-        files = _column_files(plan, column, folder, options)
-        old_manifest = join_url(column.folder, MANIFEST)
-        if not _exists(join_url(folder, MANIFEST), options):
-            manifest = read_json(old_manifest, options)
-            carried = {k: v for k, v in manifest.items() if k not in _NOT_CARRIED}
-            write_manifest(
-                folder,
-                carried
-                | {
-                    "parents": [parent, old_manifest],
-                    "outputs": [entry.to_json() for entry in files],
-                    "takedown": plan.entry(request, at) | {"dataset": plan.version.ref},
-                },
-                options,
-            )
-        parent = join_url(folder, MANIFEST)
-        made = replace(column, folder=folder, files=tuple(files))
-        columns.append(made)
-        fingerprint = annotated_fingerprint(fingerprint, made)
-    if not columns:
-        return scan
-    return replace(
-        scan,
-        manifest={**scan.manifest, ADDED_KEY: [column.to_json() for column in columns]},
-        schema={**scan.schema, **{column.name: column.kind for column in columns}},
-        fingerprint=fingerprint,
-    )
-
-
-def _column_files(plan: VersionPlan, column: AddedColumn, folder: str, options) -> list[ColumnFile]:
-    affected = plan.affected
-    files = []
-    for index, (shard, entry) in enumerate(zip(plan.version.shards, column.files, strict=True)):
-        rows = affected.get(index)
-        source, target = join_url(column.folder, entry.path), join_url(folder, entry.path)
-        if rows is None:
-            if not _exists(target, options):
-                carry_file(source, target, options)
-            files.append(entry)
-        elif len(rows) < shard.documents:
-            files.append(filter_column(source, rows, shard.documents, target, options))
-    return files
-
-
-def _exists(url: str, options) -> bool:
-    if is_local(url):
-        return os.path.exists(local_path(url))
-    fs, path = url_filesystem(url, options)
-    return fs.exists(path)
