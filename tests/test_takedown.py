@@ -390,7 +390,7 @@ def test_a_version_registered_meanwhile_stops_the_takedown(work: Path, monkeypat
     assert [(d["from"], d["to"]) for d in result.datasets] == [("wiki@1", "wiki@2")]
 
 
-def test_a_pinned_replaced_version_is_flagged(work: Path, cli):
+def test_a_pinned_replaced_version_is_flagged(work: Path, cli, caplog):
     code, out, err = cli("takedown", "--domain", "example.com", "--reference", "T-5", "--json")
     assert code == 0, err
     request = json.loads(out)["request"]
@@ -403,6 +403,8 @@ def test_a_pinned_replaced_version_is_flagged(work: Path, cli):
     ):
         dataset = MixtureDataset(str(pinned))
     assert [info["dataset"] for info in dataset.resolved.datasets] == ["books@1", "web@1", "wiki@2"]
+    logged = [r for r in caplog.records if r.name == "mixplane.load.resolve.takedowns"]
+    assert [r.levelname for r in logged] == ["WARNING"] and "web@1" in logged[0].getMessage()
     # ... or refuses, when the mixture says so.
     strict = mixture(datasets=["web@1"], takedowns="refuse")
     with pytest.raises(MixplaneError, match=r"web@1 was superseded .* takedowns: refuse"):
