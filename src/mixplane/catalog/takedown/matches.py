@@ -1,6 +1,6 @@
 """Finding the documents a takedown request names, with DuckDB over the shards' metadata.
 
-The criteria become a small table joined to each version's documents: ids by equality, URL
+The criteria become small tables joined to each version's documents: ids by equality, URL
 prefixes by `starts_with`, domains by the host of the document's `url` (lower case, without
 port, user or trailing dot) being the domain or ending in `.` + the domain. A document
 without a `url` matches only by id. Each match keeps the first criterion (in the order
@@ -58,7 +58,8 @@ class VersionMatches:
 
 
 def match_sql(has_url: bool) -> str:
-    """The query over a `documents` view and a `criteria (kind, value)` table."""
+    """The query over a `documents` view and a table `criteria_KIND (value)` per kind (so
+    a long list of ids is a hash join, not compared with every domain and URL)."""
     url = "CAST(url AS VARCHAR)" if has_url else "CAST(NULL AS VARCHAR)"
     docs = (
         f"SELECT {SHARD_COLUMN} AS shard, {ROW_COLUMN} AS row, CAST(id AS VARCHAR) AS id, "
@@ -69,14 +70,14 @@ def match_sql(has_url: bool) -> str:
         WITH docs AS ({docs}), hosted AS ({hosts}),
         hits AS (
             SELECT d.*, 0 AS rank, 'domain ' || c.value AS criterion FROM hosted d
-                JOIN criteria c ON c.kind = 'domain'
-                AND (d.host = c.value OR ends_with(d.host, '.' || c.value))
+                JOIN criteria_domain c
+                ON d.host = c.value OR ends_with(d.host, '.' || c.value)
             UNION ALL
             SELECT d.*, 1, 'url ' || c.value FROM hosted d
-                JOIN criteria c ON c.kind = 'url' AND starts_with(d.url, c.value)
+                JOIN criteria_url c ON starts_with(d.url, c.value)
             UNION ALL
             SELECT d.*, 2, 'id ' || c.value FROM hosted d
-                JOIN criteria c ON c.kind = 'id' AND d.id = c.value
+                JOIN criteria_id c ON d.id = c.value
         )
         SELECT shard, row, id, url, n_tokens, min({{'r': rank, 'c': criterion}}).c AS criterion
         FROM hits GROUP BY shard, row, id, url, n_tokens ORDER BY shard, row"""
@@ -97,14 +98,16 @@ def find_matches(
         with session.cursor(engine) as connection:
             try:
                 connection.execute("CREATE OR REPLACE TEMP VIEW documents AS " + view)
-                connection.execute(
-                    "CREATE OR REPLACE TEMP TABLE criteria AS SELECT * FROM "
-                    "(SELECT unnest(?::VARCHAR[]) AS kind, unnest(?::VARCHAR[]) AS value)",
-                    [
-                        [k for k, _ in request.criteria_rows()],
-                        [v for _, v in request.criteria_rows()],
-                    ],
-                )
+                for kind, values in (
+                    ("domain", request.domains),
+                    ("url", request.urls),
+                    ("id", request.ids),
+                ):
+                    connection.execute(
+                        f"CREATE OR REPLACE TEMP TABLE criteria_{kind} AS "
+                        "SELECT unnest(?::VARCHAR[]) AS value",
+                        [list(values)],
+                    )
                 table = connection.sql(match_sql(has_url)).to_arrow_table()
             except duckdb.Error as error:
                 raise engine_error(error, f"takedown query failed on {version.ref}") from error

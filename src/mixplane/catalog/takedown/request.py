@@ -107,14 +107,6 @@ class TakedownRequest:
         content = orjson.dumps({"criteria": self.criteria, "reference": self.reference})
         return "td-" + hashlib.sha256(content).hexdigest()[:16]
 
-    def criteria_rows(self) -> list[tuple[str, str]]:
-        """`(kind, value)` of every criterion, as a query joins them."""
-        return [
-            *(("domain", d) for d in self.domains),
-            *(("url", u) for u in self.urls),
-            *(("id", i) for i in self.ids),
-        ]
-
     def describe(self) -> dict[str, Any]:
         return {"request": self.request_id, "reference": self.reference, "criteria": self.criteria}
 
