@@ -8,8 +8,10 @@ of any batch say which documents it read."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -504,3 +506,23 @@ def test_a_rewritten_shard_keeps_the_loss_masks_of_its_documents(tmp_path: Path)
         assert np.array_equal(new.document_mask(place), old.document_mask(i))
     assert record.files["mask"]["size"] == new.n_tokens
     new.verify({"shards": [record.to_json()]})
+
+
+@pytest.mark.skipif(
+    not Path("/dev/shm").is_dir()
+    or os.stat("/dev/shm").st_dev == os.stat(tempfile.gettempdir()).st_dev,
+    reason="needs a second local filesystem (/dev/shm)",
+)
+def test_a_file_carried_to_another_filesystem_is_copied(tmp_path: Path):
+    from mixplane.catalog.takedown.rewrite import carry_file
+
+    source = tmp_path / "shard-00000-000.bin"
+    source.write_bytes(b"\x01\x02" * 100)
+    other = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    try:
+        carry_file(str(source), str(other / "new" / source.name), None)
+        carried = other / "new" / source.name
+        assert carried.read_bytes() == source.read_bytes()
+        assert carried.stat().st_ino != source.stat().st_ino
+    finally:
+        shutil.rmtree(other)
