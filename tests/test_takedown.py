@@ -452,7 +452,7 @@ def test_a_takedown_on_object_storage(s3_bucket, tmp_path: Path):
     same bytes), the others rewritten, the catalog updated in place."""
     import s3fs
 
-    from mixplane.catalog.takedown import TakedownRequest, apply_takedown
+    from mixplane.catalog.takedown import Progress, TakedownRequest, apply_takedown
 
     bucket, options = s3_bucket
     fs = s3fs.S3FileSystem(**options)
@@ -461,8 +461,10 @@ def test_a_takedown_on_object_storage(s3_bucket, tmp_path: Path):
     write_dataset(f"{root}/web", "web", options)
     catalog.register(f"{root}/web", name="web")
     request = TakedownRequest.build(domains=["example.com"], reference="T-S3")
-    result = apply_takedown(catalog, request)
+    planned, rewritten = [], []
+    result = apply_takedown(catalog, request, progress=Progress(planned.append, rewritten.append))
     assert [(d["from"], d["to"]) for d in result.datasets] == [("web@1", "web@2")]
+    assert planned == [2] and rewritten == ["shard-00000-002", "shard-00000-003"]
     fs.get(f"{bucket}/catalog.duckdb", str(tmp_path / "copy.duckdb"))
     web = Catalog(tmp_path / "copy.duckdb").get("web")
     assert web.ref == "web@2" and web.uri == f"{root}/web-takedown-2"

@@ -10,7 +10,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from mixplane.cli.catalog import DEFAULT_CATALOG, catalog_app
-from mixplane.cli.common import JSON_OPTION, STORAGE_OPTION, console, print_json, storage_options
+from mixplane.cli.common import (
+    JSON_OPTION,
+    STORAGE_OPTION,
+    console,
+    print_json,
+    progress,
+    storage_options,
+)
 from mixplane.errors import InputError
 
 CATALOG_OPTION = typer.Option(DEFAULT_CATALOG, "--catalog", "-c", help="Catalog file (DuckDB).")
@@ -63,7 +70,12 @@ def takedown(
     takedown again finds nothing and changes nothing.
     """
     from mixplane.catalog import Catalog
-    from mixplane.catalog.takedown import TakedownRequest, apply_takedown, parse_request_file
+    from mixplane.catalog.takedown import (
+        Progress,
+        TakedownRequest,
+        apply_takedown,
+        parse_request_file,
+    )
 
     domains, urls, found_ids = list(domain), list(url), list(ids)
     if file is not None:
@@ -77,7 +89,13 @@ def takedown(
         found_ids += listed["id"]
     request = TakedownRequest.build(domains, urls, found_ids, reference)
     options = storage_options(storage)
-    result = apply_takedown(Catalog(catalog, options), request, output, dry_run)
+    with progress(quiet=as_json or dry_run) as bar:
+        handle = bar.add_task("rewriting shards", total=None)
+        shown = Progress(
+            on_planned=lambda total: bar.update(handle, total=total),
+            on_shard=lambda _: bar.advance(handle),
+        )
+        result = apply_takedown(Catalog(catalog, options), request, output, dry_run, shown)
     if as_json:
         print_json(result.to_json())
         return

@@ -8,11 +8,17 @@ Example:
     41
 """
 
-from mixplane.catalog.takedown.apply import TakedownResult, apply_takedown, plan_takedown
+from mixplane.catalog.takedown.apply import (
+    Progress,
+    TakedownResult,
+    apply_takedown,
+    plan_takedown,
+)
 from mixplane.catalog.takedown.ledger import Superseded, TakedownRow, every_superseded, superseded
 from mixplane.catalog.takedown.request import TakedownRequest, parse_request_file
 
 __all__ = [
+    "Progress",
     "Superseded",
     "TakedownRequest",
     "TakedownResult",

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,26 +89,41 @@ def plan_takedown(
     return plans
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Callbacks while a takedown writes: `on_planned(shards to rewrite)`, then
+    `on_shard(name)` after each."""
+
+    on_planned: Callable[[int], None] = lambda _: None
+    on_shard: Callable[[str], None] = lambda _: None
+
+
 def apply_takedown(
     catalog: Catalog,
     request: TakedownRequest,
     output: str | None = None,
     dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> TakedownResult:
     """Remove the documents `request` names from the latest version of every dataset (see
     the module's description); with `dry_run`, only say what would be removed. A catalog
     on object storage is copied, changed and uploaded (refused if it changed meanwhile)."""
+    progress = progress or Progress()
     if is_local(catalog.path):
-        return _apply(catalog, request, output, dry_run)
+        return _apply(catalog, request, output, dry_run, progress)
     with catalog_to_update(catalog.path, catalog.storage_options) as copy:
         local = Catalog(copy.path, catalog.storage_options, catalog.metadata_cache)
-        result = _apply(local, request, output, dry_run)
+        result = _apply(local, request, output, dry_run, progress)
         copy.changed = bool(result.datasets) and not dry_run
     return result
 
 
 def _apply(
-    catalog: Catalog, request: TakedownRequest, output: str | None, dry_run: bool
+    catalog: Catalog,
+    request: TakedownRequest,
+    output: str | None,
+    dry_run: bool,
+    progress: Progress,
 ) -> TakedownResult:
     at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     plans = plan_takedown(catalog, request, output)
@@ -127,7 +143,8 @@ def _apply(
     if dry_run or not plans:
         return result
     options = catalog.storage_options
-    scans = [write_version(plan, request, at, options) for plan in plans]
+    progress.on_planned(sum(plan.rewritten() for plan in plans))
+    scans = [write_version(plan, request, at, options, progress.on_shard) for plan in plans]
     with Registry(catalog.path, writable=True) as registry:
         made = _record(registry, plans, scans, request, at)
     for described, ref in zip(result.datasets, made, strict=True):

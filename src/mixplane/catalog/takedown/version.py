@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -59,17 +60,21 @@ def check_folder(plan: VersionPlan, request: TakedownRequest, storage_options) -
 
 
 def write_version(
-    plan: VersionPlan, request: TakedownRequest, at: str, storage_options=None
+    plan: VersionPlan,
+    request: TakedownRequest,
+    at: str,
+    storage_options=None,
+    on_shard: Callable[[str], None] | None = None,
 ) -> FolderScan:
     """Write (or find, already written) the new version's folder; what registering it
-    records."""
+    records. `on_shard` is called with each rewritten shard's name."""
     if not check_folder(plan, request, storage_options):
-        _write(plan, request, at, storage_options)
+        _write(plan, request, at, storage_options, on_shard or (lambda _: None))
     scan = scan_folder(plan.folder, storage_options)
     return with_columns(scan, plan, request, at, storage_options)
 
 
-def _write(plan: VersionPlan, request: TakedownRequest, at: str, options) -> None:
+def _write(plan: VersionPlan, request: TakedownRequest, at: str, options, on_shard) -> None:
     version, old = plan.version, plan.manifest
     recorded = {entry["name"]: entry for entry in old.get("shards") or []}
     affected = plan.affected
@@ -93,6 +98,7 @@ def _write(plan: VersionPlan, request: TakedownRequest, at: str, options) -> Non
             reader = dataset.shard(shard.stem)
             entry = filter_shard(reader, meta, rows, plan.folder, options).to_json()
             inputs += _inputs(version.uri, recorded[shard.stem])
+            on_shard(shard.stem)
         shards.append(entry)
         for key, suffix in FILE_SUFFIXES.items():
             if key in entry["files"]:
