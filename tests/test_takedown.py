@@ -431,11 +431,38 @@ def test_a_pinned_replaced_version_is_flagged(work: Path, cli, caplog):
     code, out, _ = cli("catalog", "check", "pinned.yaml")
     assert code == 1 and f"pinned.yaml: web@1 was superseded by takedown {request}" in out
 
+    assert found["reappeared"] == []
+
+    # Data registered after the takedown holds its documents again: the check finds them,
+    # and the same request takes them down.
+    Catalog(work / "catalog.duckdb").register(str(work / "wiki"), name="wiki")  # wiki@3
+    code, out, _ = cli("catalog", "check", "mixture.yaml", "--json")
+    assert code == 1
+    assert json.loads(out)["reappeared"] == [
+        {
+            "request": request,
+            "reference": "T-5",
+            "dataset": "wiki@3",
+            "documents": 40,
+            "tokens": 40 * DOC_TOKENS,
+        }
+    ]
+    code, out, _ = cli("catalog", "check", "mixture.yaml")
+    assert f"reappeared: wiki@3 holds 40 documents takedown {request} (reference T-5)" in out
+    code, out, err = cli("takedown", "--domain", "example.com", "--reference", "T-5")
+    assert code == 0 and "wiki@3 -> wiki@4" in out, err
+    code, out, _ = cli("catalog", "check", "mixture.yaml", "--json")
+    assert code == 0 and json.loads(out)["reappeared"] == []
+
     # A second takedown: the pin moves to the end of the chain.
     code, _, err = cli("takedown", "--url", "https://other.org/2", "--reference", "T-6")
     assert code == 0, err
     code, out, _ = cli("catalog", "check", "pinned.yaml", "--json")
-    assert [p["move_to"] for p in json.loads(out)["pinned"]] == ["web@3"]
+    # (wiki@2 too now: it is older than wiki@3, which the takedown made again replaced.)
+    assert [(p["pin"], p["move_to"], p["direct"]) for p in json.loads(out)["pinned"]] == [
+        ("web@1", "web@3", True),
+        ("wiki@2", "wiki@4", False),
+    ]
 
 
 def test_a_catalog_from_before_takedowns_opens_read_only(work: Path, cli):

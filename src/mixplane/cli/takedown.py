@@ -125,16 +125,22 @@ def check(
 ) -> None:
     """List every version of the catalog a takedown replaced, and every pinned NAME@N of the
     MIXTUREs that is one of them, with the request, its reference and the version to move
-    to. Exit status 1 when any is found (a mixture's own catalog is read when it names one).
+    to (a mixture's own catalog is read when it names one). Every recorded takedown is also
+    run again on the latest versions: data registered since may hold what it removed.
+
+    Exit status 1 when a mixture pins a replaced version, or a latest version holds
+    documents a takedown names (without MIXTUREs: also when any version was replaced).
     """
+    from mixplane.catalog import Catalog
     from mixplane.catalog.registry import Registry
-    from mixplane.catalog.takedown import every_superseded, superseded
+    from mixplane.catalog.takedown import every_superseded, recheck, superseded
     from mixplane.load.resolve.query import catalog_path
     from mixplane.load.resolve.takedowns import pinned_refs
     from mixplane.mix.spec import MixtureSpec
 
     with Registry(catalog) as registry:
         replaced = every_superseded(registry)
+    back = recheck(Catalog(catalog)) if replaced else []
     pinned = []
     for path in mixtures or []:
         spec = MixtureSpec.from_yaml(path)
@@ -146,11 +152,19 @@ def check(
             {
                 "superseded": [item.to_json() for item in replaced],
                 "pinned": [item.to_json() for item in pinned],
+                "reappeared": back,
             }
         )
     else:
         _print_check(catalog, replaced, pinned, bool(mixtures))
-    if pinned or (replaced and not mixtures):
+        for found in back:
+            console.print(
+                f"[bold red]reappeared:[/] {found['dataset']} holds {found['documents']:,} "
+                f"documents takedown {found['request']} (reference "
+                f"{escape(found['reference'])}) names: take them down again",
+                highlight=False,
+            )
+    if pinned or back or (replaced and not mixtures):
         raise typer.Exit(1)
 
 

@@ -15,6 +15,7 @@ from mixplane.catalog.takedown.apply import (
     plan_takedown,
 )
 from mixplane.catalog.takedown.ledger import Superseded, TakedownRow, every_superseded, superseded
+from mixplane.catalog.takedown.recheck import recheck
 from mixplane.catalog.takedown.request import TakedownRequest, parse_request_file
 
 __all__ = [
@@ -27,5 +28,6 @@ __all__ = [
     "every_superseded",
     "parse_request_file",
     "plan_takedown",
+    "recheck",
     "superseded",
 ]
