@@ -159,6 +159,8 @@ def test_a_domain_taken_down_as_the_readme_writes_it(work: Path, cli):
     gone = {(name, n) for name, n in every if taken_down(name, n)}
     assert len(gone) == 48 + 40 + 2  # notexample.com and other.org stay
     assert "would remove 90 documents" in dry[1] and "removed 90 documents" in applied[1]
+    # books has no urls: said, not silently passed over.
+    assert "note: books@1 has no url property: only --id criteria" in applied[2]
 
     catalog = Catalog(work / "catalog.duckdb")
     latest = {version.name: version for version in catalog.latest()}
@@ -242,6 +244,7 @@ def test_a_dry_run_changes_nothing_and_counts(work: Path, cli):
     assert code == 0, err
     report = json.loads(out)
     assert report["dry_run"] and report["removed"]["documents"] == 88
+    assert report["without_url"] == ["books@1"]
     assert {(d["from"], d["documents"], d["to"]) for d in report["datasets"]} == {
         ("web@1", 48, None),
         ("wiki@1", 40, None),

@@ -16,6 +16,7 @@ from mixplane.cli.common import (
     console,
     print_json,
     progress,
+    status,
     storage_options,
 )
 from mixplane.errors import InputError
@@ -96,6 +97,13 @@ def takedown(
             on_shard=lambda _: bar.advance(handle),
         )
         result = apply_takedown(Catalog(catalog, options), request, output, dry_run, shown)
+    if result.without_url:
+        status.print(
+            f"note: {', '.join(result.without_url)} "
+            f"{'has' if len(result.without_url) == 1 else 'have'} no url property: only --id "
+            "criteria were looked for there",
+            highlight=False,
+        )
     if as_json:
         print_json(result.to_json())
         return

@@ -42,6 +42,9 @@ class TakedownResult:
     at: str
     dry_run: bool
     datasets: list[dict[str, Any]] = field(default_factory=list)
+    # Latest versions without a `url` property, where domains and URLs cannot match (only
+    # ids were looked for): listed when the request has domains or URLs.
+    without_url: list[str] = field(default_factory=list)
 
     @property
     def documents(self) -> int:
@@ -57,18 +60,26 @@ class TakedownResult:
             "dry_run": self.dry_run,
             "removed": {"documents": self.documents, "tokens": self.tokens},
             "datasets": self.datasets,
+            "without_url": self.without_url,
         }
 
 
 def plan_takedown(
     catalog: Catalog, request: TakedownRequest, output: str | None = None
-) -> list[VersionPlan]:
-    """What the request removes from the latest version of each dataset; refuses datasets
-    it cannot change (image-text data, or a request that would remove every document)."""
+) -> tuple[list[VersionPlan], list[str]]:
+    """What the request removes from the latest version of each dataset, and the versions
+    without a `url` property (where only ids can match); refuses datasets it cannot change
+    (image-text data, or a request that would remove every document)."""
     with catalog.session() as session:
         versions = session.registry.latest()
         if not versions:
             raise MixplaneError(f"{catalog.path} has no datasets yet; nothing to take down")
+        without_url = [
+            version.ref
+            for version in versions
+            if (request.domains or request.urls)
+            and not any(name.lower() == "url" for name in version.schema)
+        ]
         found = find_matches(session, versions, request)
         plans = []
         for ref, matches in sorted(found.items()):
@@ -86,7 +97,7 @@ def plan_takedown(
                 )
             manifest = session.registry.manifest(version.name, version.version)
             plans.append(VersionPlan(matches, manifest, new_folder(version, output)))
-    return plans
+    return plans, without_url
 
 
 @dataclass(frozen=True)
@@ -126,8 +137,8 @@ def _apply(
     progress: Progress,
 ) -> TakedownResult:
     at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    plans = plan_takedown(catalog, request, output)
-    result = TakedownResult(request, at, dry_run)
+    plans, without_url = plan_takedown(catalog, request, output)
+    result = TakedownResult(request, at, dry_run, without_url=without_url)
     for plan in plans:
         result.datasets.append(
             {
