@@ -538,6 +538,9 @@ def test_a_rewritten_shard_keeps_the_loss_masks_of_its_documents(tmp_path: Path)
         assert np.array_equal(new.document_mask(place), old.document_mask(i))
     assert record.files["mask"]["size"] == new.n_tokens
     new.verify({"shards": [record.to_json()]})
+    # Copied in batches of about 37 tokens: the same bytes.
+    batched = filter_shard(old, old.metadata(), drop, str(tmp_path / "small"), batch_tokens=37)
+    assert batched.files == record.files
 
 
 @pytest.mark.skipif(

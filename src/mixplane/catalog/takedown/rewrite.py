@@ -63,25 +63,51 @@ def carry_file(source: str, target: str, storage_options: dict[str, Any] | None)
     fs.copy(path, destination)
 
 
+BATCH_TOKENS = 1 << 24  # 32 MiB of uint16 tokens (and 128 MiB of positions) at a time
+
+
+def batches(lengths: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """`[lo, hi)` ranges of documents (of `lengths` tokens) that end where the running
+    total reaches a multiple of `limit`; a document longer than `limit` is a batch alone.
+
+    Example:
+        >>> batches(np.array([5, 5, 5, 5]), 10), batches(np.array([25, 1]), 10)
+        ([(0, 2), (2, 4)], [(0, 1), (1, 2)])
+    """
+    ends = np.cumsum(lengths)
+    cuts = np.searchsorted(ends, np.arange(limit, int(ends[-1]) + 1, limit)) + 1
+    edges = np.unique(np.concatenate(([0], np.minimum(cuts, len(lengths)), [len(lengths)])))
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
+
+
 def filter_shard(
-    reader: ShardReader, meta: pa.Table, drop: np.ndarray, folder: str, storage_options=None
+    reader: ShardReader,
+    meta: pa.Table,
+    drop: np.ndarray,
+    folder: str,
+    storage_options=None,
+    batch_tokens: int = BATCH_TOKENS,
 ) -> ShardRecord:
     """Write shard `reader.name` into `folder` without its documents `drop` (row numbers);
-    `meta` is its metadata table. At least one document must remain."""
+    `meta` is its metadata table. At least one document must remain. The kept documents
+    are copied from the memory map in batches of about `batch_tokens` tokens, so memory
+    does not grow with the shard (the writer's output does not depend on the batches)."""
     keep = np.ones(len(reader), dtype=bool)
     keep[drop] = False
     rows = np.flatnonzero(keep)
     lengths = reader.lengths()[rows]
     starts = reader.offsets[:-1].astype(np.int64)[rows]
-    # The kept documents' token positions, in order.
-    positions = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(
-        int(lengths.sum())
-    )
     task = (parse_stem(reader.name) or (0, 0))[0]
     shard = _OpenShard(folder, task, reader.dtype, storage_options, reader.mask is not None)
     shard.name = reader.name
-    mask = None if reader.mask is None else reader.mask[positions]
-    shard.write(reader.tokens[positions], lengths, meta.take(pa.array(rows)), mask)
+    for lo, hi in batches(lengths, batch_tokens):
+        taken = lengths[lo:hi]
+        # The batch's token positions in the shard, document after document.
+        positions = np.repeat(starts[lo:hi] - (np.cumsum(taken) - taken), taken)
+        positions += np.arange(int(taken.sum()))
+        mask = None if reader.mask is None else reader.mask[positions]
+        part = meta.take(pa.array(rows[lo:hi]))
+        shard.write(reader.tokens[positions], taken, part, mask)
     return shard.finish()
 
 
