@@ -410,6 +410,16 @@ def test_a_pinned_replaced_version_is_flagged(work: Path, cli, caplog):
     assert [info["dataset"] for info in dataset.resolved.datasets] == ["books@1", "web@1", "wiki@2"]
     logged = [r for r in caplog.records if r.name == "mixplane.load.resolve.takedowns"]
     assert [r.levelname for r in logged] == ["WARNING"] and "web@1" in logged[0].getMessage()
+    # Another rank starting from the cached plan warns as well, without opening the
+    # catalog (here held by a writer, as during a registration).
+    import duckdb
+
+    held = duckdb.connect(str(work / "catalog.duckdb"))
+    try:
+        with pytest.warns(SupersededVersionWarning, match=r"web@1 was superseded"):
+            MixtureDataset(str(pinned), rank=1, world_size=2)
+    finally:
+        held.close()
     # ... or refuses, when the mixture says so.
     strict = mixture(datasets=["web@1"], takedowns="refuse")
     with pytest.raises(MixplaneError, match=r"web@1 was superseded .* takedowns: refuse"):

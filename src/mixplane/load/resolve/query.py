@@ -37,7 +37,7 @@ from mixplane.load.resolve.plan_cache import (
     load_resolved,
     save_resolved,
 )
-from mixplane.load.resolve.takedowns import check_pins
+from mixplane.load.resolve.takedowns import cached_pins, check_pins, flag_pins
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
@@ -84,10 +84,11 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
 
         return fetch_resolved(spec)
     local = local_catalog(spec)
-    check_pins(spec, local.path)
     if not use_cache:
+        check_pins(spec, local.path)
         return _query(spec, local.path)
     folder = entry_folder(spec, local, spec.cache_dir)
+    flag_pins(spec, cached_pins(spec, local.path, folder))
     cached = load_resolved(spec, folder)
     if cached is None:
         # One process of the machine queries; the ranks that waited for it find the entry.
