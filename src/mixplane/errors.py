@@ -39,3 +39,9 @@ class StageErrorsError(MixplaneError):
     def __init__(self, message: str, result=None):
         super().__init__(message)
         self.result = result
+
+
+class SupersededVersionWarning(UserWarning):
+    """A mixture pins a dataset version that a takedown replaced: it still reads the
+    documents the takedown removed. Move the pin to the version named, or set
+    `takedowns: refuse` in the mixture to make this an error."""

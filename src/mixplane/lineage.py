@@ -90,7 +90,9 @@ class Step:
 
     def summary(self) -> dict[str, Any]:
         manifest = self.manifest
-        return {
+        # A takedown's step says which request it answered and what it removed.
+        takedown = {"takedown": manifest["takedown"]} if manifest.get("takedown") else {}
+        return takedown | {
             "manifest": self.manifest_url,
             "folder": self.folder,
             "kind": self.kind,

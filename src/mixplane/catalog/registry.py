@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,25 +163,41 @@ class Registry:
         Same fingerprint and location as the latest version: nothing is written and that
         version comes back with `created=False`.
         """
+        with self.transaction():
+            return self.add_next(scan, name)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Everything written inside is committed together, or not at all."""
+        self.connection.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+    def add_next(
+        self, scan: FolderScan, name: str, after: int | None = None
+    ) -> tuple[DatasetVersion, bool]:
+        """`add` inside the caller's `transaction`; with `after`, refuses unless the latest
+        version is that one (a version made from it must not hide one registered since)."""
         if not NAME.match(name):
             raise MixplaneError(f"bad dataset name {name!r}: {NAME_RULE} (max 128 characters)")
-        connection = self.connection
-        connection.execute("BEGIN TRANSACTION")
-        try:
-            latest = connection.execute(
-                "SELECT version, fingerprint, uri FROM versions WHERE name = ? "
-                "ORDER BY version DESC LIMIT 1",
-                [name],
-            ).fetchone()
-            if latest and latest[1] == scan.fingerprint and latest[2] == scan.uri:
-                connection.execute("ROLLBACK")
-                return self.get(name, latest[0]), False
-            number = latest[0] + 1 if latest else 1
-            self._insert(scan, name, number)
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
+        latest = self.connection.execute(
+            "SELECT version, fingerprint, uri FROM versions WHERE name = ? "
+            "ORDER BY version DESC LIMIT 1",
+            [name],
+        ).fetchone()
+        if after is not None and (latest is None or latest[0] != after):
+            raise MixplaneError(
+                f"{name}@{latest and latest[0]} was registered while {name}@{after} was being "
+                "changed; run the command again"
+            )
+        if latest and latest[1] == scan.fingerprint and latest[2] == scan.uri:
+            return self.get(name, latest[0]), False
+        number = latest[0] + 1 if latest else 1
+        self._insert(scan, name, number)
         return self.get(name, number), True
 
     def _insert(self, scan: FolderScan, name: str, number: int) -> None:

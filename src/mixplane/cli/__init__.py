@@ -20,6 +20,7 @@ from mixplane.cli import process as _process
 from mixplane.cli import report as _report
 from mixplane.cli import serve as _serve
 from mixplane.cli import synth as _synth
+from mixplane.cli import takedown as _takedown
 from mixplane.cli import tokenize as _tokenize
 from mixplane.cli import trace as _trace
 from mixplane.cli.common import app, run_app
@@ -30,6 +31,7 @@ for _module in (
     _classifier,
     _tokenize,
     _catalog,
+    _takedown,
     _annotate,
     _mix,
     _trace,

@@ -332,6 +332,15 @@ def _annotation(manifest: dict) -> str:
     )
 
 
+def _takedown(done: dict) -> str:
+    """What a takedown removed, and the request and reference it answered."""
+    removed = done.get("removed") or {}
+    return (
+        f"takedown {done.get('request')} (reference {done.get('reference')}) removed "
+        f"{removed.get('documents', 0):,} documents of {done.get('dataset')}"
+    )
+
+
 def _describe(step: Step) -> str:
     manifest = step.manifest
     parts = [f"[bold]{step.kind}[/] {step.folder}"]
@@ -345,6 +354,8 @@ def _describe(step: Step) -> str:
         parts.append("stages " + ", ".join(map(str, stages)))
     if step.kind == "annotate":
         parts.append(_annotation(manifest))
+    if manifest.get("takedown"):
+        parts.append(_takedown(manifest["takedown"]))
     tokenizer = manifest.get("tokenizer") or {}
     if tokenizer.get("spec"):
         parts.append(f"tokenizer {tokenizer['spec']}")

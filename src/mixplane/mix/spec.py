@@ -175,6 +175,11 @@ class MixtureSpec(BaseModel):
     policy: PolicySpec | None = Field(
         None, description="adapt the weights to the training loss while training"
     )
+    takedowns: Literal["warn", "refuse"] = Field(
+        "warn",
+        description="a pinned NAME@N that a takedown replaced (`mixplane takedown`): warn "
+        "at start-up (SupersededVersionWarning and the log), or refuse with an error",
+    )
     overlap: Literal["error", "first", "allow"] = Field(
         "error",
         description="a document matched by several components: error, goes to the first "
@@ -340,6 +345,7 @@ class MixtureSpec(BaseModel):
         """Hash of everything that decides the stream (not where files are cached)."""
         local = {"cache", "cache_dir", "cache_limit", "storage_options", "plan_url"}
         local.add("document_refs")  # what batches carry beside the tokens, not which tokens
+        local.add("takedowns")  # whether to start, not what is read
         if self.kind == "text":
             local.add("kind")  # text mixtures keep the fingerprints they had before `kind`
         if self.packing == "sequences":  # packed mixtures keep theirs from before `packing`
@@ -397,6 +403,7 @@ IMAGE_TEXT_UNUSED = frozenset(
         "packing",
         *UNPACKED_ONLY,
         "document_refs",
+        "takedowns",  # takedowns rewrite token shards only: no image version is superseded
     }
 )
 

@@ -37,6 +37,7 @@ from mixplane.load.resolve.plan_cache import (
     load_resolved,
     save_resolved,
 )
+from mixplane.load.resolve.takedowns import cached_pins, check_pins, flag_pins
 from mixplane.mix.spec import MixtureSpec
 from mixplane.mix.tree import MixtureTree
 
@@ -76,15 +77,18 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
         )
     MixtureTree(spec)  # the spec's own mistakes are reported before any file is opened
     if catalog is not None:
+        check_pins(spec, catalog.path)
         return _resolve(spec, catalog)
-    if spec.plan_url:
+    if spec.plan_url:  # the service checks the pins on its catalog
         from mixplane.load.resolve.plan_service import fetch_resolved
 
         return fetch_resolved(spec)
     local = local_catalog(spec)
     if not use_cache:
+        check_pins(spec, local.path)
         return _query(spec, local.path)
     folder = entry_folder(spec, local, spec.cache_dir)
+    flag_pins(spec, cached_pins(spec, local.path, folder))
     cached = load_resolved(spec, folder)
     if cached is None:
         # One process of the machine queries; the ranks that waited for it find the entry.

@@ -38,6 +38,7 @@ def write_token_dataset(
     tokens: Callable[[np.random.Generator, int], np.ndarray] | None = None,
     group_by: str | None = None,
     lengths: Callable[[np.random.Generator, int], np.ndarray] | None = None,
+    properties: Callable[[np.ndarray], dict[str, list]] | None = None,
 ) -> str:
     """Write `documents` documents of random tokens; returns the manifest's URL.
 
@@ -46,8 +47,9 @@ def write_token_dataset(
     1..vocab_size-1, uniform, or as `tokens(rng, count)` makes them (a generator of
     structured text, such as a Markov chain). `eos_id`, when given, ends every document as
     if tokenized with EOS.
-    Properties: `source`, `language` (en, de, fr, es by document number, in turn) and
-    `quality` (uniform in [0, 1)). `group_by` writes shards as `tokenize --group-by` does.
+    Properties: `source`, `language` (en, de, fr, es by document number, in turn),
+    `quality` (uniform in [0, 1)), and the columns `properties(document_numbers)` returns
+    (a `url`, say). `group_by` writes shards as `tokenize --group-by` does.
     """
     rng = np.random.default_rng(seed)
     dtype = token_dtype(vocab_size)
@@ -74,6 +76,8 @@ def write_token_dataset(
                 "quality": pa.array(rng.random(count)),
             }
         )
+        for column, values in (properties(numbers) if properties else {}).items():
+            meta = meta.append_column(column, pa.array(values))
         writer.add(made, sizes, meta)
         done += count
     records = [record.to_json() for record in writer.close()]
