@@ -82,11 +82,14 @@ def test_the_plan_keeps_latest_pinned_recently_read_and_running_versions(tmp_pat
     catalog = tmp_path / "catalog.duckdb"
     (tmp_path / "mix.yaml").write_text(yaml.safe_dump(mixture(tmp_path, ["web@1"])))
     # web@2: a stopped run read it yesterday; web@3: a run that started long ago and has
-    # not stopped; web@4: read only by a run that stopped 40 days ago.
+    # not stopped, with a checkpoint yesterday; web@4: read only by a run that stopped 40
+    # days ago; web@5: by a run that never stopped and has been silent for 50 days.
     record(catalog, run_event("recent", "start", ("web@2",), 1.5))
     record(catalog, run_event("recent", "stop", ("web@2",), 1))
     record(catalog, run_event("going", "start", ("web@3",), 90))
-    record(catalog, run_event("going", "progress", ("web@3",), 80))
+    record(catalog, run_event("going", "progress", ("web@3",), 1))
+    record(catalog, run_event("crashed", "start", ("web@5",), 60))
+    record(catalog, run_event("crashed", "progress", ("web@5",), 50))
     record(catalog, run_event("old", "start", ("web@4",), 41))
     record(catalog, run_event("old", "stop", ("web@4",), 40))
     before = tree(tmp_path)
@@ -95,15 +98,19 @@ def test_the_plan_keeps_latest_pinned_recently_read_and_running_versions(tmp_pat
     reasons = {kept.ref: kept.reasons for kept in plan.kept}
     assert reasons["web@1"] == ("pinned by mix.yaml",)
     assert reasons["web@2"][0].startswith("read by run recent on ")
-    assert reasons["web@3"][0].startswith("read by run going, not stopped")
+    assert reasons["web@3"][0].startswith("read by run going, running (last event ")
     assert reasons["web@6"] == ("the latest of web",)
     # Planning changed nothing; every file of a removed version is listed, with its size.
     assert tree(tmp_path) == before
     web4 = sorted(str(p) for p in (tmp_path / "web-v4").glob("shard-*"))
     assert sorted(f.url for f in plan.removals[0].files) == web4
     assert plan.removals[0].bytes == sum(os.path.getsize(p) for p in web4)
-    # A longer window keeps web@4 too; more latest versions keep web@5.
+    # A longer window keeps web@4 too, and web@5, whose run counts as ended at its last
+    # event; more latest versions keep web@5; a shorter running window drops web@3.
     assert [r.ref for r in survey(catalog, Retention(1, 45)).removals] == ["web@1", "web@5"]
+    longer = {k.ref: k.reasons for k in survey(catalog, Retention(1, 55)).kept}
+    assert longer["web@5"][0].endswith("(never stopped: silent since)")
+    assert "web@3" in [r.ref for r in survey(catalog, Retention(1, 0, {}, 0.5)).removals]
     assert [r.ref for r in survey(catalog, Retention(2, 0)).removals] == ["web@1", "web@2", "web@4"]
     with pytest.raises(ConfigError, match=r"web@9 \(pinned by --keep\) is not in the catalog"):
         survey(catalog, Retention(1, 30, {"web@9": "--keep"}))

@@ -30,6 +30,12 @@ def gc(
         "--keep-used-days",
         help="Keep versions a run of the audit trail read in the last N days.",
     ),
+    running_days: float = typer.Option(
+        7.0,
+        "--running-days",
+        help="A run that has not stopped keeps what it reads while its last event is within "
+        "N days (a crashed run never records a stop).",
+    ),
     keep: list[str] = typer.Option(
         [], "--keep", help="Keep this version, NAME@N (repeat for more).", show_default=False
     ),
@@ -48,7 +54,7 @@ def gc(
 ) -> None:
     """Remove the files of dataset versions that are not kept: kept are the latest K of each
     dataset, versions pinned (by --keep or a mixture given), versions a run read in the last
-    N days or that a run that has not stopped reads (the audit trail), and versions a
+    N days or that a run still running reads (the audit trail), and versions a
     process of this host has open. Files a kept version shares stay.
 
     A dry run unless --delete: it prints what would go, per version, and why each kept
@@ -62,7 +68,7 @@ def gc(
     for ref in keep:
         _check_pin(ref)
     pins = _mixture_pins(mixtures) | {ref: "--keep" for ref in keep}
-    retention = Retention(keep_latest, keep_used_days, pins)
+    retention = Retention(keep_latest, keep_used_days, pins, running_days)
     options = storage_options(storage)
     plan = survey(catalog, retention, options)
     result = apply_plan(plan, catalog, options) if delete else None

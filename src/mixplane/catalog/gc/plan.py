@@ -7,8 +7,9 @@ A version is kept when any of these holds, and every reason is listed:
   version, which mixtures that do not pin one follow, is never collected);
 - it is pinned: named `NAME@N` by a mixture given, or with `--keep`;
 - the audit trail has a run that read it whose last event is within `keep_used_days`, or
-  one that has not stopped: every rank that started has not recorded a stop (a run that
-  crashed never does, so its versions stay until a stop is recorded for it);
+  one still running: some rank that started has not recorded a stop and the run's last
+  event is within `running_days` (a run that crashed never records a stop; once it has
+  been silent that long it counts as ended at its last event);
 - a process of this host has one of its files open or mapped (`liveness`).
 
 The files of a version not kept are removed, except any file a kept version also
@@ -40,16 +41,20 @@ from mixplane.errors import ConfigError
 
 DEFAULT_KEEP_LATEST = 2
 DEFAULT_KEEP_USED_DAYS = 30.0
+# A loader records an event at each checkpoint; a week without one is a run that died.
+DEFAULT_RUNNING_DAYS = 7.0
 
 
 @dataclass(frozen=True)
 class Retention:
     """What gc keeps: the latest `keep_latest` of each dataset, versions read by a run in
-    the last `keep_used_days` days, and `pins` (exact `NAME@N` -> where it was pinned)."""
+    the last `keep_used_days` days or by a run still running (not stopped, an event within
+    `running_days`), and `pins` (exact `NAME@N` -> where it was pinned)."""
 
     keep_latest: int = DEFAULT_KEEP_LATEST
     keep_used_days: float = DEFAULT_KEEP_USED_DAYS
     pins: Mapping[str, str] = field(default_factory=dict)
+    running_days: float = DEFAULT_RUNNING_DAYS
 
     def __post_init__(self) -> None:
         if self.keep_latest < 1:
@@ -59,6 +64,8 @@ class Retention:
             )
         if not self.keep_used_days >= 0:
             raise ConfigError(f"--keep-used-days {self.keep_used_days}: give 0 or more days")
+        if not self.running_days > 0:
+            raise ConfigError(f"--running-days {self.running_days}: give more than 0 days")
 
 
 @dataclass(frozen=True)
@@ -224,18 +231,19 @@ def _reasons(
             )
     for ref, where in retention.pins.items():
         reasons[ref].append(f"pinned by {where}")
-    since = _parse(in_use.now) - dt.timedelta(days=retention.keep_used_days)
+    now = _parse(in_use.now)
+    since = now - dt.timedelta(days=retention.keep_used_days)
+    alive = now - dt.timedelta(days=retention.running_days)
     for run in in_use.runs:
-        recent = _parse(run.last_at) >= since
+        last = _parse(run.last_at)
         for ref in run.datasets:
             if ref not in reasons:
                 continue  # a version of another catalog, or removed from this one
-            if not run.stopped:
-                reasons[ref].append(
-                    f"read by run {run.run}, not stopped (last event {run.last_at})"
-                )
-            elif recent:
-                reasons[ref].append(f"read by run {run.run} on {run.last_at[:10]}")
+            if not run.stopped and last >= alive:
+                reasons[ref].append(f"read by run {run.run}, running (last event {run.last_at})")
+            elif last >= since:
+                ended = "" if run.stopped else " (never stopped: silent since)"
+                reasons[ref].append(f"read by run {run.run} on {run.last_at[:10]}{ended}")
     for ref, holders in in_use.live.items():
         if holders and ref in reasons:
             pid, path = holders[0]
