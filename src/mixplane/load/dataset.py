@@ -29,6 +29,7 @@ from mixplane.load.read.source import TokenSource, token_source
 from mixplane.load.read.stream import Stream
 from mixplane.load.resolve.plan_cache import epoch_orders
 from mixplane.load.resolve.query import resolve_mixture
+from mixplane.load.trail import RunTrail, weight_details, with_options
 from mixplane.mix.adaptive import AdaptiveMixer
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
@@ -91,8 +92,10 @@ class MixtureDataset:
         resolved: ResolvedMixture | None = None,
         plan_url: str | None = None,
         document_refs: bool | None = None,
+        audit: bool | None = None,
+        run_id: str | None = None,
     ):
-        spec = load_mixture(mixture)
+        spec = with_options(load_mixture(mixture), audit, run_id)
         if spec.packing == "none":
             raise ConfigError(
                 "this mixture has packing: none (whole documents, padded batches); read it "
@@ -138,6 +141,17 @@ class MixtureDataset:
             AdaptiveMixer(self.spec, plan.tree, plan.leaf_tokens) if self.spec.policy else None
         )
         self.before_state: Callable[[], None] | None = None
+        # This rank's entries in the catalog's audit trail (None: `audit: false`).
+        self.trail = RunTrail.begin(
+            spec,
+            catalog,
+            rank=rank,
+            world_size=world_size,
+            fingerprint=self.fingerprint,
+            datasets=[info["dataset"] for info in resolved.datasets],
+            kind="packed",
+            position=self._trail_position,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for another process (a spawned DataLoader worker) starts without the running
@@ -145,6 +159,15 @@ class MixtureDataset:
         state = self.__dict__.copy()
         state["_stream"] = None
         return state
+
+    def _trail_position(self) -> tuple[int, dict[str, Any]]:
+        """How far the rank read, and the weight changes the order needs, for the trail."""
+        return self.consumed, weight_details(self.plan.weight_changes)
+
+    def finished(self) -> None:
+        """The training process received the whole stream: the trail says it stopped."""
+        if self.trail is not None:
+            self.trail.stop(*self._trail_position())
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -210,11 +233,14 @@ class MixtureDataset:
 
     def close(self) -> None:
         """Stop reading ahead and let go of the remote shards this process holds in the
-        cache, so they may be evicted (iterating again reopens what it needs)."""
+        cache, so they may be evicted (iterating again reopens what it needs); the audit
+        trail records that the rank stopped."""
         if self._stream is not None:
             self._stream.close()
             self._stream = None
         self.source.close()
+        if self.trail is not None:
+            self.trail.stop(*self._trail_position())
 
     def batches(self, batch_size: int) -> Iterator[dict[str, np.ndarray]]:
         """Iterate whole batches (arrays with a leading batch dimension)."""
@@ -257,8 +283,10 @@ class MixtureDataset:
             read_ahead = max(1, read_ahead // WORKER_BLOCK_DIVISOR)
         # A worker's first batch, read by the training process, goes to its first stream only.
         filled, self.worker_openings = self.worker_openings, {}
+        # Read by the training process itself (not a worker): its end is the run's.
+        on_end = self.finished if poll is None else None
         self._stream = Stream(
-            self.context, self.cursor, layout, read_ahead, prefetch, batched, poll, filled
+            self.context, self.cursor, layout, read_ahead, prefetch, batched, poll, filled, on_end
         )
         return self._stream
 
@@ -382,13 +410,16 @@ class MixtureDataset:
             )
         if self.before_state is not None:
             self.before_state()
-        return LoaderState(
+        state = LoaderState(
             fingerprint=self.fingerprint,
             consumed=self.consumed,
             weight_changes=self.weight_log(),
             policy=self.adaptive.state_dict() if self.adaptive is not None else None,
             components=list(self.names),
         ).to_dict()
+        if self.trail is not None:  # a checkpoint: the trail notes how far the run read
+            self.trail.progress(*self._trail_position())
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state saved by any rank, with any world size or worker count.

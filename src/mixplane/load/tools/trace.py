@@ -113,7 +113,7 @@ def trace(
         [41, 43, 45, 47]
     """
     request = _request(request, fields)
-    dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0)
+    dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0, audit=False)
     try:
         if weight_log:
             dataset.apply_weight_changes(weight_log)

@@ -1,0 +1,310 @@
+"""A loader's entries in the catalog's audit trail: one rank's start, checkpoints and stop.
+
+Each rank's loader, built in its training process, records a `start` event (run id, rank,
+world size, host, pid, user, the mixture's fingerprint, the exact dataset versions it reads,
+and the mixture itself, so the order it read can be rebuilt later); `state_dict()` adds a
+`progress` event with how far the run read, and closing or finishing the stream, or the
+process ending, a `stop` event. DataLoader workers never write (only the process that built
+the loader does), nothing is written per batch, and a trail that cannot be written (a
+read-only disk, storage down) costs a warning, once, never the training run.
+
+The run id, shared by the ranks of a run, is the first of:
+  1. the mixture's `run_id` option;
+  2. the launcher's job id: `MIXPLANE_RUN_ID`, `TORCHELASTIC_RUN_ID` (torchrun), `SLURM_JOB_ID`,
+     `PBS_JOBID`, `LSB_JOBID`; these are kept when a job is requeued or resumed;
+  3. derived: `FINGERPRINT-wWORLD-TIME`, TIME the UTC time floored to ten minutes. A rank
+     joins the oldest run of the same mixture and world size from this window or the one
+     before that has no start of its own rank yet, so ranks that start seconds (or minutes)
+     apart share a run, even across a window's edge, and a second launch of the same mixture
+     soon after gets its own (`...-1`). A resume later is a new run in the trail: give
+     `run_id` (or use a launcher) to keep one name across resumes.
+
+Example:
+    >>> trail = RunTrail.begin(spec, spec.catalog, rank=0, world_size=8,  # doctest: +SKIP
+    ...                        fingerprint=resolved.fingerprint, datasets=["web@3"])
+    >>> trail.progress(4096); trail.stop(8192)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import os
+import re
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from mixplane.mix.spec import MixtureSpec
+
+LAUNCHER_IDS = (
+    ("MIXPLANE_RUN_ID", ""),
+    ("TORCHELASTIC_RUN_ID", "torchrun-"),
+    ("SLURM_JOB_ID", "slurm-"),
+    ("PBS_JOBID", "pbs-"),
+    ("LSB_JOBID", "lsf-"),
+)
+WINDOW_SECONDS = 600  # ranks of one launch start within this of each other
+# What the trail keeps of the mixture: never credentials or this machine's paths.
+NOT_RECORDED = {"storage_options", "cache_dir", "cache_limit", "cache", "audit", "run_id"}
+
+
+class AuditWarning(UserWarning):
+    """The audit trail could not be written; training goes on."""
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(where: str, error: BaseException | str) -> None:
+    """Warn that the trail at `where` was not written, the first time only."""
+    with _warned_lock:
+        if where in _warned:
+            return
+        _warned.add(where)
+    warnings.warn(
+        f"the audit trail at {where} could not be written ({error}); training goes on without "
+        "it (set audit: false in the mixture to stop recording)",
+        AuditWarning,
+        stacklevel=3,
+    )
+
+
+def trail_catalog(spec: MixtureSpec, catalog: Any = None) -> str | None:
+    """The catalog whose trail a loader records into: a `Catalog` given to it, else the
+    mixture's own (None: neither)."""
+    path = getattr(catalog, "path", None) if catalog is not None else None
+    return str(path) if path else spec.catalog
+
+
+def recorded_mixture(spec: MixtureSpec) -> dict[str, Any]:
+    """The mixture as the trail keeps it: everything that decides the stream (the start
+    event's `datasets` pin its versions); credentials and this machine's paths left out."""
+    return spec.model_dump(mode="json", exclude=NOT_RECORDED)
+
+
+def launcher_run_id(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """`(run id, where it came from)` from the launcher's environment, or None."""
+    environ = os.environ if environ is None else environ
+    for name, prefix in LAUNCHER_IDS:
+        value = environ.get(name, "").strip()
+        if value and value.lower() != "none":  # torchrun's rendezvous id defaults to "none"
+            return safe_id(prefix + value), f"env:{name}"
+    return None
+
+
+def safe_id(text: str) -> str:
+    """`text` as a run id the trail takes (one folder name).
+
+    Example:
+        >>> safe_id("slurm-1234_5/a")
+        'slurm-1234_5_a'
+    """
+    cleaned = re.sub(r"[^A-Za-z0-9._:=+-]", "_", text).lstrip(".") or "run"
+    return cleaned[:128]
+
+
+def derived_run_id(
+    catalog: str,
+    fingerprint: str,
+    world_size: int,
+    rank: int,
+    now: dt.datetime,
+    storage_options: dict[str, Any] | None = None,
+) -> str:
+    """The run a rank without a given id joins or opens (see the module's docstring)."""
+    from mixplane.catalog.audit import run_names, started_ranks
+
+    stem = f"{fingerprint[:12]}-w{world_size}-"
+    epoch = int(now.timestamp()) // WINDOW_SECONDS * WINDOW_SECONDS
+    windows = [_window_name(epoch - WINDOW_SECONDS), _window_name(epoch)]
+    existing = run_names(catalog, stem, storage_options)
+    for window in windows:
+        base = stem + window
+        ours = [name for name in existing if _in_window(name, base)]
+        for name in sorted(ours, key=lambda name: 0 if name == base else int(name.rsplit("-")[-1])):
+            if rank not in started_ranks(catalog, name, storage_options):
+                return name
+    base = stem + windows[-1]
+    taken = {name for name in existing if _in_window(name, base)}
+    name, count = base, 0
+    while name in taken:
+        count += 1
+        name = f"{base}-{count}"
+    return name
+
+
+def _window_name(epoch: int) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y%m%dT%H%M")
+
+
+def _in_window(name: str, base: str) -> bool:
+    return name == base or (name.startswith(base + "-") and name[len(base) + 1 :].isdigit())
+
+
+def with_options(spec: MixtureSpec, audit: bool | None, run_id: str | None) -> MixtureSpec:
+    """`spec` with a loader's own `audit` and `run_id` arguments, which win over it."""
+    update = {
+        name: value for name, value in (("audit", audit), ("run_id", run_id)) if value is not None
+    }
+    if not update:
+        return spec
+    return MixtureSpec.parse({**spec.model_dump(mode="json"), **update}, where="loader options")
+
+
+class RunTrail:
+    """One rank's events in the trail of `catalog`, written only by the process that began
+    it; every failure to write is a warning (once per trail), never an error."""
+
+    def __init__(self, catalog: str, start: Any, storage_options: dict[str, Any] | None):
+        self.catalog = catalog
+        self.start = start  # the RunEvent that opened it
+        self.storage_options = storage_options or {}
+        self.pid = os.getpid()
+        self.open = True  # no stop recorded since the last start or progress
+        self.consumed: int | None = None
+        self._position: Callable[[], Any] | None = None
+        atexit.register(self._at_exit)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy in another process never writes (its pid differs); a weak method does not
+        # pickle.
+        return self.__dict__ | {"_position": None}
+
+    @classmethod
+    def begin(
+        cls,
+        spec: MixtureSpec,
+        catalog: Any,
+        *,
+        rank: int,
+        world_size: int,
+        fingerprint: str,
+        datasets: Sequence[str],
+        kind: str,
+        position: Callable[[], Any] | None = None,
+    ) -> RunTrail | None:
+        """Record this rank's start, unless the mixture says `audit: false`.
+
+        `position` (a bound method, held weakly) gives `(consumed, details)` when the
+        process ends without closing the loader.
+        """
+        if not spec.audit:
+            return None
+        where = trail_catalog(spec, catalog)
+        if not where:
+            warn_once("(no catalog)", "the mixture names no catalog to keep it beside")
+            return None
+        options = getattr(catalog, "storage_options", None) or spec.storage_options
+        try:
+            from mixplane.catalog.audit import RunEvent, audit_folder
+
+            run, origin = _run_id(spec, where, fingerprint, world_size, rank, options)
+            details = {
+                "kind": kind,
+                "run_id_from": origin,
+                "mixture_spec": recorded_mixture(spec),
+            }
+            start = RunEvent.now(
+                run,
+                "start",
+                rank=rank,
+                world_size=world_size,
+                mixture=fingerprint,
+                datasets=tuple(datasets),
+                details=details,
+            )
+        except Exception as error:  # a training run never fails for its trail
+            warn_once(where, error)
+            return None
+        trail = cls(where, start, options)
+        if position is not None:
+            trail._position = weakref.WeakMethod(position)  # type: ignore[arg-type]
+        trail._write(start, audit_folder(where))
+        return trail
+
+    def progress(self, consumed: int | None, details: dict[str, Any] | None = None) -> None:
+        """A checkpoint: the rank's loader state says it read up to `consumed`."""
+        self.consumed = consumed
+        self.open = True
+        self._record("progress", consumed, details)
+
+    def stop(self, consumed: int | None, details: dict[str, Any] | None = None) -> None:
+        """The rank stopped reading (recorded once after each start or checkpoint)."""
+        if not self.open:
+            return
+        self.consumed = consumed
+        self.open = False
+        self._record("stop", consumed, details)
+        atexit.unregister(self._at_exit)
+
+    def _record(self, event: str, consumed: int | None, details: dict[str, Any] | None) -> None:
+        if os.getpid() != self.pid:  # a DataLoader worker's copy: its parent records
+            return
+        try:
+            from mixplane.catalog.audit import audit_folder
+
+            follow = replace(self.start.follow(event, consumed), details=details or {})
+        except Exception as error:
+            warn_once(self.catalog, error)
+            return
+        self._write(follow, audit_folder(self.catalog))
+
+    def _write(self, event: Any, folder: str) -> None:
+        if os.getpid() != self.pid:
+            return
+        try:
+            from mixplane.catalog.audit import record
+
+            record(self.catalog, event, self.storage_options)
+        except Exception as error:  # read-only disk, storage down: warn, train on
+            warn_once(folder, error)
+
+    def _at_exit(self) -> None:
+        """The process ends with the loader still open: it stopped where it was."""
+        if not self.open or os.getpid() != self.pid:
+            return
+        parent = os.path.dirname(self.catalog)
+        if "://" not in self.catalog and parent and not os.path.isdir(parent):
+            return  # the catalog's folder is gone (a temporary one): nothing to add to
+        consumed, details = self.consumed, None
+        method = self._position() if self._position is not None else None
+        if method is not None:
+            try:
+                consumed, details = method()
+            except Exception:  # the loader's state is past reading: keep the last known
+                pass
+        self.stop(consumed, details)
+
+
+def weight_details(weight_changes: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """What a progress or stop event keeps beside `consumed`: an adaptive run's weight
+    changes (steps and weights only), which its order needs to be rebuilt."""
+    if not weight_changes:
+        return {}
+    return {
+        "weight_changes": [
+            {"step": int(c["step"]), "weights": dict(c["weights"])} for c in weight_changes
+        ]
+    }
+
+
+def _run_id(
+    spec: MixtureSpec,
+    catalog: str,
+    fingerprint: str,
+    world_size: int,
+    rank: int,
+    storage_options: dict[str, Any] | None,
+) -> tuple[str, str]:
+    if spec.run_id:
+        return spec.run_id, "option"
+    found = launcher_run_id()
+    if found is not None:
+        return found
+    now = dt.datetime.now(dt.timezone.utc)
+    return derived_run_id(catalog, fingerprint, world_size, rank, now, storage_options), "derived"
