@@ -37,6 +37,7 @@ from mixplane.load.images.shards import is_shards, resolve_shards
 from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.state import LoaderState
 from mixplane.load.remote.shard_cache import cache_limit
+from mixplane.load.trail import RunTrail, with_options
 from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.store.images import ImageShardReader
@@ -110,7 +111,10 @@ class ImageTextDataset:
         resolved: ResolvedImages | None = None,
         seed: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        audit: bool | None = None,
+        run_id: str | None = None,
     ):
+        spec = None  # a mixture over the catalog, whose trail records this rank
         if resolved is None and is_shards(mixture):
             if catalog is not None:
                 raise ConfigError("give image shards or a catalog, not both")
@@ -121,7 +125,8 @@ class ImageTextDataset:
                     "seed and storage_options are for image shards given directly; a mixture "
                     "spec sets its own seed and storage_options"
                 )
-            resolved = resolve_images(load_mixture(mixture), catalog)  # type: ignore[arg-type]
+            spec = with_options(load_mixture(mixture), audit, run_id)  # type: ignore[arg-type]
+            resolved = resolve_images(spec, catalog)
         self.resolved = resolved
         self.spec = self.resolved.spec
         self.plan = EpochPlan(
@@ -155,6 +160,24 @@ class ImageTextDataset:
         )
         self._readers: OrderedDict[int, ImageShardReader] = OrderedDict()
         self._pid = os.getpid()
+        # This rank's entries in the catalog's audit trail (image shards given directly
+        # belong to no catalog, so have none).
+        self.trail = None
+        if spec is not None:
+            self.trail = RunTrail.begin(
+                spec,
+                catalog,
+                rank=rank,
+                world_size=world_size,
+                fingerprint=self.fingerprint,
+                datasets=sorted(set(self.resolved.shard_dataset)),
+                kind="image_text",
+                position=self._trail_position,
+            )
+
+    def _trail_position(self) -> tuple[int, dict[str, Any]]:
+        """For the trail: samples received, as the resume state counts them."""
+        return self.epoch * self.epoch_length + self.position, {}
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for a DataLoader worker opens its own readers.
@@ -304,6 +327,8 @@ class ImageTextDataset:
                 self.files.release(shard)
         self._readers = OrderedDict()
         self.files.close()
+        if self.trail is not None:
+            self.trail.stop(*self._trail_position())
 
     def describe(self, shard: int, sample: int, key: str | None = None) -> str:
         uri, stem = self.resolved.shards[shard]
@@ -401,7 +426,9 @@ class ImageTextDataset:
                 "follow what the training loop received, so its position here is stale; build "
                 "the loader with image_text_loader(dataset, num_workers=...)"
             )
-        consumed = self.epoch * self.epoch_length + self.position
+        consumed, details = self._trail_position()
+        if self.trail is not None:  # a checkpoint: the trail notes how far the run read
+            self.trail.progress(consumed, details)
         return LoaderState(self.fingerprint, consumed).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

@@ -27,6 +27,7 @@ from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.read.source import token_source
 from mixplane.load.resolve.query import resolve_mixture
+from mixplane.load.trail import RunTrail, with_options
 from mixplane.load.unpacked.batch import Located, locate, pad_id_of, padded_batches
 from mixplane.load.unpacked.read_ahead import ReadAhead
 from mixplane.load.unpacked.state import StepCursor, UnpackedState
@@ -74,8 +75,10 @@ class UnpackedDataset:
         dtype: str | np.dtype = "int64",
         resolved: ResolvedMixture | None = None,
         prefetch: int = 2,
+        audit: bool | None = None,
+        run_id: str | None = None,
     ):
-        spec = load_mixture(mixture)
+        spec = with_options(load_mixture(mixture), audit, run_id)
         if spec.packing != "none":
             raise ConfigError(
                 "this mixture packs documents into sequences (packing: sequences); read it "
@@ -108,10 +111,32 @@ class UnpackedDataset:
         per_batch = per_batch or (batch_size or 1) * self.stream.seq_len
         self.chunk = max(1, READ_AHEAD_TOKENS // per_batch)  # batches read together
         self._reading: ReadAhead | None = None  # the running pass's reading thread
+        # This rank's entries in the catalog's audit trail (None: `audit: false`).
+        self.trail = RunTrail.begin(
+            spec,
+            catalog,
+            rank=rank,
+            world_size=world_size,
+            fingerprint=self.fingerprint,
+            datasets=[info["dataset"] for info in self.resolved.datasets],
+            kind="unpacked",
+            position=self._trail_position,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for a DataLoader worker starts without this process's reading thread.
         return self.__dict__ | {"_reading": None}
+
+    def _trail_position(self) -> tuple[int, dict[str, Any]]:
+        """For the trail: the global position (in documents) before which the loop received
+        every document (exact with fixed batches; a bucketed window's start otherwise), and
+        the resume state's cursor."""
+        cursor = self.cursor
+        plan = self.plan
+        consumed = cursor.base + cursor.window * plan.window_size
+        if self.batch_size is not None:
+            consumed += cursor.step * plan.unit
+        return consumed, {"base": cursor.base, "window": cursor.window, "step": cursor.step}
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -304,7 +329,7 @@ class UnpackedDataset:
                 "the loader with torch_loader(dataset, batch_size=None, num_workers=...)"
             )
         cursor = self.cursor
-        return UnpackedState(
+        state = UnpackedState(
             self.fingerprint,
             self.layout.world_size,
             self.batch_size,
@@ -312,6 +337,9 @@ class UnpackedDataset:
             cursor.window,
             cursor.step,
         ).to_dict()
+        if self.trail is not None:  # a checkpoint: the trail notes how far the run read
+            self.trail.progress(*self._trail_position())
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state saved by any rank (ranks advance in step, so their states
@@ -358,6 +386,8 @@ class UnpackedDataset:
         reopens them)."""
         self._stop_reading()
         self.source.close()
+        if self.trail is not None:
+            self.trail.stop(*self._trail_position())
 
     def __repr__(self) -> str:
         c = self.cursor
