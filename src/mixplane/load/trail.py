@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from mixplane.mix.spec import MixtureSpec
 
 LAUNCHER_IDS = (
@@ -81,10 +83,11 @@ def trail_catalog(spec: MixtureSpec, catalog: Any = None) -> str | None:
     return str(path) if path else spec.catalog
 
 
-def recorded_mixture(spec: MixtureSpec) -> dict[str, Any]:
-    """The mixture as the trail keeps it: everything that decides the stream (the start
-    event's `datasets` pin its versions); credentials and this machine's paths left out."""
-    return spec.model_dump(mode="json", exclude=NOT_RECORDED)
+def recorded_mixture(spec: MixtureSpec) -> str:
+    """The mixture as the trail keeps it, as JSON text (its components' order decides the
+    stream, and the trail's files sort their keys): everything that decides the stream (the
+    start event's `datasets` pin its versions), no credentials or this machine's paths."""
+    return orjson.dumps(spec.model_dump(mode="json", exclude=NOT_RECORDED)).decode()
 
 
 def launcher_run_id(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
@@ -207,7 +210,7 @@ class RunTrail:
             details = {
                 "kind": kind,
                 "run_id_from": origin,
-                "mixture_spec": recorded_mixture(spec),
+                "mixture": recorded_mixture(spec),
             }
             start = RunEvent.now(
                 run,
@@ -282,13 +285,12 @@ class RunTrail:
 
 
 def weight_details(weight_changes: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
-    """What a progress or stop event keeps beside `consumed`: an adaptive run's weight
-    changes (steps and weights only), which its order needs to be rebuilt."""
-    if not weight_changes:
-        return {}
+    """What a progress or stop event keeps beside `consumed`: the run's weight changes
+    (steps and weights only; none for most runs), which an adaptive run's order needs to be
+    rebuilt."""
     return {
         "weight_changes": [
-            {"step": int(c["step"]), "weights": dict(c["weights"])} for c in weight_changes
+            {"step": int(c["step"]), "weights": dict(c["weights"])} for c in weight_changes or ()
         ]
     }
 

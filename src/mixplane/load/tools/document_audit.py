@@ -1,0 +1,326 @@
+"""Which recorded runs read a document, and where: from the audit trail and the pure order.
+
+A run's start events keep its mixture and the exact versions it read, and its checkpoints
+and stop how far it read (`consumed`, a global sequence position). The stream is a function
+of those, so whether a document was read needs no log of tokens: the document's place in
+its component's shuffled order of each epoch gives the token range it fills there, which is
+a few consecutive sequences of that component; the blend's inverse gives their global
+positions; those before `consumed` were read. Each is then checked against the plan's pieces
+of that sequence, which also say which of the document's tokens it took. The cost is one
+pass over each epoch's order (numpy) per component holding the document, not one per
+sequence.
+
+An adaptive run's order depends on its weight changes: the trail keeps them with each
+checkpoint and stop; a run whose furthest event lacks them needs its weight log.
+
+Example:
+    >>> found = document_reads("catalog.duckdb", "web-1-77")  # doctest: +SKIP
+    >>> [(r["run"], r["status"], [(x["step"], x["rank"], x["tokens"]) for x in r["reads"]])
+    ...  for r in found["runs"]]  # doctest: +SKIP
+    [('slurm-4242', 'read', [(12, 1, [0, 57])])]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+
+from mixplane.errors import ConfigError
+from mixplane.load.dataset import MixtureDataset
+from mixplane.load.resolve.query import mixture_fingerprint
+from mixplane.mix.blend import Blend
+from mixplane.mix.spec import MixtureSpec
+
+
+def document_reads(
+    catalog: str | os.PathLike,
+    document_id: str,
+    dataset: str | None = None,
+    *,
+    weight_log: Sequence[Mapping[str, Any]] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Where the document `document_id` is in the catalog's versions (only `dataset`,
+    NAME@N, when given; else every version some recorded run read), and for each recorded
+    run that read one of those versions: `status` (read, not read, unknown), and each
+    sequence that held its tokens (`position`, `step`, `rank`, `component`, `tokens`: the
+    [begin, end) range of the document's tokens it took, `eos`: up to the appended EOS).
+
+    `weight_log` stands in for an adaptive run's weight changes where the trail has none.
+    """
+    from mixplane.catalog.audit import runs as recorded_runs
+
+    catalog = os.fspath(catalog)
+    every = recorded_runs(catalog, storage_options)
+    versions = [dataset] if dataset else sorted({ref for run in every for ref in run.datasets})
+    places = locate_document(catalog, document_id, versions, storage_options)
+    found_in = {place["dataset"] for place in places}
+    reports = []
+    for run in every:
+        for fingerprint in sorted({event.mixture for event in run.events}):
+            events = [event for event in run.events if event.mixture == fingerprint]
+            read = sorted(found_in & {ref for event in events for ref in event.datasets})
+            if read:
+                reports.append(_run_reads(catalog, run.run, events, places, weight_log))
+    return {
+        "document": document_id,
+        "versions": versions,
+        "places": places,
+        "runs": reports,
+    }
+
+
+def locate_document(
+    catalog: str,
+    document_id: str,
+    versions: Sequence[str],
+    storage_options: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Each `{dataset, folder, shard, document}` (shard stem, index in it) of `versions`
+    whose `id` is `document_id`, found by the catalog's query engine."""
+    if not versions:
+        return []
+    from mixplane.catalog import Catalog
+
+    quoted = "'" + document_id.replace("'", "''") + "'"
+    selection = Catalog(catalog, storage_options).select(f"id = {quoted}", list(versions))
+    places = []
+    for part in selection:
+        shards, indices = part.document_indices()
+        for shard, index in zip(shards.tolist(), indices.tolist(), strict=True):
+            places.append(
+                {
+                    "dataset": part.dataset,
+                    "folder": part.uri,
+                    "shard": part.shards[shard],
+                    "document": index,
+                }
+            )
+    return places
+
+
+def _run_reads(
+    catalog: str,
+    run: str,
+    events: list[Any],
+    places: list[dict[str, Any]],
+    weight_log: Sequence[Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    furthest = max(
+        (event for event in events if event.consumed is not None),
+        key=lambda event: event.consumed,
+        default=None,
+    )
+    world_sizes = sorted({event.world_size for event in events})
+    starts = [event for event in events if event.event == "start"]
+    report: dict[str, Any] = {
+        "run": run,
+        "mixture": events[0].mixture,
+        "datasets": sorted({ref for event in events for ref in event.datasets}),
+        "hosts": sorted({event.host for event in events}),
+        "world_size": world_sizes[-1],
+        "first": events[0].at,
+        "last": events[-1].at,
+        "consumed": furthest.consumed if furthest is not None else None,
+        "status": "unknown",
+        "reads": [],
+        "note": None,
+    }
+    recorded = next((e.details.get("mixture") for e in starts if e.details), None)
+    spec = orjson.loads(recorded) if isinstance(recorded, str) else None
+    kind = next((e.details.get("kind") for e in starts if e.details), None)
+    if furthest is None:
+        report["note"] = "no checkpoint or stop recorded: how far the run read is unknown"
+        return report
+    if spec is None or kind != "packed":
+        report["note"] = (
+            "the trail keeps no packed text mixture for this run (only those are rebuilt): "
+            "whether it read the document is unknown"
+        )
+        return report
+    changes = furthest.details.get("weight_changes") if furthest.details else None
+    if changes is None:
+        changes = list(weight_log) if weight_log is not None else None
+    try:
+        dataset = _rebuild(catalog, spec, report["datasets"], events[0].mixture)
+    except ConfigError as error:
+        report["note"] = str(error)
+        return report
+    try:
+        if dataset.spec.policy is not None and changes is None:
+            report["note"] = (
+                "an adaptive mixture whose weight changes the trail does not hold (the run "
+                "ended without a checkpoint or stop that saved them): give its weight log "
+                "(--weight-log weights.jsonl)"
+            )
+            return report
+        if changes:
+            dataset.apply_weight_changes(changes)
+        rank_of = world_sizes[0] if len(world_sizes) == 1 else None
+        if rank_of is None:
+            report["note"] = (
+                f"resumed with other world sizes ({world_sizes}): positions and steps are "
+                "exact, ranks are not given"
+            )
+        reads = []
+        for place in places:
+            if place["dataset"] in report["datasets"]:
+                reads += sequence_reads(dataset, place, report["consumed"], rank_of)
+        reads.sort(key=lambda read: (read["position"], read["tokens"][0]))
+        report["reads"] = reads
+        report["status"] = "read" if reads else "not read"
+        return report
+    finally:
+        dataset.close()
+
+
+def _rebuild(
+    catalog: str, spec: dict[str, Any], refs: Sequence[str], fingerprint: str
+) -> MixtureDataset:
+    """The run's mixture as it read it: its recorded spec on this catalog, its dataset
+    names pinned to the versions it read; refused unless the stream is the same."""
+    pinned = pin_versions(spec, refs) | {"catalog": catalog}
+    dataset = MixtureDataset(pinned, prefetch=0, audit=False)
+    # The recorded mixture reading the versions found now: the run's stream exactly when
+    # this is the run's fingerprint (same spec, same data).
+    found = mixture_fingerprint(MixtureSpec.parse(spec), dataset.resolved.datasets)
+    if found != fingerprint:
+        dataset.close()
+        used = sorted(info["dataset"] for info in dataset.resolved.datasets)
+        raise ConfigError(
+            f"the run's mixture ({fingerprint}) no longer resolves to the data it read "
+            f"({', '.join(refs)}; now {', '.join(used)}, {found}): its order cannot be "
+            "rebuilt"
+        )
+    return dataset
+
+
+def pin_versions(spec: dict[str, Any], refs: Sequence[str]) -> dict[str, Any]:
+    """`spec` (a mixture as JSON) with every dataset named without a version pinned to the
+    version in `refs`, and the mixture restricted to `refs` when it names none.
+
+    Example:
+        >>> pin_versions({"datasets": ["web"], "components": {}}, ["web@3"])["datasets"]
+        ['web@3']
+    """
+    exact = {ref.split("@", 1)[0]: ref for ref in refs}
+
+    def pinned(names: list[str] | None) -> list[str] | None:
+        return None if names is None else [exact.get(name, name) for name in names]
+
+    def components(items: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for name, component in items.items():
+            component = dict(component)
+            if component.get("datasets") is not None:
+                component["datasets"] = pinned(component["datasets"])
+            if component.get("components"):
+                component["components"] = components(component["components"])
+            out[name] = component
+        return out
+
+    result = dict(spec)
+    result["datasets"] = pinned(spec.get("datasets")) or sorted(refs)
+    result["components"] = components(spec.get("components") or {})
+    return result
+
+
+def sequence_reads(
+    dataset: MixtureDataset, place: Mapping[str, Any], consumed: int, world_size: int | None
+) -> list[dict[str, Any]]:
+    """The sequences before global position `consumed` that hold tokens of the document at
+    `place` (its folder, shard stem and index), with the token range each took."""
+    resolved, plan = dataset.resolved, dataset.plan
+    try:
+        shard = resolved.shards.index((place["folder"], place["shard"]))
+    except ValueError:
+        return []  # no component of the mixture selected from its shard
+    limit = consumed if plan.length is None else min(consumed, plan.length)
+    used = plan.blend.counts_before(limit)
+    step_size = dataset.spec.global_batch_size
+    reads = []
+    for c, ranges in enumerate(resolved.ranges):
+        inside = (ranges.shard == shard) & (ranges.start <= place["document"])
+        inside &= place["document"] < ranges.end
+        for j in np.flatnonzero(inside).tolist():
+            local = int(ranges.bases[j] + place["document"] - ranges.start[j])
+            indices = component_sequences(plan.components[c], local, int(used[c]))
+            positions = positions_of(plan.blend, c, indices)
+            for position, begin, stop in _pieces(dataset, c, local, positions):
+                stored = int(resolved.lengths[c][local] - resolved.appended[shard])
+                reads.append(
+                    {
+                        "position": position,
+                        "step": position // step_size if step_size else None,
+                        "rank": position % world_size if world_size else None,
+                        "component": dataset.names[c],
+                        "dataset": place["dataset"],
+                        "id_place": [place["shard"], place["document"]],
+                        "tokens": [begin, stop],
+                        "eos": stop > stored,
+                    }
+                )
+    return reads
+
+
+def component_sequences(packed: Any, document: int, used: int) -> np.ndarray:
+    """The indices (over all epochs) among a component's first `used` sequences that hold
+    tokens of its document `document`: in each epoch the document fills one token range of
+    the packed order, so a run of consecutive sequences."""
+    per_epoch = packed.sequences_per_epoch
+    found = []
+    for epoch in range(math.ceil(used / per_epoch)):
+        permutation, ends = packed.order(epoch)
+        where = int(np.flatnonzero(permutation == document)[0])
+        stop = int(ends[where])
+        start = stop - int(packed.lengths[document])
+        first = max(0, (start - packed.width) // packed.seq_len + 1)
+        last = min(per_epoch - 1, (stop - 1) // packed.seq_len)
+        found.append(epoch * per_epoch + np.arange(first, last + 1, dtype=np.int64))
+    indices = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    return indices[indices < used]
+
+
+def positions_of(blend: Blend, component: int, indices: np.ndarray) -> np.ndarray:
+    """The global positions of `component`'s sequences `indices` (the blend's inverse:
+    per segment, where the component's pick of that rank falls)."""
+    out = np.full(len(indices), -1, dtype=np.int64)
+    for segment in blend.segments:
+        if segment.weights[component] <= 0:
+            continue
+        first = int(segment.offsets[component])
+        if segment.end is None:
+            last = np.iinfo(np.int64).max
+        else:
+            last = first + int(segment.picks(segment.end - segment.start)[component])
+        for i in np.flatnonzero((indices >= first) & (indices < last)).tolist():
+            pick = int(indices[i]) - first
+            out[i] = segment.start + segment.split.position_of_pick(component, pick)
+    if (out < 0).any():
+        raise ValueError(f"sequences {indices[out < 0].tolist()} are in no segment of the blend")
+    return out
+
+
+def _pieces(
+    dataset: MixtureDataset, component: int, document: int, positions: np.ndarray
+) -> list[tuple[int, int, int]]:
+    """`(position, begin, stop)` of the document's pieces in those sequences, as the plan
+    fills them (what the loader reads)."""
+    if len(positions) == 0:
+        return []
+    block = dataset.plan.block(np.unique(positions))
+    spans = block.spans
+    found = []
+    for c, lo, hi in block.groups:
+        if c != component:
+            continue
+        for k in np.flatnonzero(spans.document[lo:hi] == document).tolist():
+            k += lo
+            row = int(spans.row[k])
+            found.append((int(block.positions[row]), int(spans.begin[k]), int(spans.stop[k])))
+    return found
