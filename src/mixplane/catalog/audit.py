@@ -142,6 +142,24 @@ class Run:
         reported = [event.consumed for event in self.events if event.consumed is not None]
         return max(reported) if reported else None
 
+    def summary(self) -> dict[str, Any]:
+        """What `mixplane audit` shows of the run: its id, first and last event, hosts,
+        users, world size, ranks, mixture fingerprints, versions read, how far it read and
+        whether it stopped."""
+        return {
+            "run": self.run,
+            "first": self.started_at,
+            "last": self.last_at,
+            "hosts": list(self.hosts),
+            "users": sorted({event.user for event in self.events}),
+            "world_size": self.world_size,
+            "ranks": sorted({event.rank for event in self.events}),
+            "mixtures": list(self.mixtures),
+            "datasets": list(self.datasets),
+            "consumed": self.consumed,
+            "stopped": self.stopped,
+        }
+
 
 def record(
     catalog: str | os.PathLike, event: RunEvent, storage_options: dict[str, Any] | None = None

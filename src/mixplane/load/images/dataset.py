@@ -179,6 +179,11 @@ class ImageTextDataset:
         """For the trail: samples received, as the resume state counts them."""
         return self.epoch * self.epoch_length + self.position, {}
 
+    def finished(self) -> None:
+        """The training process received the whole stream: the trail says it stopped."""
+        if self.trail is not None:
+            self.trail.stop(*self._trail_position())
+
     def __getstate__(self) -> dict[str, Any]:
         # A copy for a DataLoader worker opens its own readers.
         return self.__dict__ | {"_readers": OrderedDict()}

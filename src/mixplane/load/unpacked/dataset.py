@@ -138,6 +138,11 @@ class UnpackedDataset:
             consumed += cursor.step * plan.unit
         return consumed, {"base": cursor.base, "window": cursor.window, "step": cursor.step}
 
+    def finished(self) -> None:
+        """The training process received the whole stream: the trail says it stopped."""
+        if self.trail is not None:
+            self.trail.stop(*self._trail_position())
+
     # -- what the stream is ------------------------------------------------------------------
 
     @property
