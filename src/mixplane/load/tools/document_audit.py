@@ -52,43 +52,96 @@ def document_reads(
     [begin, end) range of the document's tokens it took, `eos`: up to the appended EOS).
 
     `weight_log` stands in for an adaptive run's weight changes where the trail has none.
+    For many documents, `DocumentAudit` reads the trail and rebuilds each run once.
     """
-    from mixplane.catalog.audit import runs as recorded_runs
-
-    catalog = os.fspath(catalog)
-    every = recorded_runs(catalog, storage_options)
-    versions = [dataset] if dataset else sorted({ref for run in every for ref in run.datasets})
-    places = locate_document(catalog, document_id, versions, storage_options)
-    found_in = {place["dataset"] for place in places}
-    reports = []
-    for run in every:
-        for fingerprint in sorted({event.mixture for event in run.events}):
-            events = [event for event in run.events if event.mixture == fingerprint]
-            read = sorted(found_in & {ref for event in events for ref in event.datasets})
-            if read:
-                reports.append(_run_reads(catalog, run.run, events, places, weight_log))
-    return {
-        "document": document_id,
-        "versions": versions,
-        "places": places,
-        "runs": reports,
-    }
+    with DocumentAudit(catalog, dataset, weight_log, storage_options) as audit:
+        return audit.reads(document_id)
 
 
-def locate_document(
-    catalog: str,
-    document_id: str,
-    versions: Sequence[str],
-    storage_options: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+class DocumentAudit:
+    """The trail of `catalog` read once, each run's order rebuilt once, asked about any
+    number of documents (see `document_reads`).
+
+    Example:
+        >>> with DocumentAudit("catalog.duckdb") as audit:  # doctest: +SKIP
+        ...     reports = [audit.reads(name) for name in ("web-1-3", "web-1-4")]
+    """
+
+    def __init__(
+        self,
+        catalog: str | os.PathLike,
+        dataset: str | None = None,
+        weight_log: Sequence[Mapping[str, Any]] | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ):
+        from mixplane.catalog import Catalog
+        from mixplane.catalog.audit import runs
+
+        self.catalog = os.fspath(catalog)
+        self.weight_log = weight_log
+        self.runs = runs(self.catalog, storage_options)
+        every = {ref for run in self.runs for ref in run.datasets}
+        self.versions = [dataset] if dataset else sorted(every)
+        self.session = Catalog(self.catalog, storage_options).session()
+        self._rebuilt: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
+
+    def __enter__(self) -> DocumentAudit:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.session.close()
+        for _, dataset in self._rebuilt.values():
+            if isinstance(dataset, MixtureDataset):
+                dataset.close()
+        self._rebuilt.clear()
+
+    def reads(self, document_id: str) -> dict[str, Any]:
+        """As `document_reads`."""
+        places = locate_document(self.session, document_id, self.versions)
+        found_in = {place["dataset"] for place in places}
+        reports = []
+        for run in self.runs:
+            for fingerprint in sorted({event.mixture for event in run.events}):
+                events = [event for event in run.events if event.mixture == fingerprint]
+                if found_in & {ref for event in events for ref in event.datasets}:
+                    reports.append(self._run_reads(run.run, fingerprint, events, places))
+        return {
+            "document": document_id,
+            "versions": self.versions,
+            "places": places,
+            "runs": reports,
+        }
+
+    def _run_reads(
+        self, run: str, fingerprint: str, events: list[Any], places: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        key = (run, fingerprint)
+        if key not in self._rebuilt:
+            self._rebuilt[key] = _rebuild_run(self.catalog, run, events, self.weight_log)
+        report, dataset = self._rebuilt[key]
+        report = dict(report)
+        if isinstance(dataset, MixtureDataset):
+            reads = []
+            for place in places:
+                if place["dataset"] in report["datasets"]:
+                    reads += sequence_reads(dataset, place, report["consumed"], report["rank_of"])
+            reads.sort(key=lambda read: (read["position"], read["tokens"][0]))
+            report["reads"] = reads
+            report["status"] = "read" if reads else "not read"
+        return {k: v for k, v in report.items() if k != "rank_of"}
+
+
+def locate_document(session: Any, document_id: str, versions: Sequence[str]) -> list[dict[str, Any]]:
     """Each `{dataset, folder, shard, document}` (shard stem, index in it) of `versions`
-    whose `id` is `document_id`, found by the catalog's query engine."""
+    whose `id` is `document_id`, found by the catalog's query engine (`session`: a
+    `Catalog` or one of its sessions)."""
     if not versions:
         return []
-    from mixplane.catalog import Catalog
-
     quoted = "'" + document_id.replace("'", "''") + "'"
-    selection = Catalog(catalog, storage_options).select(f"id = {quoted}", list(versions))
+    selection = session.select(f"id = {quoted}", list(versions))
     places = []
     for part in selection:
         shards, indices = part.document_indices()
@@ -104,13 +157,14 @@ def locate_document(
     return places
 
 
-def _run_reads(
+def _rebuild_run(
     catalog: str,
     run: str,
     events: list[Any],
-    places: list[dict[str, Any]],
     weight_log: Sequence[Mapping[str, Any]] | None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], MixtureDataset | None]:
+    """What the trail says of a run (with one mixture), and its stream rebuilt with the
+    weight changes it made; None and a `note` saying why when it cannot be."""
     furthest = max(
         (event for event in events if event.consumed is not None),
         key=lambda event: event.consumed,
@@ -130,53 +184,44 @@ def _run_reads(
         "status": "unknown",
         "reads": [],
         "note": None,
+        "rank_of": world_sizes[0] if len(world_sizes) == 1 else None,
     }
     recorded = next((e.details.get("mixture") for e in starts if e.details), None)
     spec = orjson.loads(recorded) if isinstance(recorded, str) else None
     kind = next((e.details.get("kind") for e in starts if e.details), None)
     if furthest is None:
         report["note"] = "no checkpoint or stop recorded: how far the run read is unknown"
-        return report
+        return report, None
     if spec is None or kind != "packed":
         report["note"] = (
             "the trail keeps no packed text mixture for this run (only those are rebuilt): "
             "whether it read the document is unknown"
         )
-        return report
+        return report, None
     changes = furthest.details.get("weight_changes") if furthest.details else None
-    if changes is None:
-        changes = list(weight_log) if weight_log is not None else None
+    if changes is None and weight_log is not None:
+        changes = list(weight_log)
     try:
         dataset = _rebuild(catalog, spec, report["datasets"], events[0].mixture)
     except ConfigError as error:
         report["note"] = str(error)
-        return report
-    try:
-        if dataset.spec.policy is not None and changes is None:
-            report["note"] = (
-                "an adaptive mixture whose weight changes the trail does not hold (the run "
-                "ended without a checkpoint or stop that saved them): give its weight log "
-                "(--weight-log weights.jsonl)"
-            )
-            return report
-        if changes:
-            dataset.apply_weight_changes(changes)
-        rank_of = world_sizes[0] if len(world_sizes) == 1 else None
-        if rank_of is None:
-            report["note"] = (
-                f"resumed with other world sizes ({world_sizes}): positions and steps are "
-                "exact, ranks are not given"
-            )
-        reads = []
-        for place in places:
-            if place["dataset"] in report["datasets"]:
-                reads += sequence_reads(dataset, place, report["consumed"], rank_of)
-        reads.sort(key=lambda read: (read["position"], read["tokens"][0]))
-        report["reads"] = reads
-        report["status"] = "read" if reads else "not read"
-        return report
-    finally:
+        return report, None
+    if dataset.spec.policy is not None and changes is None:
         dataset.close()
+        report["note"] = (
+            "an adaptive mixture whose weight changes the trail does not hold (the run "
+            "ended without a checkpoint or stop that saved them): give its weight log "
+            "(--weight-log weights.jsonl)"
+        )
+        return report, None
+    if changes:
+        dataset.apply_weight_changes(changes)
+    if report["rank_of"] is None:
+        report["note"] = (
+            f"resumed with other world sizes ({world_sizes}): positions and steps are "
+            "exact, ranks are not given"
+        )
+    return report, dataset
 
 
 def _rebuild(

@@ -1,0 +1,257 @@
+"""The audit trail of training runs: what each rank's loader records, and `mixplane audit`
+answering which runs read a version or a document, checked against the batches a run read."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from readme_blocks import ROOT, readme_block
+
+from mixplane.catalog import Catalog
+from mixplane.catalog.audit import audit_folder, read_events, runs
+from mixplane.load import MixtureDataset
+from mixplane.load.tools.document_audit import DocumentAudit, document_reads
+from mixplane.load.tools.synthetic import write_catalog
+from mixplane.load.torch import torch_loader
+from mixplane.load.trail import AuditWarning, derived_run_id
+from mixplane.store.dataset import TokenizedDataset
+
+SEQ_LEN = 32
+BATCH = 4
+BATCHES = 9  # per rank: a part of the stream, so some documents are read and some not
+GOVERNANCE = ROOT / "docs" / "governance.md"
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("audit")
+    return write_catalog(
+        str(folder),
+        {
+            "wiki": {"documents": 40, "seed": 1, "source": "wiki", "mean_tokens": 40},
+            "web": {"documents": 50, "seed": 2, "source": "web", "mean_tokens": 30},
+            # Registered, never mixed: a version no run read.
+            "forum": {"documents": 10, "seed": 3, "source": "forum", "mean_tokens": 20},
+        },
+    )
+
+
+def mixture(catalog: str, **fields) -> dict:
+    return {
+        "catalog": catalog,
+        "datasets": ["wiki", "web"],
+        "seq_len": SEQ_LEN,
+        "seed": 5,
+        "eos_id": 0,
+        "global_batch_size": 2 * BATCH,
+        "components": {
+            "wiki": {"where": "source = 'wiki'", "weight": 0.6},
+            "web": {"where": "source = 'web'", "weight": 0.4},
+        },
+    } | fields
+
+
+@pytest.fixture(scope="module")
+def run(catalog) -> dict:
+    """A run of two ranks, each with two DataLoader workers, as the README trains: a few
+    batches, a checkpoint, the loader closed; what the loop received, with each token's
+    document (`document_refs`)."""
+    spec = mixture(catalog, run_id="pretrain-7", document_refs=True)
+    received: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    states = []
+    for rank in range(2):
+        dataset = MixtureDataset(spec, rank=rank, world_size=2, read_ahead=2 * BATCH)
+        loader = torch_loader(dataset, batch_size=BATCH, num_workers=2)
+        for number, batch in enumerate(loader):
+            refs = batch["document_refs"].numpy()
+            for row, position in enumerate(batch["index"].tolist()):
+                for ref in set(map(tuple, refs[row].tolist())):
+                    received.setdefault(ref, set()).add((position, rank))
+            if number + 1 == BATCHES:
+                break
+        states.append(dataset.state_dict())
+        datasets = [info["dataset"] for info in dataset.resolved.datasets]
+        dataset.close()
+    ids = {}  # (dataset index, document number) -> id, as document_refs number them
+    for index, ref in enumerate(datasets):
+        version = Catalog(catalog).get(ref)
+        names = []
+        for url in TokenizedDataset(version.uri).meta_urls():
+            names += pq.read_table(url, columns=["id"]).column("id").to_pylist()
+        ids.update({(index, number): name for number, name in enumerate(names)})
+    return {"received": received, "states": states, "ids": ids}
+
+
+def test_each_rank_records_one_start_a_checkpoint_and_a_stop(catalog, run):
+    (recorded,) = [found for found in runs(catalog) if found.run == "pretrain-7"]
+    assert recorded.run == "pretrain-7"
+    events = [(event.event, event.rank) for event in recorded.events]
+    # The DataLoader workers wrote nothing: one start per rank, from its training process.
+    assert sorted(events) == sorted([(e, r) for r in (0, 1) for e in ("start", "progress", "stop")])
+    consumed = run["states"][0]["consumed"]
+    assert consumed == 2 * BATCH * BATCHES
+    assert {e.consumed for e in recorded.events if e.event != "start"} == {consumed}
+    assert recorded.stopped and recorded.consumed == consumed
+    assert recorded.datasets == ("web@1", "wiki@1") and recorded.world_size == 2
+    start = recorded.events[0]
+    assert start.mixture == run["states"][0]["fingerprint"]
+    assert start.pid and start.host and start.details["run_id_from"] == "option"
+    assert "storage_options" not in json.loads(start.details["mixture"])
+
+
+def test_audit_document_agrees_with_the_batches_the_run_read(catalog, run):
+    read = unread = 0
+    audit = DocumentAudit(catalog)  # the trail read and the run's order rebuilt once
+    for (index, number), name in sorted(run["ids"].items()):
+        (entry,) = [entry for entry in audit.reads(name)["runs"] if entry["run"] == "pretrain-7"]
+        found = {(r["position"], r["rank"]) for r in entry["reads"]}
+        assert found == run["received"].get((index, number), set()), name
+        assert entry["status"] == ("read" if found else "not read")
+        for piece in entry["reads"]:
+            assert piece["step"] == piece["position"] // (2 * BATCH)
+            assert 0 <= piece["tokens"][0] < piece["tokens"][1]
+        read, unread = read + bool(found), unread + (not found)
+    audit.close()
+    assert read > 10 and unread > 10  # the check saw both answers
+
+
+def test_the_token_ranges_are_what_the_batches_hold(catalog, run):
+    dataset = MixtureDataset(mixture(catalog), prefetch=0, audit=False)
+    name = run["ids"][min(run["received"])]
+    (entry,) = document_reads(catalog, name, "wiki@1" if "wiki" in name else "web@1")["runs"]
+    for piece in entry["reads"]:
+        (sequence,) = [e for e in dataset.explain(piece["position"]) if e["id"] == name]
+        assert sequence["tokens"] == piece["tokens"]
+    dataset.close()
+
+
+def test_a_document_of_a_version_no_run_read(catalog, run, cli):
+    report = document_reads(catalog, "forum-3-2", "forum@1")
+    assert [p["dataset"] for p in report["places"]] == ["forum@1"] and report["runs"] == []
+    code, out, _ = cli("audit", "forum@1", "--catalog", catalog, "--json")
+    assert code == 0 and json.loads(out) == []
+    code, out, _ = cli("audit", "--document", "forum-3-2", "--dataset", "forum@1", "-c", catalog)
+    assert code == 0 and "no recorded run read" in out
+
+
+def test_a_finished_stream_records_its_stop(tmp_path, catalog):
+    spec = mixture(catalog, run_id="finite", max_epochs=1)
+    dataset = MixtureDataset(spec, read_ahead=64)
+    loader = torch_loader(dataset, batch_size=BATCH, num_workers=2)
+    count = sum(len(batch["index"]) for batch in loader)
+    (recorded,) = [r for r in runs(catalog) if r.run == "finite"]
+    assert [e.event for e in recorded.events] == ["start", "stop"]
+    assert recorded.consumed == dataset.consumed == count
+    dataset.close()  # stopped already: nothing more is recorded
+    assert len([r for r in runs(catalog) if r.run == "finite"][0].events) == 2
+
+
+def test_an_unwritable_trail_warns_once_and_training_goes_on(tmp_path, catalog):
+    copy = tmp_path / "catalog.duckdb"
+    copy.write_bytes(Path(catalog).read_bytes())
+    Path(audit_folder(copy)).write_text("a file where the trail's folder would be")
+    with pytest.warns(AuditWarning) as caught:
+        dataset = MixtureDataset(mixture(str(copy)), prefetch=0)
+        batches = list(zip(range(3), dataset.batches(BATCH), strict=False))
+        state = dataset.state_dict()
+        dataset.close()
+    assert len(caught) == 1 and "could not be written" in str(caught[0].message)
+    assert len(batches) == 3 and state["consumed"] == 3 * BATCH
+
+
+def test_audit_false_records_nothing(catalog):
+    before = read_events(catalog)
+    dataset = MixtureDataset(mixture(catalog, audit=False), prefetch=0)
+    next(dataset.batches(BATCH))
+    dataset.state_dict()
+    dataset.close()
+    assert read_events(catalog) == before
+
+
+def test_ranks_of_a_launch_share_a_derived_run_id_across_a_window_edge(tmp_path):
+    from mixplane.catalog.audit import RunEvent, record
+
+    copy, fingerprint = str(tmp_path / "catalog.duckdb"), "ab12" * 8
+    early = dt.datetime(2026, 5, 1, 9, 59, 58, tzinfo=dt.timezone.utc)
+    late = early + dt.timedelta(seconds=5)  # the next ten-minute window
+    name = derived_run_id(copy, fingerprint, 2, 0, early)
+    assert name == "ab12ab12ab12-w2-20260501T0950"
+    record(copy, RunEvent.now(name, "start", rank=0, world_size=2, mixture=fingerprint))
+    assert derived_run_id(copy, fingerprint, 2, 1, late) == name  # rank 1 joins rank 0
+    record(copy, RunEvent.now(name, "start", rank=1, world_size=2, mixture=fingerprint))
+    # A second launch of the same mixture soon after is a run of its own, for all its ranks.
+    second = derived_run_id(copy, fingerprint, 2, 0, late)
+    assert second == "ab12ab12ab12-w2-20260501T1000"
+    record(copy, RunEvent.now(second, "start", rank=0, world_size=2, mixture=fingerprint))
+    assert derived_run_id(copy, fingerprint, 2, 1, late) == second
+    assert derived_run_id(copy, fingerprint, 2, 0, late) == second + "-1"  # and a third
+
+
+def test_the_launchers_job_id_names_the_run(tmp_path, catalog, monkeypatch):
+    copy = tmp_path / "catalog.duckdb"
+    copy.write_bytes(Path(catalog).read_bytes())
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    monkeypatch.delenv("MIXPLANE_RUN_ID", raising=False)
+    for rank in range(2):
+        MixtureDataset(mixture(str(copy)), rank=rank, world_size=2, prefetch=0).close()
+    (recorded,) = runs(copy)
+    assert recorded.run == "slurm-4242" and recorded.stopped
+
+
+def test_the_readme_commands_as_written(catalog, run, cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(Path(catalog).parent)
+    lines = readme_block("bash", "mixplane audit").strip().splitlines()
+    outputs = []
+    for line in lines:
+        command = shlex.split(line, comments=True)
+        assert command[0] == "mixplane"
+        code, out, err = cli(*command[1:])
+        assert code == 0, err
+        outputs.append(out)
+    assert "pretrain-7" in outputs[0]
+    listed = json.loads(outputs[2])
+    assert [r["run"] for r in listed if r["run"] == "pretrain-7"] == ["pretrain-7"]
+    assert readme_block("bash", "mixplane audit", GOVERNANCE)  # the docs show it too
+
+
+def test_audit_refuses_what_it_cannot_answer(catalog, cli):
+    code, _, err = cli("audit", "-c", catalog)
+    assert code != 0 and "give one of" in err
+    code, _, err = cli("audit", "wiki", "-c", catalog)
+    assert code != 0 and "NAME@N" in err
+    code, _, err = cli("audit", "wiki@9", "-c", catalog)
+    assert code != 0 and "no version 9" in err
+
+
+def test_weight_changes_are_kept_and_the_order_rebuilt_with_them(tmp_path, catalog):
+    copy = tmp_path / "catalog.duckdb"
+    copy.write_bytes(Path(catalog).read_bytes())
+    spec = mixture(str(copy), run_id="steered", document_refs=True)
+    dataset = MixtureDataset(spec, prefetch=0, read_ahead=2 * BATCH)
+    dataset.set_weights(1, {"wiki": 0.1, "web": 0.9})
+    batches = dataset.batches(2 * BATCH)
+    received = {}
+    for _ in range(5):
+        batch = next(batches)
+        for row, position in enumerate(batch["index"].tolist()):
+            for ref in set(map(tuple, batch["document_refs"][row].tolist())):
+                received.setdefault(ref, set()).add(position)
+    dataset.state_dict()
+    dataset.close()
+    (recorded,) = runs(copy)
+    changes = recorded.events[-1].details["weight_changes"]
+    assert changes == [{"step": 1, "weights": {"wiki": 0.1, "web": 0.9}}]
+    web = dataset.resolved.datasets.index(next(i for i in dataset.resolved.datasets
+                                               if i["dataset"] == "web@1"))
+    audit = DocumentAudit(copy, "web@1")
+    for number in range(12):
+        (entry,) = audit.reads(f"web-2-{number}")["runs"]
+        found = {read["position"] for read in entry["reads"]}
+        assert found == received.get((web, number), set()), number
