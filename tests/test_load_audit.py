@@ -8,7 +8,6 @@ import json
 import shlex
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from readme_blocks import ROOT, readme_block
@@ -248,8 +247,9 @@ def test_weight_changes_are_kept_and_the_order_rebuilt_with_them(tmp_path, catal
     (recorded,) = runs(copy)
     changes = recorded.events[-1].details["weight_changes"]
     assert changes == [{"step": 1, "weights": {"wiki": 0.1, "web": 0.9}}]
-    web = dataset.resolved.datasets.index(next(i for i in dataset.resolved.datasets
-                                               if i["dataset"] == "web@1"))
+    web = dataset.resolved.datasets.index(
+        next(i for i in dataset.resolved.datasets if i["dataset"] == "web@1")
+    )
     audit = DocumentAudit(copy, "web@1")
     for number in range(12):
         (entry,) = audit.reads(f"web-2-{number}")["runs"]

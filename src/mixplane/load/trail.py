@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import os
 import re
@@ -277,10 +278,9 @@ class RunTrail:
         consumed, details = self.consumed, None
         method = self._position() if self._position is not None else None
         if method is not None:
-            try:
+            # A loader whose state is past reading keeps the last known position.
+            with contextlib.suppress(Exception):
                 consumed, details = method()
-            except Exception:  # the loader's state is past reading: keep the last known
-                pass
         self.stop(consumed, details)
 
 

@@ -2,13 +2,9 @@
 
 A run's start events keep its mixture and the exact versions it read, and its checkpoints
 and stop how far it read (`consumed`, a global sequence position). The stream is a function
-of those, so whether a document was read needs no log of tokens: the document's place in
-its component's shuffled order of each epoch gives the token range it fills there, which is
-a few consecutive sequences of that component; the blend's inverse gives their global
-positions; those before `consumed` were read. Each is then checked against the plan's pieces
-of that sequence, which also say which of the document's tokens it took. The cost is one
-pass over each epoch's order (numpy) per component holding the document, not one per
-sequence.
+of those, so whether a document was read needs no log of tokens: the run's stream is rebuilt
+(pinned to those versions, checked against the run's fingerprint) and
+`document_order.sequence_reads` finds the sequences before `consumed` holding the document.
 
 An adaptive run's order depends on its weight changes: the trail keeps them with each
 checkpoint and stop; a run whose furthest event lacks them needs its weight log.
@@ -22,18 +18,16 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.resolve.query import mixture_fingerprint
-from mixplane.mix.blend import Blend
+from mixplane.load.tools.document_order import sequence_reads
 from mixplane.mix.spec import MixtureSpec
 
 
@@ -134,7 +128,9 @@ class DocumentAudit:
         return {k: v for k, v in report.items() if k != "rank_of"}
 
 
-def locate_document(session: Any, document_id: str, versions: Sequence[str]) -> list[dict[str, Any]]:
+def locate_document(
+    session: Any, document_id: str, versions: Sequence[str]
+) -> list[dict[str, Any]]:
     """Each `{dataset, folder, shard, document}` (shard stem, index in it) of `versions`
     whose `id` is `document_id`, found by the catalog's query engine (`session`: a
     `Catalog` or one of its sessions)."""
@@ -273,99 +269,3 @@ def pin_versions(spec: dict[str, Any], refs: Sequence[str]) -> dict[str, Any]:
     result["datasets"] = pinned(spec.get("datasets")) or sorted(refs)
     result["components"] = components(spec.get("components") or {})
     return result
-
-
-def sequence_reads(
-    dataset: MixtureDataset, place: Mapping[str, Any], consumed: int, world_size: int | None
-) -> list[dict[str, Any]]:
-    """The sequences before global position `consumed` that hold tokens of the document at
-    `place` (its folder, shard stem and index), with the token range each took."""
-    resolved, plan = dataset.resolved, dataset.plan
-    try:
-        shard = resolved.shards.index((place["folder"], place["shard"]))
-    except ValueError:
-        return []  # no component of the mixture selected from its shard
-    limit = consumed if plan.length is None else min(consumed, plan.length)
-    used = plan.blend.counts_before(limit)
-    step_size = dataset.spec.global_batch_size
-    reads = []
-    for c, ranges in enumerate(resolved.ranges):
-        inside = (ranges.shard == shard) & (ranges.start <= place["document"])
-        inside &= place["document"] < ranges.end
-        for j in np.flatnonzero(inside).tolist():
-            local = int(ranges.bases[j] + place["document"] - ranges.start[j])
-            indices = component_sequences(plan.components[c], local, int(used[c]))
-            positions = positions_of(plan.blend, c, indices)
-            for position, begin, stop in _pieces(dataset, c, local, positions):
-                stored = int(resolved.lengths[c][local] - resolved.appended[shard])
-                reads.append(
-                    {
-                        "position": position,
-                        "step": position // step_size if step_size else None,
-                        "rank": position % world_size if world_size else None,
-                        "component": dataset.names[c],
-                        "dataset": place["dataset"],
-                        "id_place": [place["shard"], place["document"]],
-                        "tokens": [begin, stop],
-                        "eos": stop > stored,
-                    }
-                )
-    return reads
-
-
-def component_sequences(packed: Any, document: int, used: int) -> np.ndarray:
-    """The indices (over all epochs) among a component's first `used` sequences that hold
-    tokens of its document `document`: in each epoch the document fills one token range of
-    the packed order, so a run of consecutive sequences."""
-    per_epoch = packed.sequences_per_epoch
-    found = []
-    for epoch in range(math.ceil(used / per_epoch)):
-        permutation, ends = packed.order(epoch)
-        where = int(np.flatnonzero(permutation == document)[0])
-        stop = int(ends[where])
-        start = stop - int(packed.lengths[document])
-        first = max(0, (start - packed.width) // packed.seq_len + 1)
-        last = min(per_epoch - 1, (stop - 1) // packed.seq_len)
-        found.append(epoch * per_epoch + np.arange(first, last + 1, dtype=np.int64))
-    indices = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-    return indices[indices < used]
-
-
-def positions_of(blend: Blend, component: int, indices: np.ndarray) -> np.ndarray:
-    """The global positions of `component`'s sequences `indices` (the blend's inverse:
-    per segment, where the component's pick of that rank falls)."""
-    out = np.full(len(indices), -1, dtype=np.int64)
-    for segment in blend.segments:
-        if segment.weights[component] <= 0:
-            continue
-        first = int(segment.offsets[component])
-        if segment.end is None:
-            last = np.iinfo(np.int64).max
-        else:
-            last = first + int(segment.picks(segment.end - segment.start)[component])
-        for i in np.flatnonzero((indices >= first) & (indices < last)).tolist():
-            pick = int(indices[i]) - first
-            out[i] = segment.start + segment.split.position_of_pick(component, pick)
-    if (out < 0).any():
-        raise ValueError(f"sequences {indices[out < 0].tolist()} are in no segment of the blend")
-    return out
-
-
-def _pieces(
-    dataset: MixtureDataset, component: int, document: int, positions: np.ndarray
-) -> list[tuple[int, int, int]]:
-    """`(position, begin, stop)` of the document's pieces in those sequences, as the plan
-    fills them (what the loader reads)."""
-    if len(positions) == 0:
-        return []
-    block = dataset.plan.block(np.unique(positions))
-    spans = block.spans
-    found = []
-    for c, lo, hi in block.groups:
-        if c != component:
-            continue
-        for k in np.flatnonzero(spans.document[lo:hi] == document).tolist():
-            k += lo
-            row = int(spans.row[k])
-            found.append((int(block.positions[row]), int(spans.begin[k]), int(spans.stop[k])))
-    return found
