@@ -13,7 +13,7 @@ The run id, shared by the ranks of a run, is the first of:
   2. the launcher's job id: `MIXPLANE_RUN_ID`, `TORCHELASTIC_RUN_ID` (torchrun), `SLURM_JOB_ID`,
      `PBS_JOBID`, `LSB_JOBID`; these are kept when a job is requeued or resumed;
   3. derived: `FINGERPRINT-wWORLD-TIME`, TIME the UTC time floored to ten minutes. A rank
-     joins the oldest run of the same mixture and world size from this window or the one
+     joins the newest run of the same mixture and world size from this window or the one
      before that has no start of its own rank yet, so ranks that start seconds (or minutes)
      apart share a run, even across a window's edge, and a second launch of the same mixture
      soon after gets its own (`...-1`). A resume later is a new run in the trail: give
@@ -51,6 +51,7 @@ LAUNCHER_IDS = (
     ("LSB_JOBID", "lsf-"),
 )
 WINDOW_SECONDS = 600  # ranks of one launch start within this of each other
+RECENT_RUNS = 8  # of those, the newest a starting rank may join
 # What the trail keeps of the mixture: never credentials or this machine's paths.
 NOT_RECORDED = {"storage_options", "cache_dir", "cache_limit", "cache", "audit", "run_id"}
 
@@ -127,27 +128,33 @@ def derived_run_id(
     epoch = int(now.timestamp()) // WINDOW_SECONDS * WINDOW_SECONDS
     windows = [_window_name(epoch - WINDOW_SECONDS), _window_name(epoch)]
     existing = run_names(catalog, stem, storage_options)
-    for window in windows:
-        base = stem + window
-        ours = [name for name in existing if _in_window(name, base)]
-        for name in sorted(ours, key=lambda name: 0 if name == base else int(name.rsplit("-")[-1])):
-            if rank not in started_ranks(catalog, name, storage_options):
-                return name
+    # Newest first: a launch's ranks join the run its first rank opened moments ago; older
+    # runs of the windows are earlier launches (a few looked at, however many there are).
+    candidates = [
+        (window, _suffix(name, stem + window), name)
+        for window in windows
+        for name in existing
+        if _suffix(name, stem + window) is not None
+    ]
+    candidates.sort(reverse=True)
+    for _, _, name in candidates[:RECENT_RUNS]:
+        if rank not in started_ranks(catalog, name, storage_options):
+            return name
     base = stem + windows[-1]
-    taken = {name for name in existing if _in_window(name, base)}
-    name, count = base, 0
-    while name in taken:
-        count += 1
-        name = f"{base}-{count}"
-    return name
+    taken = [suffix for window, suffix, _ in candidates if window == windows[-1]]
+    return base if not taken else f"{base}-{max(taken) + 1}"
+
+
+def _suffix(name: str, base: str) -> int | None:
+    """0 for `base`, N for `base-N`, None for another run's name."""
+    if name == base:
+        return 0
+    tail = name[len(base) + 1 :]
+    return int(tail) if name.startswith(base + "-") and tail.isdigit() else None
 
 
 def _window_name(epoch: int) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y%m%dT%H%M")
-
-
-def _in_window(name: str, base: str) -> bool:
-    return name == base or (name.startswith(base + "-") and name[len(base) + 1 :].isdigit())
 
 
 def with_options(spec: MixtureSpec, audit: bool | None, run_id: str | None) -> MixtureSpec:
