@@ -255,3 +255,21 @@ def test_weight_changes_are_kept_and_the_order_rebuilt_with_them(tmp_path, catal
         (entry,) = audit.reads(f"web-2-{number}")["runs"]
         found = {read["position"] for read in entry["reads"]}
         assert found == received.get((web, number), set()), number
+
+
+def test_unpacked_runs_are_recorded_and_not_searched_by_document(tmp_path, catalog):
+    from mixplane.load.unpacked import UnpackedDataset
+
+    spec = mixture(catalog, packing="none", pad_id=0, run_id="sft-1")
+    dataset = UnpackedDataset(spec, batch_size=BATCH, prefetch=0)
+    batches = iter(dataset)
+    next(batches), next(batches)
+    dataset.state_dict()
+    dataset.close()
+    (recorded,) = [found for found in runs(catalog) if found.run == "sft-1"]
+    assert [event.event for event in recorded.events] == ["start", "progress", "stop"]
+    assert recorded.consumed == 2 * BATCH  # documents: what the resume state counts
+    assert recorded.events[0].details["kind"] == "unpacked"
+    report = document_reads(catalog, "wiki-1-3", "wiki@1")
+    (entry,) = [entry for entry in report["runs"] if entry["run"] == "sft-1"]
+    assert entry["status"] == "unknown" and "packed" in entry["note"]

@@ -29,7 +29,7 @@ from mixplane.load.read.source import TokenSource, token_source
 from mixplane.load.read.stream import Stream
 from mixplane.load.resolve.plan_cache import epoch_orders
 from mixplane.load.resolve.query import resolve_mixture
-from mixplane.load.trail import RunTrail, weight_details, with_options
+from mixplane.load.trail import RecordsRun, weight_details, with_options
 from mixplane.mix.adaptive import AdaptiveMixer
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
@@ -47,7 +47,7 @@ _NO_INDEX = (
 )
 
 
-class MixtureDataset:
+class MixtureDataset(RecordsRun):
     """The mixture's stream as seen by `rank` of `world_size`, from where it was left.
 
     Samples are dicts: `input_ids` (seq_len tokens), `component` (index into `names`),
@@ -141,17 +141,8 @@ class MixtureDataset:
             AdaptiveMixer(self.spec, plan.tree, plan.leaf_tokens) if self.spec.policy else None
         )
         self.before_state: Callable[[], None] | None = None
-        # This rank's entries in the catalog's audit trail (None: `audit: false`).
-        self.trail = RunTrail.begin(
-            spec,
-            catalog,
-            rank=rank,
-            world_size=world_size,
-            fingerprint=self.fingerprint,
-            datasets=[info["dataset"] for info in resolved.datasets],
-            kind="packed",
-            position=self._trail_position,
-        )
+        datasets = [info["dataset"] for info in resolved.datasets]
+        self.begin_trail(spec, catalog, rank, world_size, datasets, kind="packed")
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for another process (a spawned DataLoader worker) starts without the running
@@ -163,11 +154,6 @@ class MixtureDataset:
     def _trail_position(self) -> tuple[int, dict[str, Any]]:
         """How far the rank read, and the weight changes the order needs, for the trail."""
         return self.consumed, weight_details(self.plan.weight_changes)
-
-    def finished(self) -> None:
-        """The training process received the whole stream: the trail says it stopped."""
-        if self.trail is not None:
-            self.trail.stop(*self._trail_position())
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -239,8 +225,7 @@ class MixtureDataset:
             self._stream.close()
             self._stream = None
         self.source.close()
-        if self.trail is not None:
-            self.trail.stop(*self._trail_position())
+        self.stopped()
 
     def batches(self, batch_size: int) -> Iterator[dict[str, np.ndarray]]:
         """Iterate whole batches (arrays with a leading batch dimension)."""
@@ -417,8 +402,7 @@ class MixtureDataset:
             policy=self.adaptive.state_dict() if self.adaptive is not None else None,
             components=list(self.names),
         ).to_dict()
-        if self.trail is not None:  # a checkpoint: the trail notes how far the run read
-            self.trail.progress(*self._trail_position())
+        self.checkpointed()
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

@@ -317,3 +317,51 @@ def _run_id(
         return found
     now = dt.datetime.now(dt.timezone.utc)
     return derived_run_id(catalog, fingerprint, world_size, rank, now, storage_options), "derived"
+
+
+class RecordsRun:
+    """What a loader adds to take part in the trail: `begin_trail` once built, then
+    `checkpointed` from `state_dict()` and `stopped` from `close()`; the stream's end as the
+    training loop receives it calls `finished`. A loader says how far it read with
+    `_trail_position` and names its mixture by `fingerprint`."""
+
+    trail: RunTrail | None = None
+    fingerprint: str
+
+    def _trail_position(self) -> tuple[int | None, dict[str, Any]]:
+        raise NotImplementedError
+
+    def begin_trail(
+        self,
+        spec: MixtureSpec,
+        catalog: Any,
+        rank: int,
+        world_size: int,
+        datasets: Sequence[str],
+        kind: str,
+    ) -> None:
+        """Record this rank's start (nothing with `audit: false`)."""
+        self.trail = RunTrail.begin(
+            spec,
+            catalog,
+            rank=rank,
+            world_size=world_size,
+            fingerprint=self.fingerprint,
+            datasets=datasets,
+            kind=kind,
+            position=self._trail_position,
+        )
+
+    def checkpointed(self) -> None:
+        """A state was saved: the trail notes how far the run read."""
+        if self.trail is not None:
+            self.trail.progress(*self._trail_position())
+
+    def stopped(self) -> None:
+        """The loader was closed: the trail says the rank stopped."""
+        if self.trail is not None:
+            self.trail.stop(*self._trail_position())
+
+    def finished(self) -> None:
+        """The training process received the whole stream: the rank stopped."""
+        self.stopped()

@@ -37,7 +37,7 @@ from mixplane.load.images.shards import is_shards, resolve_shards
 from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.state import LoaderState
 from mixplane.load.remote.shard_cache import cache_limit
-from mixplane.load.trail import RunTrail, with_options
+from mixplane.load.trail import RecordsRun, with_options
 from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.store.images import ImageShardReader
@@ -46,7 +46,7 @@ FORECAST_POSITIONS = 1 << 16  # positions whose shards are ordered by first use;
 READERS_KEPT = 256  # open shard readers per process (each may hold a file descriptor)
 
 
-class ImageTextDataset:
+class ImageTextDataset(RecordsRun):
     """The image-text mixture's batches as seen by `rank` of `world_size`, from where it was
     left.
 
@@ -162,27 +162,13 @@ class ImageTextDataset:
         self._pid = os.getpid()
         # This rank's entries in the catalog's audit trail (image shards given directly
         # belong to no catalog, so have none).
-        self.trail = None
         if spec is not None:
-            self.trail = RunTrail.begin(
-                spec,
-                catalog,
-                rank=rank,
-                world_size=world_size,
-                fingerprint=self.fingerprint,
-                datasets=sorted(set(self.resolved.shard_dataset)),
-                kind="image_text",
-                position=self._trail_position,
-            )
+            datasets = sorted(set(self.resolved.shard_dataset))
+            self.begin_trail(spec, catalog, rank, world_size, datasets, kind="image_text")
 
     def _trail_position(self) -> tuple[int, dict[str, Any]]:
         """For the trail: samples received, as the resume state counts them."""
         return self.epoch * self.epoch_length + self.position, {}
-
-    def finished(self) -> None:
-        """The training process received the whole stream: the trail says it stopped."""
-        if self.trail is not None:
-            self.trail.stop(*self._trail_position())
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for a DataLoader worker opens its own readers.
@@ -332,8 +318,7 @@ class ImageTextDataset:
                 self.files.release(shard)
         self._readers = OrderedDict()
         self.files.close()
-        if self.trail is not None:
-            self.trail.stop(*self._trail_position())
+        self.stopped()
 
     def describe(self, shard: int, sample: int, key: str | None = None) -> str:
         uri, stem = self.resolved.shards[shard]
@@ -431,10 +416,8 @@ class ImageTextDataset:
                 "follow what the training loop received, so its position here is stale; build "
                 "the loader with image_text_loader(dataset, num_workers=...)"
             )
-        consumed, details = self._trail_position()
-        if self.trail is not None:  # a checkpoint: the trail notes how far the run read
-            self.trail.progress(consumed, details)
-        return LoaderState(self.fingerprint, consumed).to_dict()
+        self.checkpointed()
+        return LoaderState(self.fingerprint, self._trail_position()[0]).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state saved by any rank, with any world size, batch size or worker

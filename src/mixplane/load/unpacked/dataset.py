@@ -27,7 +27,7 @@ from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.read.source import token_source
 from mixplane.load.resolve.query import resolve_mixture
-from mixplane.load.trail import RunTrail, with_options
+from mixplane.load.trail import RecordsRun, with_options
 from mixplane.load.unpacked.batch import Located, locate, pad_id_of, padded_batches
 from mixplane.load.unpacked.read_ahead import ReadAhead
 from mixplane.load.unpacked.state import StepCursor, UnpackedState
@@ -47,7 +47,7 @@ class Step:
     rows: np.ndarray
 
 
-class UnpackedDataset:
+class UnpackedDataset(RecordsRun):
     """The `packing: none` mixture's batches as seen by `rank` of `world_size`.
 
     Iterating yields batches: `input_ids` (rows, width) padded with the pad id,
@@ -111,17 +111,8 @@ class UnpackedDataset:
         per_batch = per_batch or (batch_size or 1) * self.stream.seq_len
         self.chunk = max(1, READ_AHEAD_TOKENS // per_batch)  # batches read together
         self._reading: ReadAhead | None = None  # the running pass's reading thread
-        # This rank's entries in the catalog's audit trail (None: `audit: false`).
-        self.trail = RunTrail.begin(
-            spec,
-            catalog,
-            rank=rank,
-            world_size=world_size,
-            fingerprint=self.fingerprint,
-            datasets=[info["dataset"] for info in self.resolved.datasets],
-            kind="unpacked",
-            position=self._trail_position,
-        )
+        datasets = [info["dataset"] for info in self.resolved.datasets]
+        self.begin_trail(spec, catalog, rank, world_size, datasets, kind="unpacked")
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for a DataLoader worker starts without this process's reading thread.
@@ -137,11 +128,6 @@ class UnpackedDataset:
         if self.batch_size is not None:
             consumed += cursor.step * plan.unit
         return consumed, {"base": cursor.base, "window": cursor.window, "step": cursor.step}
-
-    def finished(self) -> None:
-        """The training process received the whole stream: the trail says it stopped."""
-        if self.trail is not None:
-            self.trail.stop(*self._trail_position())
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -342,8 +328,7 @@ class UnpackedDataset:
             cursor.window,
             cursor.step,
         ).to_dict()
-        if self.trail is not None:  # a checkpoint: the trail notes how far the run read
-            self.trail.progress(*self._trail_position())
+        self.checkpointed()
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -391,8 +376,7 @@ class UnpackedDataset:
         reopens them)."""
         self._stop_reading()
         self.source.close()
-        if self.trail is not None:
-            self.trail.stop(*self._trail_position())
+        self.stopped()
 
     def __repr__(self) -> str:
         c = self.cursor
