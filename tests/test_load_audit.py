@@ -273,3 +273,34 @@ def test_unpacked_runs_are_recorded_and_not_searched_by_document(tmp_path, catal
     report = document_reads(catalog, "wiki-1-3", "wiki@1")
     (entry,) = [entry for entry in report["runs"] if entry["run"] == "sft-1"]
     assert entry["status"] == "unknown" and "packed" in entry["note"]
+
+
+def test_a_run_resumed_with_another_world_size_is_searched_rank_by_rank(catalog, run):
+    spec = mixture(catalog, run_id="resumed", document_refs=True)
+    received: dict[tuple[int, int], set[tuple[int, int]]] = {}
+
+    def read(dataset, rank: int, batches: int) -> None:
+        stream = dataset.batches(BATCH)
+        for _ in range(batches):
+            batch = next(stream)
+            for row, position in enumerate(batch["index"].tolist()):
+                for ref in set(map(tuple, batch["document_refs"][row].tolist())):
+                    received.setdefault(ref, set()).add((position, rank))
+
+    first = [MixtureDataset(spec, rank=r, world_size=2, prefetch=0) for r in range(2)]
+    for rank, dataset in enumerate(first):
+        read(dataset, rank, 3)
+    state = first[0].state_dict()
+    for dataset in first:
+        dataset.close()
+    resumed = MixtureDataset(spec, rank=0, world_size=1, prefetch=0)  # one rank now
+    resumed.load_state_dict(state)
+    read(resumed, 0, 4)
+    resumed.state_dict()
+    resumed.close()
+    audit = DocumentAudit(catalog)
+    for (index, number), name in sorted(run["ids"].items()):
+        (entry,) = [e for e in audit.reads(name)["runs"] if e["run"] == "resumed"]
+        found = {(r["position"], r["rank"]) for r in entry["reads"]}
+        assert found == received.get((index, number), set()), name
+    audit.close()

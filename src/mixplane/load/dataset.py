@@ -141,6 +141,7 @@ class MixtureDataset(RecordsRun):
             AdaptiveMixer(self.spec, plan.tree, plan.leaf_tokens) if self.spec.policy else None
         )
         self.before_state: Callable[[], None] | None = None
+        self.read_from = 0  # the position this process started reading from (a resume's)
         datasets = [info["dataset"] for info in resolved.datasets]
         self.begin_trail(spec, catalog, rank, world_size, datasets, kind="packed")
 
@@ -152,8 +153,10 @@ class MixtureDataset(RecordsRun):
         return state
 
     def _trail_position(self) -> tuple[int, dict[str, Any]]:
-        """How far the rank read, and the weight changes the order needs, for the trail."""
-        return self.consumed, weight_details(self.plan.weight_changes)
+        """For the trail: how far the rank read, from where (its last loaded state), and
+        the weight changes the order needs."""
+        details = weight_details(self.plan.weight_changes) | {"read_from": self.read_from}
+        return self.consumed, details
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -423,6 +426,7 @@ class MixtureDataset(RecordsRun):
         self.worker_openings.clear()
         self.held = 0
         self.cursor = Cursor(loaded.consumed, 0, (self.layout.world_size, 1, 1))
+        self.read_from = loaded.consumed  # what this process reads starts here
         self.generation += 1
         if self.channel is not None:
             self.channel.clear_untracked()

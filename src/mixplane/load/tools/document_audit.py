@@ -121,11 +121,12 @@ class DocumentAudit:
             reads = []
             for place in places:
                 if place["dataset"] in report["datasets"]:
-                    reads += sequence_reads(dataset, place, report["consumed"], report["rank_of"])
+                    found = sequence_reads(dataset, place, report["consumed"])
+                    reads += _by_whom(found, report["intervals"])
             reads.sort(key=lambda read: (read["position"], read["tokens"][0]))
             report["reads"] = reads
             report["status"] = "read" if reads else "not read"
-        return {k: v for k, v in report.items() if k != "rank_of"}
+        return {k: v for k, v in report.items() if k != "intervals"}
 
 
 def locate_document(
@@ -166,21 +167,20 @@ def _rebuild_run(
         key=lambda event: event.consumed,
         default=None,
     )
-    world_sizes = sorted({event.world_size for event in events})
     starts = [event for event in events if event.event == "start"]
     report: dict[str, Any] = {
         "run": run,
         "mixture": events[0].mixture,
         "datasets": sorted({ref for event in events for ref in event.datasets}),
         "hosts": sorted({event.host for event in events}),
-        "world_size": world_sizes[-1],
+        "world_size": events[-1].world_size,
         "first": events[0].at,
         "last": events[-1].at,
         "consumed": furthest.consumed if furthest is not None else None,
         "status": "unknown",
         "reads": [],
         "note": None,
-        "rank_of": world_sizes[0] if len(world_sizes) == 1 else None,
+        "intervals": read_intervals(events),
     }
     recorded = next((e.details.get("mixture") for e in starts if e.details), None)
     spec = orjson.loads(recorded) if isinstance(recorded, str) else None
@@ -212,12 +212,32 @@ def _rebuild_run(
         return report, None
     if changes:
         dataset.apply_weight_changes(changes)
-    if report["rank_of"] is None:
-        report["note"] = (
-            f"resumed with other world sizes ({world_sizes}): positions and steps are "
-            "exact, ranks are not given"
-        )
     return report, dataset
+
+
+def read_intervals(events: Sequence[Any]) -> list[tuple[int, int, int]]:
+    """`(first, end, world size)`: the global positions a run's loaders reported reading,
+    each from where its process started or last resumed (`read_from`, 0 for events that do
+    not say) to the position of a checkpoint or stop; a position's rank is its offset from
+    `first` modulo the world size."""
+    found = {
+        (int((event.details or {}).get("read_from", 0)), event.consumed, event.world_size)
+        for event in events
+        if event.consumed is not None
+    }
+    return sorted(found)
+
+
+def _by_whom(reads: list[dict[str, Any]], intervals: list[tuple[int, int, int]]):
+    """The reads some loader process of the run made, each with its rank."""
+    kept = []
+    for read in reads:
+        position = read["position"]
+        for first, end, world_size in intervals:
+            if first <= position < end:
+                kept.append(read | {"rank": (position - first) % world_size})
+                break
+    return kept
 
 
 def _rebuild(

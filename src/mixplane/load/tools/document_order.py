@@ -10,8 +10,8 @@ and give the token range taken. One numpy pass over each epoch's order per compo
 Example:
     >>> place = {"dataset": "web@1", "folder": "/data/web", "shard": "shard-00000-000",
     ...          "document": 17}
-    >>> sequence_reads(dataset, place, consumed=4096, world_size=8)  # doctest: +SKIP
-    [{'position': 930, 'step': 14, 'rank': 2, 'component': 'web', 'tokens': [0, 57], ...}]
+    >>> sequence_reads(dataset, place, consumed=4096)  # doctest: +SKIP
+    [{'position': 930, 'step': 14, 'component': 'web', 'tokens': [0, 57], ...}]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def sequence_reads(
-    dataset: MixtureDataset, place: Mapping[str, Any], consumed: int, world_size: int | None
+    dataset: MixtureDataset, place: Mapping[str, Any], consumed: int
 ) -> list[dict[str, Any]]:
     """The sequences before global position `consumed` that hold tokens of the document at
     `place` (its folder, shard stem and index), with the token range each took."""
@@ -55,7 +55,6 @@ def sequence_reads(
                     {
                         "position": position,
                         "step": position // step_size if step_size else None,
-                        "rank": position % world_size if world_size else None,
                         "component": dataset.names[c],
                         "dataset": place["dataset"],
                         "id_place": [place["shard"], place["document"]],
