@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from mixtures import demo_mixture
 from readme_blocks import ROOT, readme_block
 
 from mixplane.catalog import Catalog
@@ -304,3 +305,16 @@ def test_a_run_resumed_with_another_world_size_is_searched_rank_by_rank(catalog,
         found = {(r["position"], r["rank"]) for r in entry["reads"]}
         assert found == received.get((index, number), set()), name
     audit.close()
+
+
+def test_a_plan_from_the_service_is_recorded_beside_the_catalog(demo_service, demo_work, tmp_path):
+    catalog = str(demo_work / "catalog.duckdb")  # the service's, on a disk the rank shares
+    spec = demo_mixture() | {"catalog": catalog, "run_id": "served", "cache_dir": str(tmp_path)}
+    dataset = MixtureDataset(spec, plan_url=demo_service.url, prefetch=0)
+    next(dataset.batches(BATCH))
+    dataset.close()
+    assert list((tmp_path / "plans").glob("served-*"))  # the plan came from the service
+    (recorded,) = [found for found in runs(catalog) if found.run == "served"]
+    assert [event.event for event in recorded.events] == ["start", "stop"]
+    assert recorded.datasets == ("demo@1",) and recorded.consumed == BATCH
+    assert json.loads(recorded.events[0].details["mixture"])["plan_url"] == demo_service.url
