@@ -64,15 +64,15 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_once(where: str, error: BaseException | str) -> None:
-    """Warn that the trail at `where` was not written, the first time only."""
+def warn_once(catalog: str, error: BaseException | str) -> None:
+    """Warn that the trail of `catalog` was not written, the first time only."""
     with _warned_lock:
-        if where in _warned:
+        if catalog in _warned:
             return
-        _warned.add(where)
+        _warned.add(catalog)
     warnings.warn(
-        f"the audit trail at {where} could not be written ({error}); training goes on without "
-        "it (set audit: false in the mixture to stop recording)",
+        f"the audit trail of {catalog} could not be written ({error}); training goes on "
+        "without it (set audit: false in the mixture to stop recording)",
         AuditWarning,
         stacklevel=3,
     )
@@ -212,7 +212,7 @@ class RunTrail:
             return None
         options = getattr(catalog, "storage_options", None) or spec.storage_options
         try:
-            from mixplane.catalog.audit import RunEvent, audit_folder
+            from mixplane.catalog.audit import RunEvent
 
             run, origin = _run_id(spec, where, fingerprint, world_size, rank, options)
             details = {
@@ -235,7 +235,7 @@ class RunTrail:
         trail = cls(where, start, options)
         if position is not None:
             trail._position = weakref.WeakMethod(position)  # type: ignore[arg-type]
-        trail._write(start, audit_folder(where))
+        trail._write(start)
         return trail
 
     def progress(self, consumed: int | None, details: dict[str, Any] | None = None) -> None:
@@ -256,24 +256,19 @@ class RunTrail:
     def _record(self, event: str, consumed: int | None, details: dict[str, Any] | None) -> None:
         if os.getpid() != self.pid:  # a DataLoader worker's copy: its parent records
             return
-        try:
-            from mixplane.catalog.audit import audit_folder
+        self._write(replace(self.start.follow(event, consumed), details=details or {}))
 
-            follow = replace(self.start.follow(event, consumed), details=details or {})
-        except Exception as error:
-            warn_once(self.catalog, error)
-            return
-        self._write(follow, audit_folder(self.catalog))
-
-    def _write(self, event: Any, folder: str) -> None:
-        if os.getpid() != self.pid:
+    def _write(self, event: Any) -> None:
+        # A trail that failed once is not tried again by this process: with storage down,
+        # every checkpoint (and the exit) would otherwise wait out the retries.
+        if os.getpid() != self.pid or self.catalog in _warned:
             return
         try:
             from mixplane.catalog.audit import record
 
             record(self.catalog, event, self.storage_options)
         except Exception as error:  # read-only disk, storage down: warn, train on
-            warn_once(folder, error)
+            warn_once(self.catalog, error)
 
     def _at_exit(self) -> None:
         """The process ends with the loader still open: it stopped where it was."""
