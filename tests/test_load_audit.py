@@ -138,6 +138,8 @@ def test_a_document_of_a_version_no_run_read(catalog, run, cli):
     assert code == 0 and json.loads(out) == []
     code, out, _ = cli("audit", "--document", "forum-3-2", "--dataset", "forum@1", "-c", catalog)
     assert code == 0 and "no recorded run read" in out
+    # An id is a value in the query, never part of it.
+    assert document_reads(catalog, "x' OR '1'='1")["places"] == []
 
 
 def test_a_finished_stream_records_its_stop(tmp_path, catalog):
@@ -218,7 +220,10 @@ def test_the_readme_commands_as_written(catalog, run, cli, tmp_path, monkeypatch
     assert "pretrain-7" in outputs[0]
     listed = json.loads(outputs[2])
     assert [r["run"] for r in listed if r["run"] == "pretrain-7"] == ["pretrain-7"]
-    assert readme_block("bash", "mixplane audit", GOVERNANCE)  # the docs show it too
+    for line in readme_block("bash", "mixplane audit", GOVERNANCE).strip().splitlines():
+        command = shlex.split(line, comments=True)
+        code, out, err = cli(*command[1:])
+        assert code == 0, err
 
 
 def test_audit_refuses_what_it_cannot_answer(catalog, cli):
