@@ -323,3 +323,28 @@ def test_a_plan_from_the_service_is_recorded_beside_the_catalog(demo_service, de
     assert [event.event for event in recorded.events] == ["start", "stop"]
     assert recorded.datasets == ("demo@1",) and recorded.consumed == BATCH
     assert json.loads(recorded.events[0].details["mixture"])["plan_url"] == demo_service.url
+
+
+def test_image_text_runs_are_recorded_in_samples(tmp_path):
+    from mixplane.load.images import ImageTextDataset
+    from mixplane.load.images.synthetic import write_image_catalog
+
+    catalog = write_image_catalog(
+        str(tmp_path), {"photos": {"samples": 12, "seed": 1, "shards": 1, "size": (16, 16)}}
+    )
+    spec = {
+        "kind": "image_text",
+        "catalog": catalog,
+        "run_id": "clip-1",
+        "components": {"photos": {"datasets": ["photos"], "weight": 1.0}},
+    }
+    dataset = ImageTextDataset(
+        spec, batch_size=4, image_size=8, context_length=4, tokenizer=lambda text: [1]
+    )
+    next(iter(dataset))
+    state = dataset.state_dict()
+    dataset.close()
+    (recorded,) = runs(catalog)
+    assert [event.event for event in recorded.events] == ["start", "progress", "stop"]
+    assert recorded.consumed == state["consumed"] == 4 and recorded.datasets == ("photos@1",)
+    assert recorded.events[0].details["kind"] == "image_text"
