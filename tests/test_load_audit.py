@@ -348,3 +348,15 @@ def test_image_text_runs_are_recorded_in_samples(tmp_path):
     assert [event.event for event in recorded.events] == ["start", "progress", "stop"]
     assert recorded.consumed == state["consumed"] == 4 and recorded.datasets == ("photos@1",)
     assert recorded.events[0].details["kind"] == "image_text"
+
+
+def test_a_relative_catalog_keeps_its_trail_when_the_directory_changes(
+    catalog, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(Path(catalog).parent)
+    dataset = MixtureDataset(mixture("catalog.duckdb", run_id="moved"), prefetch=0)
+    monkeypatch.chdir(tmp_path)  # a training script may change directory before it ends
+    dataset.close()
+    (recorded,) = [found for found in runs(catalog) if found.run == "moved"]
+    assert [event.event for event in recorded.events] == ["start", "stop"]
+    assert not (tmp_path / "catalog.duckdb.audit").exists()

@@ -82,7 +82,11 @@ def trail_catalog(spec: MixtureSpec, catalog: Any = None) -> str | None:
     """The catalog whose trail a loader records into: a `Catalog` given to it, else the
     mixture's own (None: neither)."""
     path = getattr(catalog, "path", None) if catalog is not None else None
-    return str(path) if path else spec.catalog
+    where = str(path) if path else spec.catalog
+    if where and "://" not in where:
+        # Later events (at exit, say) must not follow a change of working directory.
+        where = os.path.abspath(where)
+    return where
 
 
 def recorded_mixture(spec: MixtureSpec) -> str:
