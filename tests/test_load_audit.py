@@ -207,23 +207,26 @@ def test_the_launchers_job_id_names_the_run(tmp_path, catalog, monkeypatch):
     assert recorded.run == "slurm-4242" and recorded.stopped
 
 
-def test_the_readme_commands_as_written(catalog, run, cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(Path(catalog).parent)
-    lines = readme_block("bash", "mixplane audit").strip().splitlines()
+def run_block(cli, block: str) -> list[str]:
+    """Run each `mixplane ...` line of a documented block; their outputs."""
     outputs = []
-    for line in lines:
-        command = shlex.split(line, comments=True)
-        assert command[0] == "mixplane"
-        code, out, err = cli(*command[1:])
+    for line in block.strip().splitlines():
+        program, *arguments = shlex.split(line, comments=True)
+        assert program == "mixplane"
+        code, out, err = cli(*arguments)
         assert code == 0, err
         outputs.append(out)
+    return outputs
+
+
+def test_the_readme_commands_as_written(catalog, run, cli, monkeypatch):
+    monkeypatch.chdir(Path(catalog).parent)
+    outputs = run_block(cli, readme_block("bash", "mixplane audit"))
     assert "pretrain-7" in outputs[0]
+    assert "pretrain-7" in outputs[1] and "+eos" in outputs[1]
     listed = json.loads(outputs[2])
     assert [r["run"] for r in listed if r["run"] == "pretrain-7"] == ["pretrain-7"]
-    for line in readme_block("bash", "mixplane audit", GOVERNANCE).strip().splitlines():
-        command = shlex.split(line, comments=True)
-        code, out, err = cli(*command[1:])
-        assert code == 0, err
+    run_block(cli, readme_block("bash", "mixplane audit", GOVERNANCE))
 
 
 def test_audit_refuses_what_it_cannot_answer(catalog, cli):
