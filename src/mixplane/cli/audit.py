@@ -109,6 +109,13 @@ def print_runs(summaries: list[dict[str, Any]], version: str | None, catalog: st
 
 def print_document(report: dict[str, Any]) -> None:
     document = report["document"]
+    if not report["versions"]:
+        console.print(
+            "no run is recorded in this catalog's audit trail, so none read it (give "
+            "--dataset NAME@V to find where the document is)",
+            highlight=False,
+        )
+        return
     if not report["places"]:
         console.print(
             f"{document}: in none of the versions searched ({', '.join(report['versions'])})",
@@ -120,9 +127,10 @@ def print_document(report: dict[str, Any]) -> None:
     if not report["runs"]:
         console.print("no recorded run read these versions", highlight=False)
     for run in report["runs"]:
+        consumed = run["consumed"]
+        reach = "how far unknown" if consumed is None else f"read up to position {consumed:,}"
         console.print(
-            f"run {run['run']}: {run['status']} (read {run['consumed'] or 0:,} sequences"
-            f" over {run['world_size']} ranks)",
+            f"run {run['run']}: {run['status']} ({reach}, {run['world_size']} ranks)",
             highlight=False,
         )
         if run["note"]:
