@@ -20,9 +20,9 @@ The run id, shared by the ranks of a run, is the first of:
      `run_id` (or use a launcher) to keep one name across resumes.
 
 Example:
-    >>> trail = RunTrail.begin(spec, spec.catalog, rank=0, world_size=8,  # doctest: +SKIP
+    >>> trail = RunTrail.begin(spec, None, rank=0, world_size=8, kind="packed",  # doctest: +SKIP
     ...                        fingerprint=resolved.fingerprint, datasets=["web@3"])
-    >>> trail.progress(4096); trail.stop(8192)  # doctest: +SKIP
+    >>> trail.progress(4096, {}); trail.stop(8192, {})  # doctest: +SKIP
 """
 
 from __future__ import annotations
