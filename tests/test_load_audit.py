@@ -107,9 +107,9 @@ def test_each_rank_records_one_start_a_checkpoint_and_a_stop(catalog, run):
 
 def test_audit_document_agrees_with_the_batches_the_run_read(catalog, run):
     read = unread = 0
-    audit = DocumentAudit(catalog)  # the trail read and the run's order rebuilt once
+    audit = DocumentAudit(catalog, run="pretrain-7")  # the trail read, the order rebuilt once
     for (index, number), name in sorted(run["ids"].items()):
-        (entry,) = [entry for entry in audit.reads(name)["runs"] if entry["run"] == "pretrain-7"]
+        (entry,) = audit.reads(name)["runs"]
         found = {(r["position"], r["rank"]) for r in entry["reads"]}
         assert found == run["received"].get((index, number), set()), name
         assert entry["status"] == ("read" if found else "not read")
@@ -296,20 +296,21 @@ def test_a_run_resumed_with_another_world_size_is_searched_rank_by_rank(catalog,
                 for ref in set(map(tuple, batch["document_refs"][row].tolist())):
                     received.setdefault(ref, set()).add((position, rank))
 
-    first = [MixtureDataset(spec, rank=r, world_size=2, prefetch=0) for r in range(2)]
+    options = {"prefetch": 0, "read_ahead": 2 * BATCH}
+    first = [MixtureDataset(spec, rank=r, world_size=2, **options) for r in range(2)]
     for rank, dataset in enumerate(first):
         read(dataset, rank, 3)
     state = first[0].state_dict()
     for dataset in first:
         dataset.close()
-    resumed = MixtureDataset(spec, rank=0, world_size=1, prefetch=0)  # one rank now
+    resumed = MixtureDataset(spec, rank=0, world_size=1, **options)  # one rank now
     resumed.load_state_dict(state)
     read(resumed, 0, 4)
     resumed.state_dict()
     resumed.close()
-    audit = DocumentAudit(catalog)
+    audit = DocumentAudit(catalog, run="resumed")
     for (index, number), name in sorted(run["ids"].items()):
-        (entry,) = [e for e in audit.reads(name)["runs"] if e["run"] == "resumed"]
+        (entry,) = audit.reads(name)["runs"]
         found = {(r["position"], r["rank"]) for r in entry["reads"]}
         assert found == received.get((index, number), set()), name
     audit.close()

@@ -34,6 +34,7 @@ def audit_command(
     dataset: str | None = typer.Option(
         None, "--dataset", help="With --document: the version NAME@N that holds it."
     ),
+    run: str | None = typer.Option(None, "--run", help="With --document: only this run."),
     weight_log: Path | None = typer.Option(
         None,
         "--weight-log",
@@ -52,7 +53,7 @@ def audit_command(
         if ref is not None and not VERSION.match(ref):
             raise ConfigError(f"{ref!r}: expected a dataset version NAME@N, such as web@3")
     if document is not None:
-        _document(catalog, document, dataset, weight_log, as_json)
+        _document(catalog, document, dataset, run, weight_log, as_json)
         return
     from mixplane.catalog.audit import runs
 
@@ -70,13 +71,18 @@ def audit_command(
 
 
 def _document(
-    catalog: str, document: str, dataset: str | None, weight_log: Path | None, as_json: bool
+    catalog: str,
+    document: str,
+    dataset: str | None,
+    run: str | None,
+    weight_log: Path | None,
+    as_json: bool,
 ) -> None:
     from mixplane.load.adaptive.weight_log import read_weight_log
     from mixplane.load.tools.document_audit import document_reads
 
     changes = read_weight_log(weight_log) if weight_log is not None else None
-    report = document_reads(catalog, document, dataset, weight_log=changes)
+    report = document_reads(catalog, document, dataset, weight_log=changes, run=run)
     if as_json:
         print_json(report)
     else:

@@ -38,17 +38,19 @@ def document_reads(
     *,
     weight_log: Sequence[Mapping[str, Any]] | None = None,
     storage_options: dict[str, Any] | None = None,
+    run: str | None = None,
 ) -> dict[str, Any]:
     """Where the document `document_id` is in the catalog's versions (only `dataset`,
     NAME@N, when given; else every version some recorded run read), and for each recorded
-    run that read one of those versions: `status` (read, not read, unknown), and each
-    sequence that held its tokens (`position`, `step`, `rank`, `component`, `tokens`: the
-    [begin, end) range of the document's tokens it took, `eos`: up to the appended EOS).
+    run (only `run`, when given) that read one of those versions: `status` (read, not read,
+    unknown), and each sequence that held its tokens (`position`, `step`, `rank`,
+    `component`, `tokens`: the [begin, end) range of the document's tokens it took, `eos`:
+    up to the appended EOS).
 
     `weight_log` stands in for an adaptive run's weight changes where the trail has none.
     For many documents, `DocumentAudit` reads the trail and rebuilds each run once.
     """
-    with DocumentAudit(catalog, dataset, weight_log, storage_options) as audit:
+    with DocumentAudit(catalog, dataset, weight_log, storage_options, run) as audit:
         return audit.reads(document_id)
 
 
@@ -67,13 +69,20 @@ class DocumentAudit:
         dataset: str | None = None,
         weight_log: Sequence[Mapping[str, Any]] | None = None,
         storage_options: dict[str, Any] | None = None,
+        run: str | None = None,
     ):
         from mixplane.catalog import Catalog
         from mixplane.catalog.audit import runs
 
         self.catalog = os.fspath(catalog)
         self.weight_log = weight_log
-        self.runs = runs(self.catalog, storage_options)
+        self.runs = [
+            found
+            for found in runs(self.catalog, storage_options)
+            if run is None or found.run == run
+        ]
+        if run is not None and not self.runs:
+            raise ConfigError(f"no run {run!r} in the audit trail of {self.catalog}")
         every = {ref for run in self.runs for ref in run.datasets}
         self.versions = [dataset] if dataset else sorted(every)
         self.session = Catalog(self.catalog, storage_options).session()
