@@ -364,3 +364,15 @@ def test_a_relative_catalog_keeps_its_trail_when_the_directory_changes(
     (recorded,) = [found for found in runs(catalog) if found.run == "moved"]
     assert [event.event for event in recorded.events] == ["start", "stop"]
     assert not (tmp_path / "catalog.duckdb.audit").exists()
+
+
+def test_a_run_still_going_says_its_answer_stops_at_its_last_checkpoint(catalog):
+    dataset = MixtureDataset(mixture(catalog, run_id="live"), prefetch=0, read_ahead=BATCH)
+    next(dataset.batches(BATCH))
+    dataset.state_dict()
+    (entry,) = document_reads(catalog, "wiki-1-3", "wiki@1", run="live")["runs"]
+    assert entry["consumed"] == BATCH and not entry["stopped"]
+    assert "after its last checkpoint is not known" in entry["note"]
+    dataset.close()
+    (entry,) = document_reads(catalog, "wiki-1-3", "wiki@1", run="live")["runs"]
+    assert entry["stopped"] and entry["note"] is None

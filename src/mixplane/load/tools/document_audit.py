@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from mixplane.catalog.audit import Run
 from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.resolve.query import mixture_fingerprint
@@ -189,6 +190,7 @@ def _rebuild_run(
         "status": "unknown",
         "reads": [],
         "note": None,
+        "stopped": Run(run, tuple(events)).stopped,
         "intervals": read_intervals(events),
     }
     recorded = next((e.details.get("mixture") for e in starts if e.details), None)
@@ -221,6 +223,11 @@ def _rebuild_run(
         return report, None
     if changes:
         dataset.apply_weight_changes(changes)
+    if not report["stopped"]:
+        report["note"] = (
+            "a rank of this run has not stopped (it is running, or died without saying so): "
+            "what it read after its last checkpoint is not known"
+        )
     return report, dataset
 
 
