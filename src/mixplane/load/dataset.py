@@ -73,7 +73,9 @@ class MixtureDataset(RecordsRun):
     serve` service that resolves the mixture once for all ranks, instead of each machine
     querying the catalog; the same as the spec's `plan_url`) and `document_refs` (batches
     add `document_refs`, each token's dataset and document number, see
-    `mixplane.load.read.refs`; the same as the spec's `document_refs`). Planning costs a
+    `mixplane.load.read.refs`; the same as the spec's `document_refs`), `audit` and `run_id`
+    (the spec's: whether and under which run id the rank records its start, checkpoints and
+    stop in the catalog's audit trail, see `mixplane.load.trail`). Planning costs a
     fixed ~0.5 ms per block, so blocks of a few hundred sequences or more keep it small per
     sequence.
     """
