@@ -376,3 +376,22 @@ def test_a_run_still_going_says_its_answer_stops_at_its_last_checkpoint(catalog)
     dataset.close()
     (entry,) = document_reads(catalog, "wiki-1-3", "wiki@1", run="live")["runs"]
     assert entry["stopped"] and entry["note"] is None
+
+
+def test_a_process_that_ends_with_its_loader_open_records_its_stop(catalog):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    script = f"""
+from mixplane.load import MixtureDataset
+spec = {mixture(catalog, run_id="left-open")!r}
+dataset = MixtureDataset(spec, prefetch=0, read_ahead={BATCH})
+batches = dataset.batches({BATCH})
+next(batches), next(batches)
+"""  # no state saved, no close: the process just ends
+    subprocess.run([sys.executable, "-c", script], env=child_env(), check=True)
+    (recorded,) = [found for found in runs(catalog) if found.run == "left-open"]
+    assert [event.event for event in recorded.events] == ["start", "stop"]
+    assert recorded.consumed == 2 * BATCH and recorded.stopped

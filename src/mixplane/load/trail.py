@@ -33,6 +33,7 @@ import datetime as dt
 import os
 import re
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,9 @@ WINDOW_SECONDS = 600  # ranks of one launch start within this of each other
 RECENT_RUNS = 8  # of those, the newest a starting rank may join
 # What the trail keeps of the mixture: never credentials or this machine's paths.
 NOT_RECORDED = {"storage_options", "cache_dir", "cache_limit", "cache", "audit", "run_id"}
+
+
+AT_EXIT_SECONDS = 5.0  # the most a process's exit waits for its trails' stop events
 
 
 class AuditWarning(UserWarning):
@@ -183,7 +187,7 @@ class RunTrail:
         self.open = True  # no stop recorded since the last start or progress
         self.consumed: int | None = None
         self._position: Callable[[], Any] | None = None
-        atexit.register(self._at_exit)
+        _still_open(self, True)
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy in another process never writes (its pid differs); a weak method does not
@@ -246,6 +250,7 @@ class RunTrail:
         """A checkpoint: the rank's loader state says it read up to `consumed`."""
         self.consumed = consumed
         self.open = True
+        _still_open(self, True)
         self._record("progress", consumed, details)
 
     def stop(self, consumed: int | None, details: dict[str, Any] | None = None) -> None:
@@ -254,8 +259,8 @@ class RunTrail:
             return
         self.consumed = consumed
         self.open = False
+        _still_open(self, False)
         self._record("stop", consumed, details)
-        atexit.unregister(self._at_exit)
 
     def _record(self, event: str, consumed: int | None, details: dict[str, Any] | None) -> None:
         if os.getpid() != self.pid:  # a DataLoader worker's copy: its parent records
@@ -288,6 +293,54 @@ class RunTrail:
             with contextlib.suppress(Exception):
                 consumed, details = method()
         self.stop(consumed, details)
+
+
+# The trails of this process with no stop recorded since their last start or checkpoint:
+# at exit each records that it stopped where it was.
+_open: set[RunTrail] = set()
+_open_lock = threading.Lock()
+
+
+def _still_open(trail: RunTrail, is_open: bool) -> None:
+    with _open_lock:
+        if is_open:
+            _open.add(trail)
+        else:
+            _open.discard(trail)
+
+
+def _stop_open_trails() -> None:
+    """At exit: every open trail records its stop, the trails of each catalog in a thread
+    of their own, all within `AT_EXIT_SECONDS` (object storage that is down would make each
+    write wait out its retries, and the exit with it)."""
+    with _open_lock:
+        trails = [trail for trail in _open if trail.pid == os.getpid()]
+    by_catalog: dict[str, list[RunTrail]] = {}
+    for trail in trails:
+        by_catalog.setdefault(trail.catalog, []).append(trail)
+
+    def stop_all(group: list[RunTrail]) -> None:
+        for trail in group:
+            trail._at_exit()
+
+    threads = []
+    for group in by_catalog.values():
+        thread = threading.Thread(target=stop_all, args=(group,), daemon=True)
+        try:
+            thread.start()
+            threads.append(thread)
+        except RuntimeError:  # no new threads this late: write them here
+            stop_all(group)
+    deadline = time.monotonic() + AT_EXIT_SECONDS
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
+# Run before thread pools shut down at exit (they are asked in reverse order): object
+# storage clients resolve hosts in a pool, so after that a write to a remote trail fails.
+import concurrent.futures.thread  # noqa: E402, F401  (registered first: shut down after ours)
+
+getattr(threading, "_register_atexit", atexit.register)(_stop_open_trails)
 
 
 def weight_details(weight_changes: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
