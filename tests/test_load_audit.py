@@ -395,3 +395,24 @@ next(batches), next(batches)
     (recorded,) = [found for found in runs(catalog) if found.run == "left-open"]
     assert [event.event for event in recorded.events] == ["start", "stop"]
     assert recorded.consumed == 2 * BATCH and recorded.stopped
+
+
+def test_a_trail_on_object_storage_gets_its_stop_at_exit(s3_bucket):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    bucket, options = s3_bucket
+    catalog = f"s3://{bucket}/catalog.duckdb"
+    script = f"""
+from mixplane.catalog.audit import RunEvent
+from mixplane.load.trail import RunTrail
+start = RunEvent.now("remote", "start", rank=0, world_size=1, mixture="f00d")
+trail = RunTrail({catalog!r}, start, {options!r})
+trail.progress(64)
+"""  # the process ends with the trail open
+    subprocess.run([sys.executable, "-c", script], env=child_env(), check=True)
+    (recorded,) = runs(catalog, options)
+    assert [event.event for event in recorded.events] == ["progress", "stop"]
+    assert recorded.consumed == 64 and recorded.stopped
