@@ -216,7 +216,7 @@ class RunTrail:
             return None
         where = trail_catalog(spec, catalog)
         if not where:
-            warn_once("(no catalog)", "the mixture names no catalog to keep it beside")
+            warn_once("a mixture without a catalog", "it names none to keep the trail beside")
             return None
         options = getattr(catalog, "storage_options", None) or spec.storage_options
         try:
