@@ -193,6 +193,7 @@ LOAD_PARTS = (
     "remote",  # the machine's copies of remote files
     "read",  # tokens from shards into batches
     "resolve",  # mixture -> documents, and the plan cache
+    "trail",  # a run's entries in the catalog's audit trail
     "channel",  # weights and positions between the training process and its workers
     "dataset",  # MixtureDataset
     "torch",  # the PyTorch adapter

@@ -142,6 +142,24 @@ class Run:
         reported = [event.consumed for event in self.events if event.consumed is not None]
         return max(reported) if reported else None
 
+    def summary(self) -> dict[str, Any]:
+        """What `mixplane audit` shows of the run: its id, first and last event, hosts,
+        users, world size, ranks, mixture fingerprints, versions read, how far it read and
+        whether it stopped."""
+        return {
+            "run": self.run,
+            "first": self.started_at,
+            "last": self.last_at,
+            "hosts": list(self.hosts),
+            "users": sorted({event.user for event in self.events}),
+            "world_size": self.world_size,
+            "ranks": sorted({event.rank for event in self.events}),
+            "mixtures": list(self.mixtures),
+            "datasets": list(self.datasets),
+            "consumed": self.consumed,
+            "stopped": self.stopped,
+        }
+
 
 def record(
     catalog: str | os.PathLike, event: RunEvent, storage_options: dict[str, Any] | None = None
@@ -174,6 +192,47 @@ def read_events(
         files = [name for name in fs.find(path) if name.endswith(".json")]
         events = [_parse(name, fs.cat_file(name)) for name in files]
     return sorted(events, key=lambda event: (event.at, event.run, event.rank, event.event))
+
+
+def run_names(
+    catalog: str | os.PathLike, prefix: str = "", storage_options: dict[str, Any] | None = None
+) -> list[str]:
+    """The ids of the recorded runs starting with `prefix`, sorted (one listing, no event
+    read: what a starting rank looks at to find the run it belongs to)."""
+    folder = join_url(audit_folder(catalog), _RUNS)
+    if is_local(folder):
+        root = local_path(folder)
+        names = os.listdir(root) if os.path.isdir(root) else []
+    else:
+        fs, path = url_filesystem(folder, storage_options)
+        names = [name.rstrip("/").rsplit("/", 1)[-1] for name in _listing(fs, path)]
+    return sorted(name for name in names if name.startswith(prefix) and not name.startswith("."))
+
+
+def started_ranks(
+    catalog: str | os.PathLike, run: str, storage_options: dict[str, Any] | None = None
+) -> set[int]:
+    """The ranks with a start event in run `run`, read from the files' names alone."""
+    folder = join_url(audit_folder(catalog), _RUNS, run)
+    if is_local(folder):
+        root = local_path(folder)
+        names = os.listdir(root) if os.path.isdir(root) else []
+    else:
+        fs, path = url_filesystem(folder, storage_options)
+        names = [name.rsplit("/", 1)[-1] for name in _listing(fs, path)]
+    found = set()
+    for name in names:
+        parts = name.split("-start-r", 1)
+        if len(parts) == 2 and parts[1].split("-", 1)[0].isdigit():
+            found.add(int(parts[1].split("-", 1)[0]))
+    return found
+
+
+def _listing(fs: Any, path: str) -> list[str]:
+    try:
+        return fs.ls(path, detail=False)
+    except FileNotFoundError:
+        return []
 
 
 def runs(catalog: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> list[Run]:

@@ -11,6 +11,7 @@ import sys
 import typer
 
 from mixplane.cli import annotate as _annotate
+from mixplane.cli import audit as _audit
 from mixplane.cli import catalog as _catalog
 from mixplane.cli import classifier as _classifier
 from mixplane.cli import demo as _demo
@@ -35,6 +36,7 @@ for _module in (
     _annotate,
     _mix,
     _trace,
+    _audit,
     _report,
     _demo,
     _serve,

@@ -29,6 +29,7 @@ from mixplane.load.read.source import TokenSource, token_source
 from mixplane.load.read.stream import Stream
 from mixplane.load.resolve.plan_cache import epoch_orders
 from mixplane.load.resolve.query import resolve_mixture
+from mixplane.load.trail import RecordsRun, weight_details, with_options
 from mixplane.mix.adaptive import AdaptiveMixer
 from mixplane.mix.spec import MixtureSpec, load_mixture
 
@@ -46,7 +47,7 @@ _NO_INDEX = (
 )
 
 
-class MixtureDataset:
+class MixtureDataset(RecordsRun):
     """The mixture's stream as seen by `rank` of `world_size`, from where it was left.
 
     Samples are dicts: `input_ids` (seq_len tokens), `component` (index into `names`),
@@ -72,7 +73,9 @@ class MixtureDataset:
     serve` service that resolves the mixture once for all ranks, instead of each machine
     querying the catalog; the same as the spec's `plan_url`) and `document_refs` (batches
     add `document_refs`, each token's dataset and document number, see
-    `mixplane.load.read.refs`; the same as the spec's `document_refs`). Planning costs a
+    `mixplane.load.read.refs`; the same as the spec's `document_refs`), `audit` and `run_id`
+    (the spec's: whether and under which run id the rank records its start, checkpoints and
+    stop in the catalog's audit trail, see `mixplane.load.trail`). Planning costs a
     fixed ~0.5 ms per block, so blocks of a few hundred sequences or more keep it small per
     sequence.
     """
@@ -91,8 +94,10 @@ class MixtureDataset:
         resolved: ResolvedMixture | None = None,
         plan_url: str | None = None,
         document_refs: bool | None = None,
+        audit: bool | None = None,
+        run_id: str | None = None,
     ):
-        spec = load_mixture(mixture)
+        spec = with_options(load_mixture(mixture), audit, run_id)
         if spec.packing == "none":
             raise ConfigError(
                 "this mixture has packing: none (whole documents, padded batches); read it "
@@ -138,6 +143,9 @@ class MixtureDataset:
             AdaptiveMixer(self.spec, plan.tree, plan.leaf_tokens) if self.spec.policy else None
         )
         self.before_state: Callable[[], None] | None = None
+        self.read_from = 0  # the position this process started reading from (a resume's)
+        datasets = [info["dataset"] for info in resolved.datasets]
+        self.begin_trail(spec, catalog, rank, world_size, datasets, kind="packed")
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for another process (a spawned DataLoader worker) starts without the running
@@ -145,6 +153,12 @@ class MixtureDataset:
         state = self.__dict__.copy()
         state["_stream"] = None
         return state
+
+    def _trail_position(self) -> tuple[int, dict[str, Any]]:
+        """For the trail: how far the rank read, from where (its last loaded state), and
+        the weight changes the order needs."""
+        details = weight_details(self.plan.weight_changes) | {"read_from": self.read_from}
+        return self.consumed, details
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -210,11 +224,13 @@ class MixtureDataset:
 
     def close(self) -> None:
         """Stop reading ahead and let go of the remote shards this process holds in the
-        cache, so they may be evicted (iterating again reopens what it needs)."""
+        cache, so they may be evicted (iterating again reopens what it needs); the audit
+        trail records that the rank stopped."""
         if self._stream is not None:
             self._stream.close()
             self._stream = None
         self.source.close()
+        self.stopped()
 
     def batches(self, batch_size: int) -> Iterator[dict[str, np.ndarray]]:
         """Iterate whole batches (arrays with a leading batch dimension)."""
@@ -257,8 +273,10 @@ class MixtureDataset:
             read_ahead = max(1, read_ahead // WORKER_BLOCK_DIVISOR)
         # A worker's first batch, read by the training process, goes to its first stream only.
         filled, self.worker_openings = self.worker_openings, {}
+        # Read by the training process itself (not a worker): its end is the run's.
+        on_end = self.finished if poll is None else None
         self._stream = Stream(
-            self.context, self.cursor, layout, read_ahead, prefetch, batched, poll, filled
+            self.context, self.cursor, layout, read_ahead, prefetch, batched, poll, filled, on_end
         )
         return self._stream
 
@@ -382,13 +400,15 @@ class MixtureDataset:
             )
         if self.before_state is not None:
             self.before_state()
-        return LoaderState(
+        state = LoaderState(
             fingerprint=self.fingerprint,
             consumed=self.consumed,
             weight_changes=self.weight_log(),
             policy=self.adaptive.state_dict() if self.adaptive is not None else None,
             components=list(self.names),
         ).to_dict()
+        self.checkpointed()
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state saved by any rank, with any world size or worker count.
@@ -408,6 +428,7 @@ class MixtureDataset:
         self.worker_openings.clear()
         self.held = 0
         self.cursor = Cursor(loaded.consumed, 0, (self.layout.world_size, 1, 1))
+        self.read_from = loaded.consumed  # what this process reads starts here
         self.generation += 1
         if self.channel is not None:
             self.channel.clear_untracked()

@@ -235,6 +235,18 @@ class MixtureSpec(BaseModel):
         description="a `mixplane serve` service that resolves the mixture on its catalog, "
         "once for all ranks (http://HOST:PORT; its token from $MIXPLANE_SERVE_TOKEN)",
     )
+    audit: bool = Field(
+        True,
+        description="record in the catalog's audit trail (CATALOG.audit/) when each rank "
+        "starts, checkpoints and stops, and which dataset versions it reads; false: record "
+        "nothing (see docs/governance.md)",
+    )
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._:=+-]{0,127}$",
+        description="the run's name in the audit trail, shared by its ranks and kept on "
+        "resume (default: the launcher's job id, else derived; see docs/governance.md)",
+    )
     # Unpacked samples (mixplane.load.unpacked.UnpackedDataset; see mix.unpacked).
     packing: Literal["sequences", "none"] = Field(
         "sequences",
@@ -346,6 +358,7 @@ class MixtureSpec(BaseModel):
         local = {"cache", "cache_dir", "cache_limit", "storage_options", "plan_url"}
         local.add("document_refs")  # what batches carry beside the tokens, not which tokens
         local.add("takedowns")  # whether to start, not what is read
+        local.update(("audit", "run_id"))  # what is recorded of a run, not what it reads
         if self.kind == "text":
             local.add("kind")  # text mixtures keep the fingerprints they had before `kind`
         if self.packing == "sequences":  # packed mixtures keep theirs from before `packing`

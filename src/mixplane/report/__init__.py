@@ -87,7 +87,7 @@ def report_mixture(
         catalog = Catalog(spec.catalog, spec.storage_options)
     elif not isinstance(catalog, Catalog):
         catalog = Catalog(catalog, spec.storage_options)
-    dataset = MixtureDataset(spec, catalog=catalog, prefetch=0)
+    dataset = MixtureDataset(spec, catalog=catalog, prefetch=0, audit=False)
     try:
         if weight_log:
             dataset.apply_weight_changes(weight_log)

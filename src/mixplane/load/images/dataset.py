@@ -37,6 +37,7 @@ from mixplane.load.images.shards import is_shards, resolve_shards
 from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.state import LoaderState
 from mixplane.load.remote.shard_cache import cache_limit
+from mixplane.load.trail import RecordsRun, with_options
 from mixplane.media import IMAGE_EXTENSIONS
 from mixplane.mix.spec import MixtureSpec, load_mixture
 from mixplane.store.images import ImageShardReader
@@ -45,7 +46,7 @@ FORECAST_POSITIONS = 1 << 16  # positions whose shards are ordered by first use;
 READERS_KEPT = 256  # open shard readers per process (each may hold a file descriptor)
 
 
-class ImageTextDataset:
+class ImageTextDataset(RecordsRun):
     """The image-text mixture's batches as seen by `rank` of `world_size`, from where it was
     left.
 
@@ -110,7 +111,10 @@ class ImageTextDataset:
         resolved: ResolvedImages | None = None,
         seed: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        audit: bool | None = None,
+        run_id: str | None = None,
     ):
+        spec = None  # a mixture over the catalog, whose trail records this rank
         if resolved is None and is_shards(mixture):
             if catalog is not None:
                 raise ConfigError("give image shards or a catalog, not both")
@@ -121,7 +125,8 @@ class ImageTextDataset:
                     "seed and storage_options are for image shards given directly; a mixture "
                     "spec sets its own seed and storage_options"
                 )
-            resolved = resolve_images(load_mixture(mixture), catalog)  # type: ignore[arg-type]
+            spec = with_options(load_mixture(mixture), audit, run_id)  # type: ignore[arg-type]
+            resolved = resolve_images(spec, catalog)
         self.resolved = resolved
         self.spec = self.resolved.spec
         self.plan = EpochPlan(
@@ -155,6 +160,15 @@ class ImageTextDataset:
         )
         self._readers: OrderedDict[int, ImageShardReader] = OrderedDict()
         self._pid = os.getpid()
+        # This rank's entries in the catalog's audit trail (image shards given directly
+        # belong to no catalog, so have none).
+        if spec is not None:
+            datasets = sorted(set(self.resolved.shard_dataset))
+            self.begin_trail(spec, catalog, rank, world_size, datasets, kind="image_text")
+
+    def _trail_position(self) -> tuple[int, dict[str, Any]]:
+        """For the trail: samples received, as the resume state counts them."""
+        return self.epoch * self.epoch_length + self.position, {}
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for a DataLoader worker opens its own readers.
@@ -304,6 +318,7 @@ class ImageTextDataset:
                 self.files.release(shard)
         self._readers = OrderedDict()
         self.files.close()
+        self.stopped()
 
     def describe(self, shard: int, sample: int, key: str | None = None) -> str:
         uri, stem = self.resolved.shards[shard]
@@ -401,8 +416,8 @@ class ImageTextDataset:
                 "follow what the training loop received, so its position here is stale; build "
                 "the loader with image_text_loader(dataset, num_workers=...)"
             )
-        consumed = self.epoch * self.epoch_length + self.position
-        return LoaderState(self.fingerprint, consumed).to_dict()
+        self.checkpointed()
+        return LoaderState(self.fingerprint, self._trail_position()[0]).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state saved by any rank, with any world size, batch size or worker

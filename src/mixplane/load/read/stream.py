@@ -45,8 +45,10 @@ class Stream:
         batched: bool = False,
         poll: Callable[[], None] | None = None,
         filled: dict[bytes, dict[str, np.ndarray]] | None = None,
+        on_end: Callable[[], None] | None = None,
     ):
         self.context = context
+        self.on_end = on_end  # called once the stream has handed out its last item
         self.filled = filled if filled is not None else {}
         self.cursor = cursor
         self.prefetch = prefetch
@@ -221,6 +223,8 @@ class Stream:
             block = self._next_block()
             if block is None:
                 self.close()
+                if self.on_end is not None:
+                    self.on_end()
                 raise StopIteration
             self._take(self._item_ends(block[0]), *block)
         start, stop = self._next, self._ends[self._item]

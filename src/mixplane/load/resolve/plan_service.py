@@ -33,6 +33,7 @@ PLAN_ID = re.compile(r"^[0-9a-f]{32}$")
 FILE_NAME = re.compile(r"^[A-Za-z0-9_]+\.(npy|json)$")
 # What only this machine knows; the service uses its own catalog and cache.
 LOCAL_FIELDS = {"catalog", "cache_dir", "cache_limit", "cache", "storage_options", "plan_url"}
+LOCAL_FIELDS |= {"audit", "run_id"}  # the run's own record, kept beside its catalog
 TIMEOUT_SECONDS = 600  # a first resolution of a large catalog takes a while
 CHUNK = 1 << 22
 

@@ -155,7 +155,7 @@ def _resolve(spec: MixtureSpec, catalog) -> ResolvedMixture:
         lengths, starts = _per_document(selected, len(shards), lambda n: _take(ahead, n))
     else:
         lengths, starts = _per_document(selected, len(shards), of_shard)
-    fingerprint = _fingerprint(spec, infos)
+    fingerprint = mixture_fingerprint(spec, infos)
     return ResolvedMixture(
         spec, tree, shards, selected, lengths, starts, appended, eos_id, infos, fingerprint
     )
@@ -348,7 +348,8 @@ def _eos_plan(spec: MixtureSpec, infos, refs: dict[str, str]):
     return eos_id, append
 
 
-def _fingerprint(spec: MixtureSpec, infos: list[dict[str, Any]]) -> str:
+def mixture_fingerprint(spec: MixtureSpec, infos: list[dict[str, Any]]) -> str:
+    """The fingerprint of `spec` reading exactly the versions `infos` describe."""
     data = [(i["dataset"], i["fingerprint"]) for i in infos]
     content = orjson.dumps({"spec": spec.fingerprint(), "data": data})
     return hashlib.sha256(content).hexdigest()[:32]

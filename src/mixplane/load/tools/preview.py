@@ -33,7 +33,7 @@ def preview_mixture(
     `weight_log` (a run's weight changes, see `mixplane.load.adaptive.weight_log`) shows what that
     run's stream was made of.
     """
-    dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0)
+    dataset = MixtureDataset(mixture, catalog=catalog, prefetch=0, audit=False)
     if weight_log:
         dataset.apply_weight_changes(weight_log)
     plan, spec = dataset.plan, dataset.spec
@@ -153,7 +153,7 @@ def stream_through_torch(
 
     from mixplane.load.torch import torch_loader
 
-    dataset = MixtureDataset(mixture, catalog=catalog)
+    dataset = MixtureDataset(mixture, catalog=catalog, audit=False)
     names = dataset.names
     loader = torch_loader(dataset, batch_size, num_workers=num_workers)
     started = time.perf_counter()

@@ -128,7 +128,7 @@ def trace(
     spec = load_mixture(mixture)
     if spec.packing == "none":
         return _trace_unpacked(spec, request, catalog, weight_log, origins)
-    dataset = MixtureDataset(spec, catalog=catalog, prefetch=0)
+    dataset = MixtureDataset(spec, catalog=catalog, prefetch=0, audit=False)
     try:
         if weight_log:
             dataset.apply_weight_changes(weight_log)
@@ -169,6 +169,7 @@ def _trace_unpacked(
         batch_size=batch_size,
         catalog=catalog,
         prefetch=0,
+        audit=False,
     )
     try:
         return trace_unpacked(dataset, request, origins)

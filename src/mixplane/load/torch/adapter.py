@@ -208,7 +208,11 @@ class Received:
         if self.waiting:
             batch = self.waiting.popleft()
         else:
-            batch = next(self.inner)
+            try:
+                batch = next(self.inner)
+            except StopIteration:
+                self.dataset.finished()  # the loop received the whole stream
+                raise
             if self.rows is not None and _index(batch).numel() > self.rows:
                 self.waiting.extend(split_group(batch, self.rows))
                 batch = self.waiting.popleft()

@@ -27,6 +27,7 @@ from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.read.source import token_source
 from mixplane.load.resolve.query import resolve_mixture
+from mixplane.load.trail import RecordsRun, with_options
 from mixplane.load.unpacked.batch import Located, locate, pad_id_of, padded_batches
 from mixplane.load.unpacked.read_ahead import ReadAhead
 from mixplane.load.unpacked.state import StepCursor, UnpackedState
@@ -46,7 +47,7 @@ class Step:
     rows: np.ndarray
 
 
-class UnpackedDataset:
+class UnpackedDataset(RecordsRun):
     """The `packing: none` mixture's batches as seen by `rank` of `world_size`.
 
     Iterating yields batches: `input_ids` (rows, width) padded with the pad id,
@@ -74,8 +75,10 @@ class UnpackedDataset:
         dtype: str | np.dtype = "int64",
         resolved: ResolvedMixture | None = None,
         prefetch: int = 2,
+        audit: bool | None = None,
+        run_id: str | None = None,
     ):
-        spec = load_mixture(mixture)
+        spec = with_options(load_mixture(mixture), audit, run_id)
         if spec.packing != "none":
             raise ConfigError(
                 "this mixture packs documents into sequences (packing: sequences); read it "
@@ -108,10 +111,23 @@ class UnpackedDataset:
         per_batch = per_batch or (batch_size or 1) * self.stream.seq_len
         self.chunk = max(1, READ_AHEAD_TOKENS // per_batch)  # batches read together
         self._reading: ReadAhead | None = None  # the running pass's reading thread
+        datasets = [info["dataset"] for info in self.resolved.datasets]
+        self.begin_trail(spec, catalog, rank, world_size, datasets, kind="unpacked")
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy for a DataLoader worker starts without this process's reading thread.
         return self.__dict__ | {"_reading": None}
+
+    def _trail_position(self) -> tuple[int, dict[str, Any]]:
+        """For the trail: the global position (in documents) before which the loop received
+        every document (exact with fixed batches; a bucketed window's start otherwise), and
+        the resume state's cursor."""
+        cursor = self.cursor
+        plan = self.plan
+        consumed = cursor.base + cursor.window * plan.window_size
+        if self.batch_size is not None:
+            consumed += cursor.step * plan.unit
+        return consumed, {"base": cursor.base, "window": cursor.window, "step": cursor.step}
 
     # -- what the stream is ------------------------------------------------------------------
 
@@ -315,7 +331,7 @@ class UnpackedDataset:
                 "the loader with torch_loader(dataset, batch_size=None, num_workers=...)"
             )
         cursor = self.cursor
-        return UnpackedState(
+        state = UnpackedState(
             self.fingerprint,
             self.layout.world_size,
             self.batch_size,
@@ -323,6 +339,8 @@ class UnpackedDataset:
             cursor.window,
             cursor.step,
         ).to_dict()
+        self.checkpointed()
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a state saved by any rank (ranks advance in step, so their states
@@ -369,6 +387,7 @@ class UnpackedDataset:
         reopens them)."""
         self._stop_reading()
         self.source.close()
+        self.stopped()
 
     def __repr__(self) -> str:
         c = self.cursor
