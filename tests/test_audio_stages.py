@@ -221,3 +221,31 @@ def test_the_readme_audio_pipeline_runs_as_written(tmp_path, monkeypatch):
     assert result.stats["documents_in"] == len(truth) == 20
     assert set(kept.column("sample_rate").to_pylist()) == {16000}
     assert result.stats["excluded"] >= (truth.kind == "bad").sum()
+
+
+@needs_espeak
+def test_dedup_audio_removes_the_planted_copies_and_nothing_else(tmp_path):
+    from mixplane.process.pipeline import run_pipeline
+    from mixplane.synth.audio import generate_audio_corpus, read_audio_truth
+
+    generate_audio_corpus(str(tmp_path / "corpus"), 70, seed=11, per_shard=35)
+    truth = read_audio_truth(str(tmp_path / "corpus"))
+    stages = [{"decode_audio": {}}, {"audio_quality": {}}, {"dedup_audio": {}}]
+    config = {"input": str(tmp_path / "corpus" / "raw" / "webdataset"), "stages": stages}
+    for run, workers in (("one", 1), ("two", 2)):
+        run_pipeline({**config, "output": str(tmp_path / run), "workers": workers})
+    excluded = pq.read_table(tmp_path / "one" / "_excluded").to_pandas()
+    removed = excluded[excluded.reason == "duplicate"]
+    # Each planted group (an original and its copies) keeps exactly one clip.
+    group = {doc: doc for doc in truth.doc_id}
+    by_sample = dict(zip(truth.sample_id, truth.doc_id, strict=True))
+    copies = truth[truth.kind == "duplicate"]
+    for doc, original in zip(copies.doc_id, copies.duplicate_of, strict=True):
+        group[doc] = by_sample[original]
+    assert len(copies) >= 6
+    assert set(removed.id) <= set(copies.doc_id) | set(by_sample[s] for s in copies.duplicate_of)
+    kept_groups = [group[doc] for doc in truth.doc_id if doc not in set(excluded.id)]
+    assert len(kept_groups) == len(set(kept_groups))
+    assert len(removed) == len(copies)
+    kept = [pq.read_table(tmp_path / run).sort_by("id") for run in ("one", "two")]
+    assert kept[0].equals(kept[1])  # the same whatever the number of workers
