@@ -249,3 +249,76 @@ def test_dedup_audio_removes_the_planted_copies_and_nothing_else(tmp_path):
     assert len(removed) == len(copies)
     kept = [pq.read_table(tmp_path / run).sort_by("id") for run in ("one", "two")]
     assert kept[0].equals(kept[1])  # the same whatever the number of workers
+
+
+def test_an_audio_folder_reads_clips_with_transcript_sidecars(tmp_path):
+    from mixplane.process.pipeline import run_pipeline
+
+    folder = tmp_path / "speech"
+    (folder / "a").mkdir(parents=True)
+    (folder / "a" / "one.flac").write_bytes(encode(noisy(1.0), RATE))
+    (folder / "a" / "one.txt").write_text("the first clip")
+    (folder / "two.WAV").write_bytes(encode(noisy(1.5), RATE, "wav"))
+    (folder / "two.json").write_text('{"caption": "the second clip", "speaker": "s2"}')
+    (folder / "notes.txt").write_text("not a clip: no audio beside it")
+    (folder / "cover.jpg").write_bytes(b"\xff\xd8\xff")
+    config = {
+        "input": {"path": str(folder), "format": "audio_folder"},
+        "output": str(tmp_path / "o"),
+    }
+    result = run_pipeline({**config, "stages": [{"decode_audio": {}}]})
+    rows = pq.read_table(tmp_path / "o").sort_by("id").to_pylist()
+    assert result.stats["documents_in"] == 2
+    assert [(r["id"], r["text"], r["duration"]) for r in rows] == [
+        ("a/one.flac", "the first clip", 1.0),
+        ("two.WAV", "the second clip", 1.5),
+    ]
+    assert rows[1]["speaker"] == "s2" and rows[0]["source"] == "speech"
+
+
+def test_clips_in_records_by_bytes_path_or_struct(tmp_path):
+    import pyarrow as pa
+
+    from mixplane.process.pipeline import run_pipeline
+
+    raw = tmp_path / "raw"
+    (raw / "clips").mkdir(parents=True)
+    (raw / "clips" / "a.flac").write_bytes(encode(noisy(1.0), RATE))
+    (raw / "speech.jsonl").write_text(
+        '{"id": "j1", "sentence": "from a path", "audio": "clips/a.flac"}\n'
+        '{"id": "j2", "sentence": "a missing file", "audio": "clips/gone.wav"}\n'
+    )
+    wav = encode(noisy(0.5), RATE, "wav")
+    audio = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    table = pa.table(
+        {
+            "id": ["p1", "p2", "p3"],
+            "sentence": ["raw bytes", "a struct", "a struct by path"],
+            "audio": pa.array(
+                [
+                    {"bytes": wav, "path": None},
+                    {"bytes": encode(noisy(0.75), RATE), "path": "x.flac"},
+                    {"bytes": None, "path": str(raw / "clips" / "a.flac")},
+                ],
+                type=audio,
+            ),
+        }
+    )
+    pq.write_table(table, raw / "speech.parquet")
+    inputs = [
+        {"path": str(raw / "speech.jsonl"), "audio_key": "audio", "text_key": "sentence"},
+        {"path": str(raw / "speech.parquet"), "audio_key": "audio", "text_key": "sentence"},
+    ]
+    out = tmp_path / "out"
+    result = run_pipeline({"input": inputs, "output": str(out), "stages": [{"decode_audio": {}}]})
+    rows = pq.read_table(out, columns=["id", "text", "duration", "codec"]).sort_by("id")
+    assert rows.to_pylist() == [
+        {"id": "j1", "text": "from a path", "duration": 1.0, "codec": "flac"},
+        {"id": "p1", "text": "raw bytes", "duration": 0.5, "codec": "pcm_s16"},
+        {"id": "p2", "text": "a struct", "duration": 0.75, "codec": "flac"},
+        {"id": "p3", "text": "a struct by path", "duration": 1.0, "codec": "flac"},
+    ]
+    (bad,) = pq.read_table(out / "_quarantine").to_pylist()
+    assert bad["location"].endswith("speech.jsonl:2")
+    assert "audio field 'audio' names 'clips/gone.wav', which cannot be read" in bad["error"]
+    assert result.stats["quarantined"] == 1
