@@ -20,7 +20,7 @@ from mixplane.document import Document, Drop
 #: Extensions recognised as the image of a sample, in preference order.
 IMAGE_EXTENSIONS: tuple[str, ...] = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
 #: Extensions recognised as the audio clip of a sample, in preference order.
-AUDIO_EXTENSIONS: tuple[str, ...] = ("flac", "wav", "mp3", "ogg", "opus")
+AUDIO_EXTENSIONS: tuple[str, ...] = ("flac", "wav", "mp3", "ogg", "oga", "opus")
 #: Media a reader keeps as bytes, never as a small text field.
 MEDIA_EXTENSIONS: tuple[str, ...] = IMAGE_EXTENSIONS + AUDIO_EXTENSIONS
 

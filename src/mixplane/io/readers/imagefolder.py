@@ -2,7 +2,7 @@
 
 Each media file under the folder, in any subfolder, is one record: for `image_folder` the
 images (jpg, jpeg, png, webp, bmp, gif, tif, tiff; any case), for `audio_folder` the clips
-(flac, wav, mp3, ogg, opus). `a.txt` beside it (same folder, same name up to the last dot)
+(flac, wav, mp3, ogg, oga, opus). `a.txt` beside it (same folder, same name up to the last dot)
 is its caption or transcript, `a.json` its metadata (its `caption` or the input's text
 field is the caption when there is no `.txt`). The id is the file's path relative to the
 folder (to the common root when an input names several folders). Hidden files and

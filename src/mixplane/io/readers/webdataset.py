@@ -3,7 +3,7 @@
 A sample is a run of consecutive members sharing a key: the member path up to the first dot
 of its file name; the rest of the name, lowercased, is the member's extension. `KEY.txt` is
 the caption, `KEY.json` adds metadata, image members (`jpg`, `png`, ...) and audio members
-(`flac`, `wav`, `mp3`, `ogg`, `opus`) become `media`.
+(`flac`, `wav`, `mp3`, `ogg`, `oga`, `opus`) become `media`.
 Shards are read as a stream, so local files, s3://, http(s):// and `pipe:CMD` URLs (the
 command's standard output) all work, gzip-compressed too (`.tar.gz`).
 
