@@ -9,7 +9,7 @@ LEAN := .venv-lean
 LEAN_STAMP := $(LEAN)/.installed
 SOURCES := pyproject.toml setup.py src/mixplane/load/_pieces.c
 
-.PHONY: demo test test-lean lint format bench clean browser netns
+.PHONY: demo test test-lean lint format bench clean browser netns audio-tools
 
 # torch is pinned so pip takes the CPU wheel; the [load] extra accepts any recent torch.
 $(STAMP): $(SOURCES)
@@ -40,7 +40,12 @@ netns:
 	@command -v ip >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; }
 
-test: $(STAMP) test-lean browser netns
+# The synthetic audio corpus speaks its transcripts with espeak-ng.
+audio-tools:
+	@command -v espeak-ng >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null; }
+
+test: $(STAMP) test-lean browser netns audio-tools
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/pytest -q

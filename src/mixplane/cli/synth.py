@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DOCS = 10_000
 DEFAULT_IMAGE_SAMPLES = 2_000
+DEFAULT_AUDIO_SAMPLES = 200
 
 
 def register(app: typer.Typer) -> None:
@@ -31,7 +32,8 @@ def synth(
         "--docs",
         "-n",
         min=0,
-        help="Number of documents (default 10,000), or of samples with --images (default 2,000).",
+        help="Number of documents (default 10,000), or of samples with --images (default "
+        "2,000) or --audio (default 200).",
     ),
     seed: int = typer.Option(0, "--seed", "-s", help="Random seed; same seed, same bytes."),
     faults: bool = typer.Option(
@@ -63,6 +65,12 @@ def synth(
         help="Plant licence statements and AI opt-outs (robots noai, TDMRep headers and meta) "
         "in web pages; truth in truth/governance.parquet.",
     ),
+    audio: bool = typer.Option(
+        False,
+        "--audio",
+        help="Write an audio-text corpus instead: espeak-ng speech with transcripts in "
+        "WebDataset tars, planted duplicates and bad files; truth in truth/audio.parquet.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Generate web (WARC and HTML), wiki, code and forum files in several languages, with
@@ -70,8 +78,19 @@ def synth(
 
     Point the pipeline at OUT/raw so record ids match truth/duplicates.jsonl. With
     --images, point it at one source folder (OUT/raw/webdataset...) so ids match the
-    doc_id column of truth/images.parquet.
+    doc_id column of truth/images.parquet; with --audio, at OUT/raw/webdataset.
     """
+    if audio:
+        if images or governance or faults:
+            raise ConfigError(
+                "--audio makes its own corpus: without --images, --governance, --faults"
+            )
+        from mixplane.synth.audio import generate_audio_corpus
+
+        samples = DEFAULT_AUDIO_SAMPLES if docs is None else docs
+        make = partial(generate_audio_corpus, out, samples, seed, overwrite=overwrite)
+        _generate(out, samples, make, print_audio_summary, as_json)
+        return
     if images:
         if governance:
             raise ConfigError("--governance is for the text corpus (its web pages)")
@@ -165,3 +184,16 @@ def print_image_summary(out: str, summary: ImageSynthSummary, seconds: float) ->
         f"ground truth: {out.rstrip('/')}/truth/images.parquet  (doc_id relative to each "
         f"{out.rstrip('/')}/raw/SOURCE; URLs under {summary.url_base})"
     )
+
+
+def print_audio_summary(out: str, summary, seconds: float) -> None:
+    console.print(f"{summary.samples:,} clips in {summary.shards} shards in {seconds:.1f}s")
+    for label, counts in (
+        ("kinds", summary.kinds),
+        ("made as", summary.transforms),
+        ("bad files should be", summary.expected),
+        ("languages", summary.languages),
+        ("formats", summary.formats),
+    ):
+        console.print(f"{label}: " + ", ".join(f"{key} {n:,}" for key, n in counts.items()))
+    console.print(f"ground truth: {summary.truth}  (doc_id relative to {out}/raw/webdataset)")

@@ -54,13 +54,18 @@ class InputConfig(BaseModel):
     format: str = Field(
         "auto",
         description="jsonl, parquet, text, html, warc (WARC and WET), hf_disk, webdataset, "
-        "image_folder or auto",
+        "image_folder, audio_folder or auto",
     )
     text_key: str = Field("text", description="field holding the document text (or caption)")
     id_key: str = Field("id", description="field holding the document id")
     source: str | None = Field(None, description="source name; default: the file's folder name")
     image_key: str | None = Field(
         None, description="field holding image bytes (raw in Parquet, base64 in JSON Lines)"
+    )
+    audio_key: str | None = Field(
+        None,
+        description="field holding an audio clip: bytes, a path (relative to the file's "
+        "folder) or a {bytes, path} struct as Hugging Face datasets store audio",
     )
     url_key: str | None = Field(
         None, description="field holding an image URL (the fetch_images stage downloads it)"

@@ -167,6 +167,7 @@ def input_read_options(config: PipelineConfig, index: int) -> ReadOptions:
         config.max_record_bytes,
         spec.image_key,
         spec.url_key,
+        spec.audio_key,
     )
 
 

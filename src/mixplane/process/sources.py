@@ -56,7 +56,7 @@ def file_source(file: InputFile, storage_options: dict) -> str:
     same rule the readers follow)."""
     if file.format == "hf_disk":
         return arrow.dataset_source(file.url, storage_options)
-    if file.format == "image_folder":
+    if file.format in imagefolder.MEDIA_FOLDERS:
         return imagefolder.dataset_source(file.url)
     return folder_source(file.url)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from mixplane.errors import InputError
 from mixplane.io.pathlists import read_path_list
 from mixplane.io.readers import Shard, detect_format, parquet
-from mixplane.io.readers.imagefolder import folder_images
+from mixplane.io.readers.imagefolder import MEDIA_FOLDERS, folder_media
 from mixplane.io.readers.parquet import row_group_sizes
 from mixplane.io.readers.pipes import is_pipe
 from mixplane.io.readers.warc import wat_refused
@@ -29,7 +29,8 @@ from mixplane.process.config import InputConfig
 
 @dataclass(frozen=True, slots=True)
 class InputFile:
-    """One file found by expanding an input pattern (for `image_folder`, one folder).
+    """One file found by expanding an input pattern (for `image_folder` or `audio_folder`, one
+    folder).
 
     `row_groups` holds the byte sizes of the pieces a task may take a range of: Parquet row
     groups, or the images of an image folder. `unreadable` says why a file cannot be read
@@ -95,10 +96,11 @@ def scan_inputs(inputs: list[InputConfig], storage_options: dict) -> list[InputF
             files.append(InputFile(url, name, fmt, 0, index))  # a command's output size is unknown
         elif inputs[index].paths is not None:
             files.append(InputFile(url, name, fmt, 0, index, listed=True))
-        elif fmt == "image_folder":
-            sizes = tuple(size for _, size in folder_images(url, storage_options))
+        elif fmt in MEDIA_FOLDERS:
+            sizes = tuple(size for _, size in folder_media(url, fmt, storage_options))
             if not sizes:
-                raise InputError(f"image_folder {url!r} holds no image file")
+                what = "image" if fmt == "image_folder" else "audio"
+                raise InputError(f"{fmt} {url!r} holds no {what} file")
             name = "" if url.rstrip("/") == common.rstrip("/") else name
             files.append(InputFile(url, name, fmt, sum(sizes), index, sizes))
         else:
@@ -127,8 +129,8 @@ def _row_groups(url: str, storage_options: dict) -> tuple[tuple[int, ...], str]:
 
 def _expand(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
     """`(url, root)` of each file (or image folder, or command) an input names."""
-    if spec.format == "image_folder":
-        return _image_folders(spec, storage_options)
+    if spec.format in MEDIA_FOLDERS:
+        return _media_folders(spec, storage_options)
     if spec.paths is not None:
         return _listed(spec, storage_options)
     patterns = spec.patterns()
@@ -165,8 +167,8 @@ def _without_tar_sidecars(found: list[tuple[str, str]]) -> list[tuple[str, str]]
     return [(url, root) for url, root in found if not sidecar(url)]
 
 
-def _image_folders(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
-    """Each folder an `image_folder` input names, as `(folder, folder)`."""
+def _media_folders(spec: InputConfig, storage_options: dict) -> list[tuple[str, str]]:
+    """Each folder an `image_folder` or `audio_folder` input names, as `(folder, folder)`."""
     found = []
     for pattern in spec.patterns():
         for expanded in expand_braces(pattern):
@@ -176,7 +178,7 @@ def _image_folders(spec: InputConfig, storage_options: dict) -> list[tuple[str, 
             else:
                 folders = [path] if fs.isdir(path) else []
             if not folders:
-                raise InputError(f"image_folder input {expanded!r} matches no folder")
+                raise InputError(f"{spec.format} input {expanded!r} matches no folder")
             for folder in folders:
                 url = folder if "://" not in expanded else fs.unstrip_protocol(folder)
                 found.append((url.rstrip("/"), url.rstrip("/")))
@@ -293,7 +295,7 @@ def _pieces(file: InputFile, task_bytes: int) -> list[tuple[int, int | None, int
             for start in range(0, file.size, task_bytes)
         ]
     if (
-        file.format in ("parquet", "image_folder")
+        file.format in ("parquet", *MEDIA_FOLDERS)
         and len(file.row_groups) > 1
         and file.size > task_bytes
     ):

@@ -28,4 +28,8 @@ BUILTIN_STAGES: dict[str, str] = {
     "clip_score": "mixplane.stages.image.similarity:ClipScore",
     "image_safety": "mixplane.stages.image.safety:ImageSafety",
     "dedup_image": "mixplane.stages.dedup.image:ImageDedup",
+    "dedup_audio": "mixplane.stages.dedup.audio:AudioDedup",
+    "decode_audio": "mixplane.stages.audio.decode:DecodeAudio",
+    "resample_audio": "mixplane.stages.audio.resample:ResampleAudio",
+    "audio_quality": "mixplane.stages.audio.quality:AudioQuality",
 }

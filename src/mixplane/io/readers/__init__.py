@@ -24,6 +24,7 @@ FORMATS: dict[str, Reader] = {
     "hf_disk": arrow.read,
     "webdataset": webdataset.read,
     "image_folder": imagefolder.read,
+    "audio_folder": imagefolder.read,
 }
 
 _SUFFIXES = {

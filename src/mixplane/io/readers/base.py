@@ -6,12 +6,13 @@ import base64
 import binascii
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 import orjson
 
 from mixplane.document import RESERVED_COLUMNS, Document
+from mixplane.io.readers.audio_field import audio_media
 from mixplane.io.readers.lines import CHUNK, PREFIX
 
 
@@ -51,6 +52,10 @@ class ReadOptions:
     #: Field holding an image's bytes (base64 text is decoded) and field holding its URL.
     image_key: str | None = None
     url_key: str | None = None
+    #: Field holding an audio clip: bytes, a path, or a `{bytes, path}` struct.
+    audio_key: str | None = None
+    #: The folder relative clip paths start from: the record file's (set by the reader).
+    media_folder: str = ""
 
 
 @dataclass(slots=True)
@@ -102,6 +107,13 @@ def oversized(location: str, size: int, limit: int, prefix: bytes, doc_id=None) 
     return Quarantined(location, error, prefix, doc_id, reason="record exceeds max_record_bytes")
 
 
+def for_shard(options: ReadOptions, shard: Shard) -> ReadOptions:
+    """The options for reading `shard`: relative clip paths start from its folder."""
+    if not options.audio_key:
+        return options
+    return replace(options, media_folder=posixpath.dirname(shard.url))
+
+
 def default_source(shard: Shard, options: ReadOptions) -> str:
     """The configured source, else the name of the folder holding the file."""
     return options.source or folder_source(shard.url)
@@ -125,9 +137,18 @@ def to_document(
     The text and id fields are taken by name; every other field becomes metadata, except
     that a record's own `source` field wins over the default source. With `image_key` or
     `url_key` set the record is an image-text sample: the text is its caption ("" when the
-    record has none), the image becomes `media`, the URL the `url` metadata field.
+    record has none), the image becomes `media`, the URL the `url` metadata field; with
+    `audio_key`, the clip becomes `media` and the text is its transcript ("" when none).
     """
     media = None
+    if options.audio_key:
+        folder, storage = options.media_folder, options.storage_options
+        media = audio_media(record.get(options.audio_key), folder, storage)
+        if isinstance(media, str):
+            return f"audio field {options.audio_key!r} {media}"
+        record.pop(options.audio_key, None)
+        if record.get(options.text_key) is None:
+            record[options.text_key] = ""
     if options.image_key or options.url_key:
         image = image_media(record.get(options.image_key)) if options.image_key else None
         if isinstance(image, str):
@@ -136,7 +157,7 @@ def to_document(
             record[options.text_key] = ""
         if options.image_key:
             record.pop(options.image_key, None)
-            media = image
+            media = image if media is None or image is None else {**media, **image}
         if options.url_key and record.get(options.url_key) is not None:
             record["url"] = str(record.pop(options.url_key))
     text = record.get(options.text_key)

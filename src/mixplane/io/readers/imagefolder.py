@@ -1,12 +1,13 @@
-"""Folders of image files with caption sidecars: `a.jpg` + `a.txt` and/or `a.json`.
+"""Folders of image or audio files with caption sidecars: `a.jpg` + `a.txt` and/or `a.json`.
 
-Each image file (jpg, jpeg, png, webp, bmp, gif, tif, tiff; any case) under the folder, in
-any subfolder, is one record; `a.txt` beside it (same folder, same name up to the last dot)
-is its caption, `a.json` its metadata (its `caption` or the input's text field is the
-caption when there is no `.txt`). The id is the image's path relative to the folder (to the
-common root when an input names several folders). Hidden files and `_`-prefixed entries
-are skipped, as for any input folder. A task reads a run `[start, end)` of the folder's
-images in sorted order.
+Each media file under the folder, in any subfolder, is one record: for `image_folder` the
+images (jpg, jpeg, png, webp, bmp, gif, tif, tiff; any case), for `audio_folder` the clips
+(flac, wav, mp3, ogg, oga, opus). `a.txt` beside it (same folder, same name up to the last dot)
+is its caption or transcript, `a.json` its metadata (its `caption` or the input's text
+field is the caption when there is no `.txt`). The id is the file's path relative to the
+folder (to the common root when an input names several folders). Hidden files and
+`_`-prefixed entries are skipped, as for any input folder. A task reads a run `[start,
+end)` of the folder's media files in sorted order.
 
 Example:
     >>> from mixplane.io.readers import ReadOptions, ReadStats, Shard
@@ -25,13 +26,16 @@ from mixplane.document import Document
 from mixplane.io.readers.base import ReadOptions, ReadStats, Shard, oversized, sidecar_document
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.urls import url_filesystem
-from mixplane.media import IMAGE_EXTENSIONS
+from mixplane.media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS
+
+#: The folder formats and the extensions of the files that are their records.
+MEDIA_FOLDERS = {"image_folder": IMAGE_EXTENSIONS, "audio_folder": AUDIO_EXTENSIONS}
 
 
-def folder_images(url: str, storage_options: dict[str, Any] | None = None):
-    """`(relative path, size)` of every image file under the folder, sorted by path."""
+def folder_media(url: str, fmt: str, storage_options: dict[str, Any] | None = None):
+    """`(relative path, size)` of every image (or audio) file under the folder, by path."""
     fs, root = url_filesystem(url, storage_options)
-    return [(name, size) for name, size in _listing(fs, root) if _is_image(name)]
+    return [(name, size) for name, size in _listing(fs, root) if _is_media(name, fmt)]
 
 
 def dataset_source(url: str) -> str:
@@ -41,11 +45,12 @@ def dataset_source(url: str) -> str:
 
 
 def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
-    """Yield a Document per image of `[start, end)`: text = caption, media = the image."""
+    """Yield a Document per image (or clip) of `[start, end)`: text = caption (or
+    transcript), media = the file."""
     fs, root = url_filesystem(shard.url, options.storage_options)
     root = root.rstrip("/")
     listing = dict(_listing(fs, root))
-    images = [name for name in listing if _is_image(name)]
+    images = [name for name in listing if _is_media(name, shard.format)]
     source = options.source or dataset_source(shard.url)
     limit = options.max_record_bytes
     for name in images[shard.start : shard.end]:
@@ -82,8 +87,9 @@ def _listing(fs, root: str) -> list[tuple[str, int]]:
     return sorted(found)
 
 
-def _is_image(name: str) -> bool:
-    return "." in posixpath.basename(name) and name.rsplit(".", 1)[1].lower() in IMAGE_EXTENSIONS
+def _is_media(name: str, fmt: str) -> bool:
+    extensions = MEDIA_FOLDERS[fmt]
+    return "." in posixpath.basename(name) and name.rsplit(".", 1)[1].lower() in extensions
 
 
 def _sidecar(ext: str) -> str:

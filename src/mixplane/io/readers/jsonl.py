@@ -12,6 +12,7 @@ from mixplane.io.readers.base import (
     ReadStats,
     Shard,
     default_source,
+    for_shard,
     oversized,
     record_id,
     to_document,
@@ -52,6 +53,7 @@ def read(shard: Shard, options: ReadOptions, stats: ReadStats) -> Iterator:
     which does not depend on how the file was split into tasks.
     """
     source = default_source(shard, options)
+    options = for_shard(options, shard)
     if shard.start or shard.end is not None:
         if compression_of(shard.url):
             raise ValueError("byte ranges need an uncompressed file")

@@ -13,6 +13,7 @@ from mixplane.io.readers.base import (
     Quarantined,
     ReadOptions,
     Shard,
+    for_shard,
     oversized,
     record_id,
     row_to_document,
@@ -34,6 +35,7 @@ def table_documents(
     its text never becomes a Python string.
     """
     limit = options.max_record_bytes
+    options = for_shard(options, shard)
     sizes = _text_sizes(table, options.text_key)
     big: dict[int, tuple[int, bytes]] = {}
     if sizes is not None:

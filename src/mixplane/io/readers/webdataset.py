@@ -2,7 +2,8 @@
 
 A sample is a run of consecutive members sharing a key: the member path up to the first dot
 of its file name; the rest of the name, lowercased, is the member's extension. `KEY.txt` is
-the caption, `KEY.json` adds metadata, image members (`jpg`, `png`, ...) become `media`.
+the caption, `KEY.json` adds metadata, image members (`jpg`, `png`, ...) and audio members
+(`flac`, `wav`, `mp3`, `ogg`, `oga`, `opus`) become `media`.
 Shards are read as a stream, so local files, s3://, http(s):// and `pipe:CMD` URLs (the
 command's standard output) all work, gzip-compressed too (`.tar.gz`).
 
@@ -32,7 +33,7 @@ from mixplane.io.readers.base import (
 from mixplane.io.readers.lines import PREFIX
 from mixplane.io.readers.pipes import open_input
 from mixplane.io.readers.tarstream import Broken, Member, TarReader
-from mixplane.media import IMAGE_EXTENSIONS
+from mixplane.media import MEDIA_EXTENSIONS
 
 # Members of other kinds up to this size that are UTF-8 text become metadata strings.
 SMALL_TEXT = 4096
@@ -142,7 +143,7 @@ def _convert(sample: _Sample, shard: Shard, options: ReadOptions, source: str):
         if ext in ("txt", "json"):
             continue
         small = (
-            _small_text(data) if ext not in IMAGE_EXTENSIONS and ext not in doc.metadata else None
+            _small_text(data) if ext not in MEDIA_EXTENSIONS and ext not in doc.metadata else None
         )
         if small is not None:
             doc.metadata[ext] = small
