@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
 from pydantic import Field
 
 from mixplane.document import Document, Drop
@@ -72,6 +73,19 @@ class DecodeAudio(Stage):
             return Drop("audio_too_long", {"duration": seconds, "max": self.max_duration})
         describe(doc, info, len(samples), len(found[1]))
         return doc
+
+
+def decoded_clip(doc: Document) -> tuple[AudioInfo, np.ndarray] | Drop:
+    """The document's clip read whole, as its header and samples, or the Drop saying why
+    it cannot be (`decode_audio`'s reasons, without its duration bound)."""
+    found = audio_of(doc)
+    if found is None:
+        return no_audio(doc)
+    info = probe(found[1])
+    if isinstance(info, Drop):
+        return info
+    samples = decode(found[1], info)
+    return samples if isinstance(samples, Drop) else (info, samples)
 
 
 def describe(doc: Document, info: AudioInfo, frames: int, size: int) -> None:

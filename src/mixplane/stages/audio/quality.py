@@ -12,8 +12,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from mixplane.document import Document, Drop
-from mixplane.media import audio_of, no_audio
-from mixplane.stages.audio.codec import decode, probe
+from mixplane.stages.audio.decode import decoded_clip
 from mixplane.stages.audio.signal import clipping_ratio, peak_dbfs, rms_dbfs, silence_ratio
 from mixplane.stages.base import Result, Stage
 
@@ -51,15 +50,10 @@ class AudioQuality(Stage):
     min_rms_dbfs: float | None = Field(None, le=0, description="drop quieter clips (dBFS)")
 
     def apply(self, doc: Document) -> Result:
-        found = audio_of(doc)
-        if found is None:
-            return no_audio(doc)
-        info = probe(found[1])
-        if isinstance(info, Drop):
-            return info
-        samples = decode(found[1], info)
-        if isinstance(samples, Drop):
-            return samples
+        clip = decoded_clip(doc)
+        if isinstance(clip, Drop):
+            return clip
+        info, samples = clip
         duration = round(len(samples) / info.sample_rate, 6)
         if self.min_duration is not None and duration < self.min_duration:
             return Drop("audio_too_short", {"duration": duration, "min": self.min_duration})

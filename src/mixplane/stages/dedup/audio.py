@@ -13,8 +13,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
 
 from mixplane.document import Document, Drop
-from mixplane.media import audio_of
-from mixplane.stages.audio.codec import decode, probe
+from mixplane.stages.audio.decode import decoded_clip
 from mixplane.stages.audio.fingerprint import landmarks, to_analysis_rate
 from mixplane.stages.dedup.minhash import band_keys, choose_bands_rows, signatures
 from mixplane.stages.dedup.stage import DedupStage
@@ -92,11 +91,8 @@ class AudioDedup(DedupStage):
 
 def clip_landmarks(doc: Document) -> np.ndarray:
     """The landmark hashes of the document's clip (none when it has no clip that decodes)."""
-    found = audio_of(doc)
-    info = probe(found[1]) if found else None
-    if info is None or isinstance(info, Drop):
+    clip = decoded_clip(doc)
+    if isinstance(clip, Drop):
         return np.zeros(0, dtype=np.uint64)
-    samples = decode(found[1], info)
-    if isinstance(samples, Drop):
-        return np.zeros(0, dtype=np.uint64)
+    info, samples = clip
     return landmarks(to_analysis_rate(samples, info.sample_rate))
