@@ -26,7 +26,7 @@ from mixplane.catalog.engine import quote_literal
 from mixplane.demo import pipeline_config
 from mixplane.errors import ConfigError, InputError, MixplaneError
 from mixplane.load.dataset import MixtureDataset
-from mixplane.load.tools.trace import TraceRequest, trace_dataset
+from mixplane.load.tools.trace import TraceRequest, trace, trace_dataset
 from mixplane.process.pipeline import run_pipeline
 from mixplane.report import report_dataset, report_mixture
 from mixplane.report.aggregate import domain_sql, takedowns
@@ -422,8 +422,38 @@ def test_mixtures_a_report_cannot_read_exactly_are_refused(work: Path):
     with pytest.raises(ConfigError, match="weight log"):
         report_mixture(spec | {"catalog": str(work / "catalog.duckdb")}, 20)
     spec.pop("policy")
-    with pytest.raises(ConfigError, match="packing: none"):
-        report_mixture(spec | {"packing": "none"}, 2)
+    unpacked = spec | {"packing": "none", "catalog": str(work / "catalog.duckdb")}
+    with pytest.raises(ConfigError, match="needs UnpackedDataset\\(batch_size=N\\)"):
+        report_mixture(unpacked, 2)  # fixed batches without their size
+
+
+@pytest.mark.parametrize("batching", ["fixed", "bucketed"])
+def test_an_unpacked_mixture_counts_the_rows_its_steps_held(work: Path, tmp_path, batching):
+    spec = json.loads(mixture_yaml(work).read_text()) | {"packing": "none", "pad_id": 0}
+    spec["catalog"] = str(work / "catalog.duckdb")
+    batch_size = 3 if batching == "fixed" else None
+    if batching == "bucketed":
+        spec["bucketing"] = {"max_tokens_per_batch": 256, "window": 16}
+    out = tmp_path / "read.csv"
+    report = report_mixture(spec, 7, world_size=2, batch_size=batch_size, attribution=str(out))
+    # trace, step by step and rank by rank, says the same: each row's document and tokens
+    taken: Counter = Counter()
+    rows = 0
+    for rank in range(2):
+        for step in range(7):
+            traced = trace(spec, step=step, rank=rank, world_size=2, batch_size=batch_size)
+            for sequence in traced["sequences"]:
+                for piece in sequence["documents"]:
+                    begin, end = piece["tokens"]
+                    taken[piece["id"]] += end - begin
+                    rows += 1
+    with out.open(newline="") as handle:
+        read = {r["document_id"]: int(r["tokens"]) for r in csv.DictReader(handle)}
+    assert read == dict(taken) and report.tokens == sum(taken.values())
+    assert report.reads["rows"] == rows and report.reads["packing"] == "none"
+    if batching == "fixed":
+        assert rows == 7 * 2 * 3
+    assert "padded rows" in render_html(report)
 
 
 @settings(max_examples=40, deadline=None)

@@ -43,7 +43,8 @@ def report_command(
     batch_size: int | None = typer.Option(
         None,
         "--batch-size",
-        help="A mixture: sequences per rank per micro-batch (needed without global_batch_size).",
+        help="A mixture: sequences per rank per micro-batch (needed without global_batch_size); "
+        "documents per rank per step for packing: none without bucketing.",
     ),
     weight_log: Path | None = typer.Option(
         None, "--weight-log", help="A mixture's weight log (JSON Lines): needed when it adapted."

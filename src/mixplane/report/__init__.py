@@ -76,17 +76,16 @@ def report_mixture(
     if steps < 1:
         raise ConfigError(f"steps must be at least 1, got {steps}")
     spec = load_mixture(mixture)
-    if spec.packing == "none":
-        raise ConfigError(
-            "this mixture has packing: none (whole documents, padded batches); a report of "
-            "what steps read is made from the packed plan, so it is not reported yet"
-        )
     if catalog is None:
         if not spec.catalog:
             raise ConfigError("the mixture names no catalog: pass catalog= (--catalog)")
         catalog = Catalog(spec.catalog, spec.storage_options)
     elif not isinstance(catalog, Catalog):
         catalog = Catalog(catalog, spec.storage_options)
+    subject = Path(mixture).name if isinstance(mixture, (str, Path)) else "mixture"
+    asked = {"steps": steps, "world_size": world_size, "batch_size": batch_size}
+    if spec.packing == "none":
+        return _report_unpacked(spec, catalog, steps, subject, asked, top, attribution)
     dataset = MixtureDataset(spec, catalog=catalog, prefetch=0, audit=False)
     try:
         if weight_log:
@@ -95,12 +94,43 @@ def report_mixture(
         if spec.policy is not None and not weight_log and sequences:
             check_before_adapting(spec.policy, sequences - 1, spec.sequences_per_step())
         versions = [catalog.get(info["dataset"]) for info in dataset.resolved.datasets]
-        asked = {"steps": steps, "world_size": world_size, "batch_size": batch_size}
 
         def documents(connection) -> dict[str, Any]:
             return mixture_reads(connection, dataset, versions, sequences) | asked
 
-        subject = Path(mixture).name if isinstance(mixture, (str, Path)) else "mixture"
+        return _report(catalog, versions, subject, "mixture", documents, top, attribution)
+    finally:
+        dataset.close()
+
+
+def _report_unpacked(
+    spec: Any,
+    catalog: Any,
+    steps: int,
+    subject: str,
+    asked: dict[str, Any],
+    top: int | None,
+    attribution: str | None,
+) -> Report:
+    """`report_mixture` for whole documents in padded batches (`packing: none`): steps are
+    the loader's, `world_size` ranks of `batch_size` documents (or bucketed batches)."""
+    from mixplane.load.unpacked.dataset import UnpackedDataset
+    from mixplane.report.reads import unpacked_reads
+
+    dataset = UnpackedDataset(
+        spec,
+        world_size=asked["world_size"],
+        batch_size=asked["batch_size"],
+        catalog=catalog,
+        prefetch=0,
+        audit=False,
+    )
+    try:
+        versions = [catalog.get(info["dataset"]) for info in dataset.resolved.datasets]
+
+        def documents(connection) -> dict[str, Any]:
+            return unpacked_reads(connection, dataset, versions, steps) | asked
+
         return _report(catalog, versions, subject, "mixture", documents, top, attribution)
     finally:
         dataset.close()

@@ -160,6 +160,11 @@ class UnpackedDataset(RecordsRun):
         """Window `number` from the cursor's base, planned (the last few kept)."""
         return self._window(self.cursor.base, number)[0]
 
+    def planned_window(self, number: int) -> tuple[Window, Located]:
+        """Window `number` from the cursor's base with the documents it lays out (their
+        components, document numbers and row lengths, in the window's order)."""
+        return self._window(self.cursor.base, number)
+
     def _window(self, base: int, number: int) -> tuple[Window, Located]:
         # Keyed by base too: a reading thread may still plan for a state just replaced.
         found = self._windows.get((base, number))

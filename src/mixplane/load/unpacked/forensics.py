@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,6 +80,32 @@ def document_pieces(
         zeros,
     )
     return [[entry] for entry in entries]
+
+
+def documents_taken(
+    dataset: UnpackedDataset, steps: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """`(shard, row, tokens)` arrays of the documents the first `steps` steps read on all
+    ranks (the dataset's world size), a window at a time: for each row of each batch, the
+    shard number (`dataset.resolved.shards`), the document's row in that shard's metadata,
+    and the tokens the row holds (cut to seq_len; padding is not counted). The stream's
+    end cuts the steps short."""
+    done, number = 0, 0
+    while done < steps:
+        window, located = dataset.planned_window(number)
+        if window.steps == 0:  # past the end of the stream
+            return
+        taken = min(window.steps, steps - done)
+        rows = np.concatenate(window.batches[: taken * window.world_size])
+        components, documents = located.components[rows], located.documents[rows]
+        shard = np.empty(len(rows), dtype=np.int64)
+        row = np.empty(len(rows), dtype=np.int64)
+        for component in np.unique(components):
+            chosen = components == component
+            locate_in = dataset.resolved.ranges[int(component)].locate
+            shard[chosen], row[chosen] = locate_in(documents[chosen])
+        yield shard, row, located.lengths[rows].astype(np.int64)
+        done, number = done + taken, number + 1
 
 
 def token_weights(dataset: UnpackedDataset) -> dict[str, float]:
