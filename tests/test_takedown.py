@@ -478,6 +478,24 @@ def test_a_pinned_replaced_version_is_flagged(work: Path, cli, caplog):
     ]
 
 
+def test_the_check_fails_until_gc_removes_what_a_takedown_replaced(work: Path, cli):
+    code, _, err = cli("takedown", "--domain", "example.com", "--reference", "T-9")
+    assert code == 0, err
+    code, out, _ = cli("catalog", "check", "--json")
+    assert code == 1  # web@1 and wiki@1 still hold the removed documents on disk
+    assert {(s["pin"], s["collected"]) for s in json.loads(out)["superseded"]} == {
+        ("web@1", None),
+        ("wiki@1", None),
+    }
+    assert "mixplane gc" in cli("catalog", "check")[1]
+    code, out, err = cli("gc", "--keep-latest", "1", "--delete")
+    assert code == 0, err
+    code, out, _ = cli("catalog", "check", "--json")
+    assert code == 0
+    assert all(s["collected"] for s in json.loads(out)["superseded"])
+    assert "removed by gc on" in cli("catalog", "check")[1]
+
+
 def test_a_catalog_from_before_takedowns_opens_read_only(work: Path, cli):
     (work / "catalog.duckdb").chmod(0o444)
     code, out, _ = cli("catalog", "check")

@@ -137,9 +137,11 @@ def check(
     run again on the latest versions: data registered since may hold what it removed.
 
     Exit status 1 when a mixture pins a replaced version, or a latest version holds
-    documents a takedown names (without MIXTUREs: also when any version was replaced).
+    documents a takedown names; without MIXTUREs, also while a replaced version's files
+    are still on disk (`mixplane gc` removes them; collected versions are listed as such).
     """
     from mixplane.catalog import Catalog
+    from mixplane.catalog.gc.record import collected
     from mixplane.catalog.registry import Registry
     from mixplane.catalog.takedown import every_superseded, recheck, superseded
     from mixplane.load.resolve.query import catalog_path
@@ -148,6 +150,8 @@ def check(
 
     with Registry(catalog) as registry:
         replaced = every_superseded(registry)
+        gone = collected(registry.connection)
+    on_disk = [item for item in replaced if item.pin not in gone]
     back = recheck(Catalog(catalog)) if replaced else []
     pinned = []
     for path in mixtures or []:
@@ -158,13 +162,15 @@ def check(
     if as_json:
         print_json(
             {
-                "superseded": [item.to_json() for item in replaced],
+                "superseded": [
+                    item.to_json() | {"collected": gone.get(item.pin)} for item in replaced
+                ],
                 "pinned": [item.to_json() for item in pinned],
                 "reappeared": back,
             }
         )
     else:
-        _print_check(catalog, replaced, pinned, bool(mixtures))
+        _print_check(catalog, replaced, pinned, bool(mixtures), gone)
         for found in back:
             console.print(
                 f"[bold red]reappeared:[/] {found['dataset']} holds {found['documents']:,} "
@@ -172,21 +178,31 @@ def check(
                 f"{escape(found['reference'])}) names: take them down again",
                 highlight=False,
             )
-    if pinned or back or (replaced and not mixtures):
+    if pinned or back or (on_disk and not mixtures):
         raise typer.Exit(1)
 
 
-def _print_check(catalog: str, replaced: list, pinned: list, mixtures: bool) -> None:
+def _print_check(
+    catalog: str, replaced: list, pinned: list, mixtures: bool, gone: dict[str, str]
+) -> None:
     if not replaced:
         console.print(f"no takedowns in {escape(catalog)}", highlight=False)
     else:
         table = Table(title=f"versions replaced by takedowns in {catalog}", title_justify="left")
-        for column in ("version", "request", "reference", "removed", "move to"):
+        for column in ("version", "request", "reference", "removed", "move to", "files"):
             table.add_column(column)
         for item in replaced:
             row = item.row
-            table.add_row(item.pin, row.request, row.reference, f"{row.documents:,}", item.move_to)
+            files = f"removed by gc on {gone[item.pin]}" if item.pin in gone else "on disk"
+            cells = (item.pin, row.request, row.reference, f"{row.documents:,}", item.move_to)
+            table.add_row(*cells, files)
         console.print(table)
+        if not mixtures and any(item.pin not in gone for item in replaced):
+            console.print(
+                "replaced versions still hold what their takedowns removed: `mixplane gc` "
+                "removes their files once nothing keeps them",
+                highlight=False,
+            )
     for item in pinned:
         console.print(f"[bold red]pinned:[/] {escape(item.message())}", highlight=False)
     if mixtures and not pinned:
