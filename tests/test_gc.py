@@ -192,6 +192,12 @@ def test_delete_removes_exactly_the_planned_files_and_spares_shared_ones(tmp_pat
             MixtureDataset(mixture(tmp_path, [ref]))
     code, out, err = cli("gc", "--catalog", str(tmp_path / "catalog.duckdb"), "--json")
     assert code == 0 and '"collected_earlier"' in out and '"web@1"' in out
+    # The catalog's listing says which versions are only a record now.
+    code, out, _ = cli("catalog", "list", "--catalog", str(tmp_path / "catalog.duckdb"), "--json")
+    listed = {row["dataset"]: row["collected"] for row in json.loads(out)}
+    assert listed["web@3"] is None and listed["web@1"] and listed["web@1"] == listed["web@2"]
+    code, out, _ = cli("catalog", "show", "web@1", "--catalog", str(tmp_path / "catalog.duckdb"))
+    assert code == 0 and f"removed by gc on {listed['web@1']}" in out
 
 
 def forget_runs(catalog: Path) -> None:

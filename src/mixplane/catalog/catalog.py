@@ -19,7 +19,7 @@ from typing import Any
 
 from mixplane.catalog.columns import AddedColumn, with_column
 from mixplane.catalog.dataset import scan_folder
-from mixplane.catalog.gc.record import refuse_collected
+from mixplane.catalog.gc.record import collected, refuse_collected
 from mixplane.catalog.mirror import MetadataMirror
 from mixplane.catalog.predicate import ValidPredicate, check_predicate
 from mixplane.catalog.query import (
@@ -106,6 +106,16 @@ class Catalog:
         """Every version of every dataset, by name then version."""
         with Registry(self.path) as registry:
             return [registry.get(name, number) for name, number in registry.versions()]
+
+    def collected(self) -> dict[str, str]:
+        """The versions whose files `mixplane gc` removed, with the date.
+
+        Example:
+            >>> Catalog("catalog.duckdb").collected()  # doctest: +SKIP
+            {'web@1': '2026-11-28'}
+        """
+        with Registry(self.path) as registry:
+            return collected(registry.connection)
 
     def session(self) -> CatalogSession:
         """The catalog held open for several queries (use as a context manager)."""

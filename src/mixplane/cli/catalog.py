@@ -85,12 +85,16 @@ def list_datasets(catalog: str = CATALOG_OPTION, as_json: bool = JSON_OPTION) ->
     """Every version of every dataset."""
     from mixplane.catalog import Catalog
 
-    versions = Catalog(catalog).versions()
+    opened = Catalog(catalog)
+    versions, gone = opened.versions(), opened.collected()
     if as_json:
-        print_json([version.summary() for version in versions])
+        print_json(
+            [version.summary() | {"collected": gone.get(version.ref)} for version in versions]
+        )
         return
     table = Table(title=f"datasets in {catalog}", title_justify="left")
-    for column in ("dataset", "documents", "tokens", "shards", "tokenizer", "registered", "uri"):
+    columns = ("dataset", "documents", "tokens", "shards", "tokenizer", "registered", "uri")
+    for column in columns:
         table.add_column(column, justify="right" if column in ("documents", "tokens") else "left")
     for version in versions:
         table.add_row(
@@ -102,7 +106,7 @@ def list_datasets(catalog: str = CATALOG_OPTION, as_json: bool = JSON_OPTION) ->
             if version.kind == "image_text"
             else str(version.tokenizer.get("spec", "")),
             version.registered_at,
-            version.uri,
+            f"files removed by gc on {gone[version.ref]}" if version.ref in gone else version.uri,
         )
     console.print(table)
 
@@ -116,9 +120,11 @@ def show_dataset(
     """A version's counts, tokenizer and the property columns queries can use."""
     from mixplane.catalog import Catalog
 
-    version = Catalog(catalog).get(dataset)
+    opened = Catalog(catalog)
+    version = opened.get(dataset)
+    removed = opened.collected().get(version.ref)
     if as_json:
-        print_json(version.summary())
+        print_json(version.summary() | {"collected": removed})
         return
     if version.kind == "image_text":
         holds = f"{len(version.shards)} shards of image-text samples (captions, no tokens)"
@@ -128,6 +134,8 @@ def show_dataset(
             f"tokenizer {version.tokenizer.get('spec', '?')}"
         )
     console.print(f"[bold]{version.ref}[/] {version.uri}\n{version.documents:,} documents, {holds}")
+    if removed:
+        console.print(f"its files were removed by gc on {removed}: what it was, not data to read")
     table = Table("column", "type")
     for name, kind in version.summary()["columns"].items():
         table.add_row(name, kind)
