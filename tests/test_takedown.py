@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 import xxhash
 import yaml
+from conftest import Service
 from readme_blocks import readme_block
 
 from mixplane.catalog import Catalog
@@ -494,6 +495,27 @@ def test_the_check_fails_until_gc_removes_what_a_takedown_replaced(work: Path, c
     assert code == 0
     assert all(s["collected"] for s in json.loads(out)["superseded"])
     assert "removed by gc on" in cli("catalog", "check")[1]
+
+
+def test_a_plan_from_the_service_carries_the_warning_to_the_rank(work: Path, cli):
+    code, _, err = cli("takedown", "--domain", "example.com", "--reference", "T-10")
+    assert code == 0, err
+    service = Service(work / "catalog.duckdb", "--cache-dir", str(work / "service-cache"))
+    try:
+        served = {"plan_url": service.url, "cache_dir": str(work / "rank-cache")}
+        pinned = mixture(datasets=["web@1", "wiki", "books@1"], **served)
+        with pytest.warns(SupersededVersionWarning, match=r"web@1 was superseded .*T-10"):
+            MixtureDataset(pinned).close()
+        posted = {k: v for k, v in pinned.items() if k not in ("catalog", *served)}
+        answer = service.post("/api/plans", {"mixture": posted})
+        assert [m.split(" was ")[0] for m in answer.json()["superseded"]] == ["web@1"]
+        with pytest.raises(MixplaneError, match="takedowns: refuse"):
+            MixtureDataset(pinned | {"takedowns": "refuse"})
+        with warnings.catch_warnings():  # following the latest versions: nothing to say
+            warnings.simplefilter("error", SupersededVersionWarning)
+            MixtureDataset(mixture(datasets=["web", "wiki", "books"], **served)).close()
+    finally:
+        service.stop()
 
 
 def test_a_catalog_from_before_takedowns_opens_read_only(work: Path, cli):

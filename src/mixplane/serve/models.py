@@ -250,6 +250,9 @@ class Plan(BaseModel):
     plan: str
     fingerprint: str
     files: list[PlanFile]
+    # Pinned versions a takedown replaced, one message each: the client warns about them
+    # (a mixture with `takedowns: refuse` is refused with a 400 instead).
+    superseded: list[str] = []
 
 
 def _integral(value: Any) -> Any:

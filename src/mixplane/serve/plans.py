@@ -61,11 +61,11 @@ class PlanStore:
 
     def register(self, resolved: dict[str, Any]) -> dict[str, Any]:
         """Remember a resolution (`scans.plan`'s answer) and count it served; returns what
-        the client is told: `{plan, fingerprint, files}`."""
+        the client is told: `{plan, fingerprint, files, superseded}`."""
         with self._lock:
             self._plans[resolved["plan"]] = resolved
             self.served += 1
-        return {key: resolved[key] for key in ("plan", "fingerprint", "files")}
+        return {key: resolved[key] for key in ("plan", "fingerprint", "files", "superseded")}
 
     def path(self, plan: str, name: str) -> str:
         """The local path of one file of a resolved plan; `UnknownPlan` for anything else."""

@@ -30,6 +30,7 @@ from mixplane.lineage import document_origin, trace
 from mixplane.load.remote.catalog_copy import open_catalog
 from mixplane.load.resolve.plan_cache import entry_folder
 from mixplane.load.resolve.query import resolve_mixture
+from mixplane.load.resolve.takedowns import cached_pins
 from mixplane.load.tools.preview import preview_mixture
 from mixplane.serve.plans import plan_files, posted_spec, release_memory
 from mixplane.serve.runs import find_runs, run_details
@@ -167,7 +168,7 @@ def plan(scope: Scope, mixture: dict[str, Any]) -> dict[str, Any]:
     each file is written under a temporary name and `plan.json`, which marks it whole, last."""
     spec = scope.posted(mixture)
     folder = entry_folder(spec, open_catalog(scope.catalog_path, None), spec.cache_dir)
-    resolved = resolve_mixture(spec)
+    resolved = resolve_mixture(spec)  # refuses what takedowns: refuse refuses
     release_memory()
     if resolved.folder != folder:
         raise MixplaneError(f"the plan was resolved into {resolved.folder}, not {folder}")
@@ -176,6 +177,8 @@ def plan(scope: Scope, mixture: dict[str, Any]) -> dict[str, Any]:
         "fingerprint": resolved.fingerprint,
         "files": plan_files(folder),
         "folder": folder,
+        # What the client warns about: the findings kept beside the plan.
+        "superseded": cached_pins(spec, scope.catalog_path, folder),
     }
 
 

@@ -26,6 +26,7 @@ from mixplane.io.machine_cache import cache_root
 from mixplane.io.retry import Retry
 from mixplane.load.plan.resolved import ResolvedMixture
 from mixplane.load.resolve.plan_cache import load_resolved
+from mixplane.load.resolve.takedowns import flag_pins
 from mixplane.mix.spec import MixtureSpec
 
 TOKEN_ENV = "MIXPLANE_SERVE_TOKEN"  # the service's token, for `mixplane serve` and its clients
@@ -62,6 +63,9 @@ def fetch_resolved(spec: MixtureSpec, token: str | None = None) -> ResolvedMixtu
                 found = load_resolved(spec, folder)
     if found is None:
         raise InputError(f"{folder}: downloaded from {service}, but cannot be read back")
+    superseded = answer.get("superseded") or []
+    if isinstance(superseded, list):  # pins the service's catalog says a takedown replaced
+        flag_pins(spec, [str(message) for message in superseded])
     return found
 
 
