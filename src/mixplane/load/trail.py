@@ -381,7 +381,9 @@ class RecordsRun:
     fingerprint: str
 
     def _trail_position(self) -> tuple[int | None, dict[str, Any]]:
-        raise NotImplementedError
+        """How far this loader read, in its resume state's units, and what else a
+        checkpoint records (each loader says)."""
+        raise TypeError(f"{type(self).__name__} must implement _trail_position()")
 
     def begin_trail(
         self,

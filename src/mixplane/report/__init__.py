@@ -70,8 +70,9 @@ def report_mixture(
     from mixplane.load.dataset import MixtureDataset
     from mixplane.load.tools.taken import first_steps
     from mixplane.load.tools.trace import check_before_adapting
+    from mixplane.load.unpacked.dataset import UnpackedDataset
     from mixplane.mix.spec import load_mixture
-    from mixplane.report.reads import mixture_reads
+    from mixplane.report.reads import mixture_reads, unpacked_reads
 
     if steps < 1:
         raise ConfigError(f"steps must be at least 1, got {steps}")
@@ -84,52 +85,30 @@ def report_mixture(
         catalog = Catalog(catalog, spec.storage_options)
     subject = Path(mixture).name if isinstance(mixture, (str, Path)) else "mixture"
     asked = {"steps": steps, "world_size": world_size, "batch_size": batch_size}
-    if spec.packing == "none":
-        return _report_unpacked(spec, catalog, steps, subject, asked, top, attribution)
-    dataset = MixtureDataset(spec, catalog=catalog, prefetch=0, audit=False)
+    if spec.packing == "none":  # whole documents in padded batches, as the loader makes them
+        dataset = UnpackedDataset(
+            spec,
+            world_size=world_size,
+            batch_size=batch_size,
+            catalog=catalog,
+            prefetch=0,
+            audit=False,
+        )
+    else:
+        dataset = MixtureDataset(spec, catalog=catalog, prefetch=0, audit=False)
     try:
-        if weight_log:
-            dataset.apply_weight_changes(weight_log)
-        sequences = first_steps(dataset, steps, world_size, batch_size)
-        if spec.policy is not None and not weight_log and sequences:
-            check_before_adapting(spec.policy, sequences - 1, spec.sequences_per_step())
+        if isinstance(dataset, UnpackedDataset):
+            reads, count = unpacked_reads, steps
+        else:
+            if weight_log:
+                dataset.apply_weight_changes(weight_log)
+            reads, count = mixture_reads, first_steps(dataset, steps, world_size, batch_size)
+            if spec.policy is not None and not weight_log and count:
+                check_before_adapting(spec.policy, count - 1, spec.sequences_per_step())
         versions = [catalog.get(info["dataset"]) for info in dataset.resolved.datasets]
 
         def documents(connection) -> dict[str, Any]:
-            return mixture_reads(connection, dataset, versions, sequences) | asked
-
-        return _report(catalog, versions, subject, "mixture", documents, top, attribution)
-    finally:
-        dataset.close()
-
-
-def _report_unpacked(
-    spec: Any,
-    catalog: Any,
-    steps: int,
-    subject: str,
-    asked: dict[str, Any],
-    top: int | None,
-    attribution: str | None,
-) -> Report:
-    """`report_mixture` for whole documents in padded batches (`packing: none`): steps are
-    the loader's, `world_size` ranks of `batch_size` documents (or bucketed batches)."""
-    from mixplane.load.unpacked.dataset import UnpackedDataset
-    from mixplane.report.reads import unpacked_reads
-
-    dataset = UnpackedDataset(
-        spec,
-        world_size=asked["world_size"],
-        batch_size=asked["batch_size"],
-        catalog=catalog,
-        prefetch=0,
-        audit=False,
-    )
-    try:
-        versions = [catalog.get(info["dataset"]) for info in dataset.resolved.datasets]
-
-        def documents(connection) -> dict[str, Any]:
-            return unpacked_reads(connection, dataset, versions, steps) | asked
+            return reads(connection, dataset, versions, count) | asked
 
         return _report(catalog, versions, subject, "mixture", documents, top, attribution)
     finally:

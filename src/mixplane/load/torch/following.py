@@ -48,8 +48,9 @@ class FollowedBatches(IterableDataset):
         return self.worker_batches(info.num_workers, info.id)
 
     def worker_batches(self, workers: int, worker: int) -> Iterator[Any]:
-        """In DataLoader worker `worker` of `workers`: its batches, ready to send."""
-        raise NotImplementedError
+        """In DataLoader worker `worker` of `workers`: its batches, ready to send (each
+        adapter says how: a dataset's batches, or its padded batches)."""
+        raise TypeError(f"{type(self).__name__} must implement worker_batches()")
 
 
 class FollowingLoader(DataLoader):
