@@ -12,8 +12,8 @@ import pytest
 import soundfile
 
 from mixplane.document import Document, Drop
+from mixplane.io.audio_codec import decode, encode, probe
 from mixplane.media import audio_of
-from mixplane.stages.audio.codec import decode, encode, probe
 from mixplane.stages.audio.decode import DecodeAudio
 from mixplane.stages.audio.quality import AudioQuality
 from mixplane.stages.audio.resample import ResampleAudio

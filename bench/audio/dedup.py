@@ -37,8 +37,8 @@ import pyarrow.parquet as pq
 import soundfile
 
 from mixplane.document import Drop
+from mixplane.io.audio_codec import decode, encode, probe
 from mixplane.process.pipeline import run_pipeline
-from mixplane.stages.audio.codec import decode, encode, probe
 from mixplane.stages.audio.resample import resample
 from mixplane.synth.audio import generate_audio_corpus, read_audio_truth
 

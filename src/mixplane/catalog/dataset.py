@@ -1,11 +1,11 @@
 """Reading a dataset folder for registration: manifest, shards, counts, schema, fingerprint.
 
 Two kinds of folders register: tokenized ones (`shard-*.bin/.idx/.meta.parquet` and a
-`_manifest.json` of kind `tokenize`), and image-text ones, the output of a processing run
-with `output_format: webdataset` (`part-*.tar/.idx/.meta.parquet`, a manifest of kind
-`process`; their `n_tokens` are 0). The metadata Parquet is the source of truth for what can
-be queried, so registering checks that the shards on disk, their document and token counts
-and the manifest all agree.
+`_manifest.json` of kind `tokenize`), and media ones (image-text or audio-text), the output
+of a processing run with `output_format: webdataset` (`part-*.tar/.idx/.meta.parquet`, a
+manifest of kind `process`; their `n_tokens` are 0). The metadata Parquet is the source of
+truth for what can be queried, so registering checks that the shards on disk, their
+document and token counts and the manifest all agree.
 
 Example:
     >>> scan = scan_folder("out/tokens")  # doctest: +SKIP
@@ -32,7 +32,9 @@ from mixplane.manifest import MANIFEST, read_json
 
 META_SUFFIX = ".meta.parquet"
 REQUIRED_COLUMNS = ("id", "n_tokens")
-TOKENS, IMAGE_TEXT = "tokens", "image_text"
+TOKENS, IMAGE_TEXT, AUDIO_TEXT = "tokens", "image_text", "audio_text"
+# Kinds stored as media shards (tar + idx + meta.parquet): their documents hold no tokens.
+MEDIA_KINDS = (IMAGE_TEXT, AUDIO_TEXT)
 # The files of an image shard besides its metadata, which must be beside it.
 IMAGE_FILES = (".tar", ".idx")
 
@@ -106,17 +108,21 @@ def _meta_sizes(files: dict[str, int]) -> dict[str, int]:
 
 
 def dataset_kind(manifest: dict[str, Any]) -> str:
-    """`image_text` for the output of a processing run that wrote image shards, else `tokens`.
+    """`image_text` or `audio_text` for the output of a processing run that wrote image or
+    audio shards, else `tokens`.
 
     Example:
         >>> dataset_kind({"kind": "process", "config": {"output_format": "webdataset"}})
         'image_text'
+        >>> dataset_kind({"kind": "process",
+        ...               "config": {"output_format": "webdataset", "output_media": "audio"}})
+        'audio_text'
         >>> dataset_kind({"kind": "tokenize"})
         'tokens'
     """
     config = manifest.get("config") or {}
     if manifest.get("kind") == "process" and config.get("output_format") == "webdataset":
-        return IMAGE_TEXT
+        return AUDIO_TEXT if config.get("output_media") == "audio" else IMAGE_TEXT
     return TOKENS
 
 
@@ -131,8 +137,8 @@ def scan_folder(folder: str, storage_options: dict[str, Any] | None = None) -> F
         raise InputError(f"{uri}: no shard metadata (*{META_SUFFIX}) in this dataset folder")
     recorded = manifest_shards(manifest)
     _check_same_shards(uri, list(sizes), recorded)
-    if dataset_kind(manifest) == IMAGE_TEXT:
-        _check_image_files(uri, list(sizes), files)
+    if dataset_kind(manifest) in MEDIA_KINDS:
+        _check_media_files(uri, list(sizes), files, dataset_kind(manifest))
     stems = list(sizes)
     urls = [join_url(uri, stem + META_SUFFIX) for stem in stems]
     connection = sandbox(urls, storage_options)
@@ -159,7 +165,7 @@ def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     An image-text folder's manifest lists files, not shards: a shard's record is built from
     its three files' entries (documents = the records of its metadata file, no tokens).
     """
-    if dataset_kind(manifest) == IMAGE_TEXT:
+    if dataset_kind(manifest) in MEDIA_KINDS:
         return _image_shards(manifest)
     shards = {}
     for entry in manifest.get("shards") or []:
@@ -185,12 +191,13 @@ def _image_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return dict(sorted(shards.items()))
 
 
-def _check_image_files(uri: str, stems: list[str], files: dict[str, int]) -> None:
-    """Every image shard has its tar and index beside its metadata (`files`: the folder)."""
+def _check_media_files(uri: str, stems: list[str], files: dict[str, int], kind: str) -> None:
+    """Every media shard has its tar and index beside its metadata (`files`: the folder)."""
+    what = "image" if kind == IMAGE_TEXT else "audio"
     for stem in stems:
         for suffix in IMAGE_FILES:
             if stem + suffix not in files:
-                raise InputError(f"{uri}: image shard {stem} has no {stem}{suffix}")
+                raise InputError(f"{uri}: {what} shard {stem} has no {stem}{suffix}")
 
 
 def content_fingerprint(manifest: dict[str, Any], shards: list[Shard], schema: dict) -> str:
@@ -222,17 +229,17 @@ def _read_manifest(uri: str, storage_options: dict[str, Any] | None) -> dict[str
         raise InputError(f"{url}: not valid JSON ({error})") from error
     if not isinstance(manifest, dict):
         raise InputError(f"{url}: not a JSON object")
-    if manifest.get("kind") == "tokenize" or dataset_kind(manifest) == IMAGE_TEXT:
+    if manifest.get("kind") == "tokenize" or dataset_kind(manifest) in MEDIA_KINDS:
         return manifest
     kind = manifest.get("kind")
     if kind == "process":
         raise InputError(
             f"{url}: kind is 'process', not 'tokenize': a processing run's documents; "
-            "tokenize them to register them (image-text data: process it with "
+            "tokenize them to register them (image-text or audio-text data: process it with "
             "`output_format: webdataset`)"
         )
     raise InputError(
-        f"{url}: kind is {kind!r}; only tokenized folders and image-text processing "
+        f"{url}: kind is {kind!r}; only tokenized folders and image-text or audio-text processing "
         "outputs (output_format: webdataset) can be registered"
     )
 

@@ -232,7 +232,8 @@ class Registry:
             "json_extract_string(manifest, '$.kind'), "
             "json_extract_string(manifest, '$.config.output_format'), "
             f"json_extract(manifest, '$.{ADDED_KEY}'), "
-            "json_extract_string(manifest, '$.format.version') FROM versions WHERE name = ?"
+            "json_extract_string(manifest, '$.format.version'), "
+            "json_extract_string(manifest, '$.config.output_media') FROM versions WHERE name = ?"
         )
         if version is None:
             row = self.connection.execute(
@@ -259,7 +260,9 @@ class Registry:
             shards=tuple(Shard(*shard) for shard in shards),
             registered_at=row[8],
             uniform=bool(row[9]),
-            kind=dataset_kind({"kind": row[10], "config": {"output_format": row[11]}}),
+            kind=dataset_kind(
+                {"kind": row[10], "config": {"output_format": row[11], "output_media": row[14]}}
+            ),
             added=added_columns(row[12]) if row[12] else (),
             masks=row[13] == str(MASKED_FORMAT_VERSION),
         )

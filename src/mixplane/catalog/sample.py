@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from mixplane.catalog.columns import COLUMN_SUFFIX
-from mixplane.catalog.dataset import IMAGE_TEXT, META_SUFFIX, dataset_kind
+from mixplane.catalog.dataset import MEDIA_KINDS, META_SUFFIX, dataset_kind
 from mixplane.catalog.selection import DatasetSelection
 from mixplane.errors import MixplaneError
 from mixplane.io.atomic import join_url
@@ -157,7 +157,7 @@ class _Decoder:
         except (MixplaneError, KeyError, OSError, ImportError):
             # ImportError: a load-only install has no tokenizer libraries to decode with.
             self.dataset = None
-            self.captions = _is_image_text(uri, storage_options)
+            self.captions = _is_media(uri, storage_options)
 
     def text(self, stem: str, index: int, properties: dict[str, Any]) -> str | None:
         if self.captions:
@@ -171,10 +171,10 @@ class _Decoder:
         return self.tokenizer.decode(tokens.tolist())
 
 
-def _is_image_text(uri: str, storage_options: dict[str, Any] | None) -> bool:
-    """Whether the folder's manifest says it holds image shards."""
+def _is_media(uri: str, storage_options: dict[str, Any] | None) -> bool:
+    """Whether the folder's manifest says it holds media shards (their text: `caption`)."""
     try:
         manifest = read_json(join_url(uri, MANIFEST), storage_options)
     except (OSError, ValueError):
         return False
-    return isinstance(manifest, dict) and dataset_kind(manifest) == IMAGE_TEXT
+    return isinstance(manifest, dict) and dataset_kind(manifest) in MEDIA_KINDS

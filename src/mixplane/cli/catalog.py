@@ -72,9 +72,10 @@ def register_dataset(
 
 
 def _contents(version) -> str:
-    """What a version's documents hold: its token count, or that they are image-text."""
-    if version.kind == "image_text":
-        return "image-text samples (no tokens)"
+    """What a version's documents hold: its token count, or that they are image-text or
+    audio-text samples."""
+    if version.kind != "tokens":
+        return f"{version.kind.replace('_', '-')} samples (no tokens)"
     if version.masks:
         return f"{version.tokens:,} tokens with loss masks"
     return f"{version.tokens:,} tokens"
@@ -102,8 +103,8 @@ def list_datasets(catalog: str = CATALOG_OPTION, as_json: bool = JSON_OPTION) ->
             f"{version.documents:,}",
             f"{version.tokens:,}",
             str(len(version.shards)),
-            "image-text"
-            if version.kind == "image_text"
+            version.kind.replace("_", "-")
+            if version.kind != "tokens"
             else str(version.tokenizer.get("spec", "")),
             version.registered_at,
             f"files removed by gc on {gone[version.ref]}" if version.ref in gone else version.uri,
@@ -128,6 +129,8 @@ def show_dataset(
         return
     if version.kind == "image_text":
         holds = f"{len(version.shards)} shards of image-text samples (captions, no tokens)"
+    elif version.kind == "audio_text":
+        holds = f"{len(version.shards)} shards of audio clips (transcripts, no tokens)"
     else:
         holds = (
             f"{version.tokens:,} tokens, {len(version.shards)} shards, "

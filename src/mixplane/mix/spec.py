@@ -2,8 +2,9 @@
 
 A mixture names components (a predicate over catalog properties and a weight over tokens),
 possibly nested, and says how to pack them (`seq_len`), shuffle them (`seed`) and change the
-weights over time (`schedule`). A mixture of `kind: image_text` names image-caption
-components the same way, weighted by samples instead of tokens (no `seq_len`).
+weights over time (`schedule`). A mixture of `kind: image_text` (or `audio_text`) names
+image-caption (or audio clip) components the same way, weighted by samples instead of
+tokens (no `seq_len`); an audio mixture may weigh seconds of audio instead (`weigh_by`).
 
 Example:
     >>> spec = MixtureSpec.parse({
@@ -152,10 +153,16 @@ class MixtureSpec(BaseModel):
     datasets: DatasetRefs | None = Field(
         None, description="restrict every component to these: NAME (latest) or NAME@N (pinned)"
     )
-    kind: Literal["text", "image_text"] = Field(
+    kind: Literal["text", "image_text", "audio_text"] = Field(
         "text",
         description="text: packed token sequences (MixtureDataset); image_text: image-caption "
-        "samples with weights over samples (mixplane.load.images.ImageTextDataset)",
+        "samples with weights over samples (mixplane.load.images.ImageTextDataset); "
+        "audio_text: audio clips with transcripts (mixplane.load.audio.AudioTextDataset)",
+    )
+    weigh_by: Literal["samples", "seconds"] = Field(
+        "samples",
+        description="audio_text only: the weights are shares of clips (samples) or of "
+        "seconds of audio (seconds)",
     )
     seq_len: int | None = Field(
         None, gt=0, description="tokens per packed sequence (required for text mixtures)"
@@ -301,19 +308,24 @@ class MixtureSpec(BaseModel):
         if self.kind == "text":
             if self.seq_len is None:
                 raise ValueError("seq_len: a text mixture needs seq_len (tokens per sequence)")
+            if self.weigh_by != "samples":
+                raise ValueError("weigh_by: seconds is for audio_text mixtures; remove it")
             return self
-        # An image-text mixture draws whole samples: packing, token budgets and steps of
+        # A media mixture draws whole samples: packing, token budgets and steps of
         # sequences mean nothing there, so setting them is a mistake worth naming.
-        ignored = sorted(IMAGE_TEXT_UNUSED & self.model_fields_set)
+        kind = self.kind
+        ignored = sorted(MEDIA_UNUSED & self.model_fields_set)
         if ignored:
             raise ValueError(
-                f"an image_text mixture weighs samples, not tokens; remove {', '.join(ignored)}"
+                f"an {kind} mixture weighs samples, not tokens; remove {', '.join(ignored)}"
             )
         if _caps_epochs(self.weighting, self.components):
             raise ValueError(
-                "an image_text mixture takes explicit, natural or temperature weights over "
+                f"an {kind} mixture takes explicit, natural or temperature weights over "
                 "samples, without max_epochs"
             )
+        if self.weigh_by != "samples" and kind != "audio_text":
+            raise ValueError("weigh_by: seconds is for audio_text mixtures; remove it")
         return self
 
     @model_validator(mode="after")
@@ -398,8 +410,8 @@ class MixtureSpec(BaseModel):
 # Strings pydantic reads as booleans (as an override on the command line gives them).
 _BOOL_WORDS = ("true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n")
 
-# Fields of a text mixture that an image-text mixture refuses.
-IMAGE_TEXT_UNUSED = frozenset(
+# Fields of a text mixture that an image-text or audio-text mixture refuses.
+MEDIA_UNUSED = frozenset(
     {
         "seq_len",
         "shuffle_window",

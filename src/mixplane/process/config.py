@@ -135,8 +135,13 @@ class PipelineConfig(BaseModel):
     stages: list[StageConfig] = Field(default_factory=list)
     output_format: Literal["parquet", "jsonl", "webdataset"] = Field(
         "parquet",
-        description="parquet or jsonl documents, or webdataset: image-text shards "
-        "(tar + idx + meta.parquet, see docs/images-format.md)",
+        description="parquet or jsonl documents, or webdataset: image-text or audio-text "
+        "shards (tar + idx + meta.parquet, see docs/images-format.md)",
+    )
+    output_media: Literal["image", "audio"] = Field(
+        "image",
+        description="with output_format: webdataset, what each sample carries: an image "
+        "(image-text shards) or an audio clip (audio-text shards)",
     )
     task_size_mb: float = Field(
         256.0, gt=0, description="split large files into tasks of this size"
@@ -173,6 +178,15 @@ class PipelineConfig(BaseModel):
         items = value if isinstance(value, list) else [value]
         return [{"path": item} if isinstance(item, str) else item for item in items]
 
+    @model_validator(mode="after")
+    def _media_needs_shards(self) -> PipelineConfig:
+        if self.output_media != "image" and self.output_format != "webdataset":
+            raise ValueError(
+                f"output_media: {self.output_media} writes media shards; set "
+                "output_format: webdataset (or leave output_media out)"
+            )
+        return self
+
     @field_validator("stages", mode="before")
     @classmethod
     def _stages(cls, value: Any) -> Any:
@@ -203,6 +217,8 @@ class PipelineConfig(BaseModel):
                 "max_stage_errors",
             },
         )
+        if self.output_media == "image":
+            del decisive["output_media"]  # the default: runs from before it keep their hash
         provenance = [record for record in self.stage_records() if len(record) > 1]
         if provenance:  # only then, so pipelines whose stages record nothing keep their hash
             decisive["stage_provenance"] = provenance

@@ -35,6 +35,7 @@ from mixplane.io.writers import (
 )
 from mixplane.process.config import PipelineConfig
 from mixplane.process.stats import count_quarantined
+from mixplane.store.audio.writer import AudioShardWriter
 from mixplane.store.images.writer import ImageShardWriter
 
 EXCLUDED_SCHEMA = pa.schema(
@@ -123,8 +124,9 @@ class Sinks:
 
     `folder` defaults to the output; `keep_documents=False` counts kept documents without
     writing them. With `output_format: webdataset` the task's kept documents go to an image
-    shard (`part-NNNNN.tar/.idx/.meta.parquet`), unless `name` asks for a Parquet work file
-    (which keeps documents' media in its `media` column).
+    shard, or an audio one with `output_media: audio` (`part-NNNNN.tar/.idx/.meta.parquet`),
+    unless `name` asks for a Parquet work file (which keeps documents' media in its `media`
+    column).
     """
 
     def __init__(
@@ -143,7 +145,8 @@ class Sinks:
         if not keep_documents:
             self.documents = _NotWritten()
         elif config.output_format == "webdataset" and name is None:
-            self.documents = ImageShardWriter(self.output, self.stem, self.options)
+            shards = AudioShardWriter if config.output_media == "audio" else ImageShardWriter
+            self.documents = shards(self.output, self.stem, self.options)
         else:
             self.documents = DocumentWriter(join_url(self.output, self.name), self.options)
         self.rows = {

@@ -19,7 +19,7 @@ from pydantic import (
 )
 from pydantic.json_schema import WithJsonSchema
 
-from mixplane.mix.spec import IMAGE_TEXT_UNUSED, MixtureSpec
+from mixplane.mix.spec import MEDIA_UNUSED, MixtureSpec
 from mixplane.mix.spec import NAME as COMPONENT
 from mixplane.refs import REF
 
@@ -68,7 +68,7 @@ class DatasetInfo(BaseModel):
     uri: str
     documents: int
     tokens: int
-    kind: str = "tokens"  # or "image_text": image shards, whose documents hold no tokens
+    kind: str = "tokens"  # or "image_text", "audio_text": media shards, no tokens
     masks: bool = False  # fine-tuning data: loss masks beside the tokens
     shards: int
     tokenizer: dict[str, Any]
@@ -196,8 +196,8 @@ class RunDetails(Run):
 def _mixture_rules(schema: dict[str, Any]) -> None:
     """What the spec's validators check across fields, said in JSON Schema."""
     schema["properties"]["components"]["propertyNames"] = {"pattern": COMPONENT.pattern}
-    image_text = {"properties": {"kind": {"const": "image_text"}}, "required": ["kind"]}
-    unused = [{"required": [name]} for name in sorted(IMAGE_TEXT_UNUSED)]
+    media = {"properties": {"kind": {"enum": ["image_text", "audio_text"]}}, "required": ["kind"]}
+    unused = [{"required": [name]} for name in sorted(MEDIA_UNUSED)]
     needs_steps = [
         {
             "if": {"properties": {part: test}, "required": [part]},
@@ -206,7 +206,7 @@ def _mixture_rules(schema: dict[str, Any]) -> None:
         for part, test in (("schedule", {"minItems": 1}), ("policy", {"type": "object"}))
     ]
     schema["allOf"] = [
-        {"if": image_text, "then": {"not": {"anyOf": unused}}, "else": {"required": ["seq_len"]}},
+        {"if": media, "then": {"not": {"anyOf": unused}}, "else": {"required": ["seq_len"]}},
         *needs_steps,
     ]
 

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mixplane.catalog.dataset import IMAGE_FILES, IMAGE_TEXT, META_SUFFIX, list_folder
+from mixplane.catalog.dataset import IMAGE_FILES, MEDIA_KINDS, META_SUFFIX, list_folder
 from mixplane.errors import InputError
 from mixplane.io.atomic import is_local, join_url, local_path
 from mixplane.store.format import SUFFIXES
@@ -43,7 +43,7 @@ class VersionFile:
 def shard_names(version: DatasetVersion) -> list[tuple[str, str]]:
     """Every `(folder, file name)` the version references, present or not, in shard order:
     its shards' files, then each added column's."""
-    suffixes = (META_SUFFIX, *IMAGE_FILES) if version.kind == IMAGE_TEXT else SUFFIXES
+    suffixes = (META_SUFFIX, *IMAGE_FILES) if version.kind in MEDIA_KINDS else SUFFIXES
     names = [(version.uri, stem + suffix) for stem in version.stems for suffix in suffixes]
     for column in version.added:
         names += [(column.folder, url.rsplit("/", 1)[-1]) for url in column.urls(version.stems)]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mixplane.catalog.catalog import Catalog
-from mixplane.catalog.dataset import IMAGE_TEXT
+from mixplane.catalog.dataset import MEDIA_KINDS
 from mixplane.catalog.registry import Registry
 from mixplane.catalog.remote_file import catalog_to_update
 from mixplane.catalog.takedown import ledger
@@ -84,10 +84,11 @@ def plan_takedown(
         plans = []
         for ref, matches in sorted(found.items()):
             version = matches.version
-            if version.kind == IMAGE_TEXT:
+            if version.kind in MEDIA_KINDS:
+                what = version.kind.replace("_", "-")
                 raise MixplaneError(
-                    f"{ref}: {matches.documents:,} image-text samples match the takedown; "
-                    "takedowns rewrite token shards only: filter the image data with a "
+                    f"{ref}: {matches.documents:,} {what} samples match the takedown; "
+                    "takedowns rewrite token shards only: filter the media data with a "
                     "processing run (opt_out stage with domains_files) and register it again"
                 )
             if matches.documents == version.documents:

@@ -126,6 +126,11 @@ class ImageTextDataset(RecordsRun):
                     "spec sets its own seed and storage_options"
                 )
             spec = with_options(load_mixture(mixture), audit, run_id)  # type: ignore[arg-type]
+            if spec.kind == "audio_text":
+                raise ConfigError(
+                    "this is an audio-text mixture (kind: audio_text): read it with "
+                    "mixplane.load.audio.AudioTextDataset"
+                )
             resolved = resolve_images(spec, catalog)
         self.resolved = resolved
         self.spec = self.resolved.spec

@@ -53,11 +53,12 @@ class ResolvedImages:
 
 
 def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
-    """Select every leaf's samples in the catalog (the spec's, or the `Catalog` given)."""
-    if spec.kind != "image_text":
+    """Select every leaf's samples in the catalog (the spec's, or the `Catalog` given), for
+    an image-text or audio-text mixture (media shards of the spec's kind)."""
+    if spec.kind == "text":
         raise ConfigError(
             "this mixture is a text mixture (kind: text); read it with MixtureDataset, or set "
-            "`kind: image_text` for image-caption components"
+            "`kind: image_text` (or audio_text) for image-caption (or audio) components"
         )
     from mixplane.load.resolve.query import catalog_path, registered_manifest, select_leaf
 
@@ -89,10 +90,11 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
                 infos[part.dataset] = ""
             per_leaf.append(np.concatenate(keys) if keys else np.zeros(0, np.int64))
         for version in session.resolve(sorted(infos)):
-            if version.kind != "image_text":
+            if version.kind != spec.kind:
+                what = {"tokens": "tokenized text"}.get(version.kind, f"{version.kind} data")
                 raise ConfigError(
-                    f"{version.ref} is tokenized text, not image-text data; an image_text "
-                    "mixture draws only from image-text datasets"
+                    f"{version.ref} is {what}, not {spec.kind} data; an {spec.kind} "
+                    f"mixture draws only from {spec.kind} datasets"
                 )
             infos[version.ref] = version.fingerprint
             if not is_local(version.uri):
@@ -103,7 +105,7 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
     counts = [len(keys) for keys in per_leaf]
     weights = tree.leaf_weights(counts)
     data = sorted(infos.items())
-    content = orjson.dumps({"kind": "image_text", "spec": spec.fingerprint(), "data": data})
+    content = orjson.dumps({"kind": spec.kind, "spec": spec.fingerprint(), "data": data})
     return ResolvedImages(
         spec=spec,
         names=tree.names,

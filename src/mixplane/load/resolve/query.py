@@ -75,6 +75,11 @@ def resolve_mixture(spec: MixtureSpec, catalog=None, use_cache: bool = True) -> 
             "this is an image-text mixture (kind: image_text): read it with "
             "mixplane.load.images.ImageTextDataset, not MixtureDataset"
         )
+    if spec.kind == "audio_text":
+        raise ConfigError(
+            "this is an audio-text mixture (kind: audio_text): read it with "
+            "mixplane.load.audio.AudioTextDataset, not MixtureDataset"
+        )
     MixtureTree(spec)  # the spec's own mistakes are reported before any file is opened
     if catalog is not None:
         check_pins(spec, catalog.path)
@@ -275,12 +280,13 @@ def _dataset_infos(session, refs: list[str], shards: tuple[ShardKey, ...]) -> li
     """What the plan records of each dataset version it reads: its ref, folder, fingerprint
     and tokenizer, and for a remote one its registered manifest (`registered_manifest`)."""
     versions = session.resolve(refs)
-    images = [version.ref for version in versions if version.kind == "image_text"]
-    if images:
-        raise ConfigError(
-            f"{', '.join(images)}: image-text data, which a text mixture cannot pack into "
-            "token sequences; give those components their own mixture with kind: image_text"
-        )
+    for kind, what in (("image_text", "image-text"), ("audio_text", "audio-text")):
+        media = [version.ref for version in versions if version.kind == kind]
+        if media:
+            raise ConfigError(
+                f"{', '.join(media)}: {what} data, which a text mixture cannot pack into "
+                f"token sequences; give those components their own mixture with kind: {kind}"
+            )
     used: dict[str, set[str]] = {}
     for uri, stem in shards:
         used.setdefault(uri, set()).add(stem)

@@ -13,8 +13,8 @@ import numpy as np
 from pydantic import Field
 
 from mixplane.document import Document, Drop
+from mixplane.io.audio_codec import AudioInfo, decode, probe
 from mixplane.media import audio_of, no_audio
-from mixplane.stages.audio.codec import AudioInfo, decode, probe
 from mixplane.stages.base import Result, Stage
 
 # An hour: longer clips are almost always a whole recording or a damaged header.

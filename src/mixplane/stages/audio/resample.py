@@ -13,8 +13,8 @@ import numpy as np
 from pydantic import Field
 
 from mixplane.document import Document, Drop
+from mixplane.io.audio_codec import decode, encode, probe
 from mixplane.media import audio_of, no_audio, set_audio
-from mixplane.stages.audio.codec import decode, encode, probe
 from mixplane.stages.audio.decode import describe
 from mixplane.stages.base import Result, Stage
 

@@ -1,5 +1,8 @@
-"""Writing one image shard: image-text documents into `STEM.tar`, `STEM.idx` and
-`STEM.meta.parquet` (see `store.images.format`).
+"""Writing one media shard: image-text (or audio-text) documents into `STEM.tar`, `STEM.idx`
+and `STEM.meta.parquet` (see `store.images.format`).
+
+Image and audio shards share the container; a `ShardMedia` says which member is the
+sample's media, how to find it in a document and which metadata columns come first.
 
 Every file is written under a temporary name (or staged locally for object storage) and
 appears only when whole; sizes and hashes are computed while writing. Output bytes depend
@@ -10,8 +13,10 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import orjson
 import pyarrow as pa
@@ -33,21 +38,15 @@ from mixplane.store.images.format import (
 )
 
 META_ROWS = 4096  # rows per Parquet row group (by count, so batching never changes bytes)
-# Fixed columns of the metadata Parquet, first and with fixed types, so every shard of a
-# run shares them even when no sample of a shard has, say, a width.
-FIXED = pa.schema(
-    [
-        ("id", pa.string()),
-        ("key", pa.string()),
-        ("source", pa.string()),
-        ("caption", pa.string()),
-        ("n_tokens", pa.int64()),
-        ("width", pa.int64()),
-        ("height", pa.int64()),
-        ("image_format", pa.string()),
-        ("image_bytes", pa.int64()),
-    ]
-)
+# Columns every media shard's metadata starts with; `caption` holds the document's text
+# (an image's caption, a clip's transcript or caption).
+COMMON = [
+    ("id", pa.string()),
+    ("key", pa.string()),
+    ("source", pa.string()),
+    ("caption", pa.string()),
+    ("n_tokens", pa.int64()),
+]
 # The metadata's own `key` (the sample's key in the input) cannot share the column of the
 # shard key; in the Parquet it is renamed (the `.json` member keeps it as it is).
 INPUT_KEY = "input_key"
@@ -57,12 +56,29 @@ _TASK = re.compile(r"(\d+)$")
 
 
 class MissingImageError(UnwritableDocument):
-    """A document reached the image writer without an image in its media."""
+    """A document reached a media shard writer without its kind of media (an image for
+    image shards, an audio clip for audio shards)."""
 
 
-class ImageShardWriter:
-    """Streams image-text documents into one image shard `folder_url/STEM.*`; a
-    `DocumentOutput` that takes documents with an image.
+@dataclass(frozen=True)
+class ShardMedia:
+    """What a shard's samples carry: `name` (image, audio), the extensions it is stored
+    under, how a document's is found (`find`: (extension, bytes) or None), the metadata
+    columns that come first with fixed types (so every shard of a run shares them even
+    when no sample of a shard has, say, a width), and `describe(metadata, ext, data)`: the
+    metadata with the stored media's own fields filled in."""
+
+    name: str
+    extensions: tuple[str, ...]
+    find: Callable[[Document], tuple[str, bytes] | None]
+    fixed: pa.Schema
+    describe: Callable[[dict[str, Any], str, bytes], dict[str, Any]]
+    member_names: dict[str, str]  # extension -> the member's extension when they differ
+
+
+class MediaShardWriter:
+    """Streams documents with media into one shard `folder_url/STEM.*`; a `DocumentOutput`.
+    Subclasses set `media`: `ImageShardWriter`, `store.audio.AudioShardWriter`.
 
     Keys are `NNNNN-IIIIIII`: the number ending the stem (the task) and the sample's index.
 
@@ -73,6 +89,8 @@ class ImageShardWriter:
         >>> [entry["path"] for entry in writer.close()]  # doctest: +SKIP
         ['part-00000.tar', 'part-00000.idx', 'part-00000.meta.parquet']
     """
+
+    media: ClassVar[ShardMedia]
 
     def __init__(
         self,
@@ -103,21 +121,22 @@ class ImageShardWriter:
 
     def write(self, doc: Document) -> None:
         """Append one document; raises `MissingImageError` (and writes nothing) if it has
-        no image in its media."""
-        found = image_of(doc)
+        none of the shard's media."""
+        media = self.media
+        found = media.find(doc)
         if found is None:
             have = sorted(doc.media) if doc.media else "no media"
             raise MissingImageError(
-                f"document {doc.id!r} has no image to write (media: {have}); the webdataset "
-                f"output takes documents with one of {', '.join(IMAGE_EXTENSIONS)}"
+                f"document {doc.id!r} has no {media.name} to write (media: {have}); this "
+                f"webdataset output takes documents with one of {', '.join(media.extensions)}"
             )
-        ext, image = found
+        ext, data = found
         key = _key(self.key_prefix, self.documents)
-        fields = _image_fields(doc.metadata, ext, image)
+        fields = media.describe(doc.metadata, ext, data)
         record = {**fields, "id": doc.id, "source": doc.source, "caption": doc.text}
-        members = [tar_member(f"{key}.{'jpg' if ext == 'jpeg' else ext}", image)]
+        members = [tar_member(f"{key}.{media.member_names.get(ext, ext)}", data)]
         for other in sorted(doc.media):
-            if other not in IMAGE_EXTENSIONS and other not in _GENERATED:
+            if other not in media.extensions and other not in _GENERATED:
                 members.append(tar_member(f"{key}.{other}", doc.media[other]))
         members.append(tar_member(f"{key}.txt", doc.text.encode("utf-8")))
         members.append(tar_member(f"{key}.json", _json(record)))
@@ -134,7 +153,7 @@ class ImageShardWriter:
         """Finish the three files; return one manifest entry per file, `{"path", "size",
         "hash", "records"}`, paths relative to the folder."""
         if self._closed:
-            raise RuntimeError(f"image shard {self.stem} is already closed")
+            raise RuntimeError(f"{self.media.name} shard {self.stem} is already closed")
         self._closed = True
         self._tar.write(END_BLOCKS)
         tar_size, tar_hash = self._tar.size, self._tar.fingerprint
@@ -142,7 +161,7 @@ class ImageShardWriter:
         with atomic_open(join_url(self.folder, self.stem + IDX), self.storage_options) as index:
             index.write(encode_index(self._offsets, self._digests))
         self._flush()
-        self._meta.close(FIXED)
+        self._meta.close(self.media.fixed)
         meta_size, meta_hash = self._meta.written
         return [
             file_entry(self.stem + TAR, tar_size, tar_hash, self.documents),
@@ -153,7 +172,7 @@ class ImageShardWriter:
     def _flush(self) -> None:
         if not self._rows:
             return
-        self._meta.write(meta_table(self._rows))
+        self._meta.write(meta_table(self._rows, self.media.fixed))
         self._rows = []
 
 
@@ -200,18 +219,26 @@ def _meta_row(doc: Document, key: str, fields: dict[str, Any]) -> dict[str, Any]
     return row | {"id": doc.id, "key": key, "source": doc.source, "caption": doc.text}
 
 
-def meta_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """The metadata Parquet rows as a table: the fixed columns first with their types (a
+def meta_table(rows: list[dict[str, Any]], fixed: pa.Schema) -> pa.Table:
+    """The metadata Parquet rows as a table: the `fixed` columns first with their types (a
     value of another type becomes null rather than failing the shard), then every other
     field in order of first appearance."""
     arrays: dict[str, pa.Array] = {}
-    for field in FIXED:
+    for field in fixed:
         if field.name == "n_tokens":
             arrays["n_tokens"] = pa.array([0] * len(rows), type=pa.int64())
             continue
         values = [row.get(field.name) for row in rows]
         if field.type == pa.string():
             arrays[field.name] = string_array([v if isinstance(v, str) else None for v in values])
+        elif pa.types.is_floating(field.type):
+            arrays[field.name] = pa.array(
+                [
+                    float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+                    for v in values
+                ],
+                type=field.type,
+            )
         else:
             arrays[field.name] = pa.array(
                 [v if isinstance(v, int) and not isinstance(v, bool) else None for v in values],
@@ -225,3 +252,27 @@ def meta_table(rows: list[dict[str, Any]]) -> pa.Table:
     for name in names:
         arrays[name] = column_array([row.get(name) for row in rows])
     return pa.table(arrays)
+
+
+IMAGE = ShardMedia(
+    name="image",
+    extensions=IMAGE_EXTENSIONS,
+    find=image_of,
+    fixed=pa.schema(
+        [
+            *COMMON,
+            ("width", pa.int64()),
+            ("height", pa.int64()),
+            ("image_format", pa.string()),
+            ("image_bytes", pa.int64()),
+        ]
+    ),
+    describe=_image_fields,
+    member_names={"jpeg": "jpg"},
+)
+
+
+class ImageShardWriter(MediaShardWriter):
+    """Streams image-text documents into one image shard; see `MediaShardWriter`."""
+
+    media = IMAGE

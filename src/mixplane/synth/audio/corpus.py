@@ -47,7 +47,7 @@ import pyarrow as pa
 
 from mixplane.errors import ConfigError
 from mixplane.io.atomic import join_url, write_bytes
-from mixplane.stages.audio.codec import decode, encode, probe
+from mixplane.io.audio_codec import decode, encode, probe
 from mixplane.stages.audio.resample import resample
 from mixplane.synth.corpus import _prepare
 from mixplane.synth.languages import LANGUAGES
