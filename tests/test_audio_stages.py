@@ -201,9 +201,9 @@ def test_the_synthetic_corpus_through_the_stages_accounts_for_every_clip(tmp_pat
 
 
 @needs_espeak
-def test_the_readme_audio_pipeline_runs_as_written(tmp_path, monkeypatch):
+def test_the_readme_audio_pipeline_runs_as_written(tmp_path, monkeypatch, cli):
     import yaml
-    from readme_blocks import readme_block
+    from readme_blocks import readme_block, run_commands
 
     from mixplane.process.pipeline import run_pipeline
     from mixplane.synth.audio import generate_audio_corpus, read_audio_truth
@@ -217,10 +217,15 @@ def test_the_readme_audio_pipeline_runs_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run_pipeline(yaml.safe_load(readme_block("yaml", "resample_audio")))
     truth = read_audio_truth(str(tmp_path / "synth"))
-    kept = pq.read_table(tmp_path / "clean-speech", columns=["language", "sample_rate"])
+    metas = sorted(str(path) for path in (tmp_path / "clean-speech").glob("*.meta.parquet"))
+    kept = pq.ParquetDataset(metas).read(columns=["language", "sample_rate", "duration"])
     assert result.stats["documents_in"] == len(truth) == 20
     assert set(kept.column("sample_rate").to_pylist()) == {16000}
     assert result.stats["excluded"] >= (truth.kind == "bad").sum()
+    _, counted = run_commands(cli, readme_block("bash", "mixplane catalog register clean-speech"))
+    rows = kept.to_pylist()
+    german = [r for r in rows if 1 <= r["duration"] <= 15 and r["language"] == "de"]
+    assert f"{len(german):,} documents" in counted.replace("\n", " ")
 
 
 @needs_espeak
