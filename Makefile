@@ -26,7 +26,7 @@ $(LEAN_STAMP): $(SOURCES)
 	touch $(LEAN_STAMP)
 
 # The work folder stays, so the dashboard can show it afterwards (`mixplane serve`).
-demo: $(STAMP)
+demo: $(STAMP) audio-tools
 	rm -rf demo-work
 	$(BIN)/mixplane demo demo-work
 

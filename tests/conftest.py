@@ -149,7 +149,13 @@ def demo_run(tmp_path_factory) -> tuple[Path, list[str], dict]:
     work = tmp_path_factory.mktemp("demo")
     steps: list[str] = []
     report = run_demo(
-        work, docs=1500, workers=2, batches=25, on_step=lambda name, _: steps.append(name), images=0
+        work,
+        docs=1500,
+        workers=2,
+        batches=25,
+        on_step=lambda name, _: steps.append(name),
+        images=0,
+        audio=0,
     )
     return work, steps, report
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from mixplane.demo import run_demo
 
@@ -40,7 +43,13 @@ def test_demo_image_journey(tmp_path: Path):
     shards registered and queried, the mixture streamed at its weights."""
     steps = []
     report = run_demo(
-        tmp_path, docs=300, workers=2, batches=5, on_step=lambda n, _: steps.append(n), images=400
+        tmp_path,
+        docs=300,
+        workers=2,
+        batches=5,
+        on_step=lambda n, _: steps.append(n),
+        images=400,
+        audio=0,
     )
     assert steps[-4:] == ["image_synth", "image_process", "image_catalog", "image_mix"]
     assert report["image_synth"]["samples"] == 400
@@ -65,3 +74,24 @@ def test_demo_image_journey(tmp_path: Path):
         assert abs(component["realized"] - component["requested"]) <= 1 / 16
     assert (tmp_path / "images" / "pipeline.yaml").exists()
     assert (tmp_path / "images" / "mixture.yaml").exists()
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="make audio-tools")
+def test_demo_audio_journey(tmp_path: Path):
+    """The audio-text part: every clip accounted for, copies found as planted, the shards
+    registered and queried, the mixture streamed by duration at its weights in seconds."""
+    from mixplane.demo_audio import run_audio_demo
+
+    steps = []
+    report = run_audio_demo(tmp_path, clips=80, batches=6, on_step=lambda n, _: steps.append(n))
+    assert steps == ["audio_synth", "audio_process", "audio_catalog", "audio_mix"]
+    process = report["audio_process"]
+    assert process["documents_in"] == report["audio_synth"]["clips"] == 80
+    assert process["documents_in"] == process["kept"] + process["excluded"]
+    assert process["dedup"]["recall"] == 1.0 and process["dedup"]["false_removals"] == 0
+    catalog = report["audio_catalog"]
+    assert catalog["dataset"] == "speech@1"
+    assert all(q["clips"] > 0 for q in catalog["queries"].values())
+    mix = report["audio_mix"]
+    assert mix["batches"] == 6 and mix["padding"] < 0.10
+    assert (tmp_path / "audio" / "mixture.yaml").exists()

@@ -95,9 +95,11 @@ def run_demo(
     batches: int = 300,
     on_step: Callable[[str, dict[str, Any]], None] | None = None,
     images: int = 600,
+    audio: int = 120,
 ) -> dict[str, Any]:
     """Run every step in `work` (created if needed); returns a report per step. `images`
-    image-caption samples go through the image-text journey after the text one (0: none)."""
+    image-caption samples go through the image-text journey after the text one, then `audio`
+    spoken clips through the audio-text one (0: none; it needs espeak-ng to speak them)."""
     from mixplane.catalog import Catalog
     from mixplane.process.pipeline import run_pipeline
     from mixplane.synth import generate_corpus
@@ -161,6 +163,10 @@ def run_demo(
         from mixplane.demo_images import run_image_demo
 
         report |= run_image_demo(work, tokenizer, images, seed, workers, on_step=on_step)
+    if audio:
+        from mixplane.demo_audio import run_audio_demo
+
+        report |= run_audio_demo(work, audio, seed, workers, on_step=on_step)
     return report
 
 

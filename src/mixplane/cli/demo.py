@@ -27,11 +27,18 @@ def demo(
     images: int = typer.Option(
         600, "--images", min=0, help="Image-caption samples for the image-text journey (0: none)."
     ),
+    audio: int = typer.Option(
+        120,
+        "--audio",
+        min=0,
+        help="Spoken clips for the audio-text journey (0: none; needs espeak-ng: "
+        "make audio-tools).",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Synthesize a corpus, clean and deduplicate it, tokenize, catalog, query, and stream a
     declared mixture through a PyTorch DataLoader, printing what each step did; then the
-    same journey for image-caption data."""
+    same journey for image-caption data and for spoken clips."""
     from mixplane.demo import run_demo
 
     def show(name: str, out: dict[str, Any]) -> None:
@@ -40,9 +47,9 @@ def demo(
 
     if work is None:
         with tempfile.TemporaryDirectory(prefix="mixplane-demo-") as folder:
-            report = run_demo(folder, docs, seed, workers, batches, show, images)
+            report = run_demo(folder, docs, seed, workers, batches, show, images, audio)
     else:
-        report = run_demo(work, docs, seed, workers, batches, show, images)
+        report = run_demo(work, docs, seed, workers, batches, show, images, audio)
         if not as_json:
             console.print(f"every step's files are in {work}/ (pipeline.yaml, mixture.yaml...)")
             console.print(
@@ -147,6 +154,41 @@ def _image_mix(out: dict[str, Any]) -> None:
     _components(out, "images")
 
 
+def _audio_synth(out: dict[str, Any]) -> None:
+    planted = ", ".join(
+        f"{kind} {n:,}" for kind, n in out["kinds"].items() if kind != "original" and n
+    )
+    _title("11. audio synth", out, f"{out['clips']:,} spoken clips (espeak-ng), planted: {planted}")
+
+
+def _audio_process(out: dict[str, Any]) -> None:
+    _process(out, "12. audio process")
+    dedup = out["dedup"]
+    console.print(
+        f"  acoustic dedup against the ground truth: recall {dedup['recall']:.3f} of "
+        f"{dedup['planted_copies']} planted copies, {dedup['false_removals']} other clips removed"
+    )
+
+
+def _audio_catalog(out: dict[str, Any]) -> None:
+    _title("13. audio catalog", out, f"registered {out['dataset']}")
+    table = Table("query", "where", "clips", box=None, padding=(0, 2))
+    for title, q in out["queries"].items():
+        table.add_row(title, q["where"], f"{q['clips']:,}")
+    console.print(table)
+
+
+def _audio_mix(out: dict[str, Any]) -> None:
+    _title(
+        "14. audio-text mix + load",
+        out,
+        f"{out['batches']} batches by duration ({out['clips']} clips, {out['audio_seconds']} s "
+        f"of audio, {out['padding']:.1%} padding) through a DataLoader with workers, "
+        f"{out['clips_per_second']:,.0f} clips/s",
+    )
+    _components(out, "ms")
+
+
 def _components(out: dict[str, Any], unit: str) -> None:
     """The requested and realized share of each component of a streamed mixture."""
     table = Table("component", "requested", "realized", unit, box=None, padding=(0, 2))
@@ -171,4 +213,8 @@ SHOW = {
     "image_process": _image_process,
     "image_catalog": _image_catalog,
     "image_mix": _image_mix,
+    "audio_synth": _audio_synth,
+    "audio_process": _audio_process,
+    "audio_catalog": _audio_catalog,
+    "audio_mix": _audio_mix,
 }
