@@ -253,7 +253,7 @@ def test_a_mixture_over_the_new_version_selects_by_the_column(work: Path):
     for c, packed in enumerate(dataset.plan.components):
         shards, documents = dataset.resolved.ranges[c].locate(np.arange(len(packed)))
         selected = {
-            str(dataset.source.metadata_column(int(shard), "id")[int(document)])
+            str(dataset.source.files.metadata_column(int(shard), "id")[int(document)])
             for shard, document in zip(shards.tolist(), documents.tolist(), strict=True)
         }
         high = dataset.names[c] == "high"

@@ -338,5 +338,5 @@ def row_ids(dataset: UnpackedDataset, batch: dict, rows: np.ndarray) -> list[str
     ids = []
     for c, document in zip(located.components.tolist(), located.documents.tolist(), strict=True):
         shard, index = dataset.resolved.ranges[c].locate(np.array([document]))
-        ids.append(str(dataset.source.metadata_column(int(shard[0]), "id")[int(index[0])]))
+        ids.append(str(dataset.source.files.metadata_column(int(shard[0]), "id")[int(index[0])]))
     return ids

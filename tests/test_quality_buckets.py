@@ -93,7 +93,7 @@ def test_the_documented_bucket_mixture_selects_by_score_and_follows_the_weights(
     for c, packed in enumerate(dataset.plan.components):
         shards, documents = dataset.resolved.ranges[c].locate(np.arange(len(packed)))
         selected = {
-            str(dataset.source.metadata_column(int(shard), "id")[int(document)])
+            str(dataset.source.files.metadata_column(int(shard), "id")[int(document)])
             for shard, document in zip(shards.tolist(), documents.tolist(), strict=True)
         }
         assert selected == expected[dataset.names[c]], dataset.names[c]

@@ -332,7 +332,7 @@ class MixtureDataset(RecordsRun):
                 self.worker_openings[worker_positions.tobytes()] = batch
         if source.cache_mode == "shards":  # what the workers' next blocks read, most likely
             numbers, _ = source.waiting_for(shards)
-            source.cache.prefetch([source.remote_file(number) for number in numbers])
+            source.cache.prefetch([source.files.remote_file(number) for number in numbers])
 
     def received(self, first: int, count: int, generation: int) -> None:
         """In the training process: the loop received the `count` sequences of a batch

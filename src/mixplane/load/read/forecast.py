@@ -120,7 +120,7 @@ class Forecast:
         order: list[int] = []
         for rank, (_, shards, _, _) in enumerate(self._ahead):
             for number in shards.tolist():
-                url = source.remote_url(number)
+                url = source.files.remote_url(number)
                 if next_use[url] > rank:
                     next_use[url] = float(rank)
                     order.append(number)
@@ -128,7 +128,7 @@ class Forecast:
         if opening == "whole":
             order = order[: len(self._ahead[0][1])] if self._ahead else []
         if opening != "ranges":
-            cache.prefetch([source.remote_file(number) for number in order])
+            cache.prefetch([source.files.remote_file(number) for number in order])
 
     def _check_room(self, skip: int) -> None:
         """Refuse a limit that cannot hold the shards of `pinned_blocks` consecutive blocks
@@ -147,7 +147,7 @@ class Forecast:
                 continue
             self._checked = together[0][0]
             shards = np.unique(np.concatenate([numbers for _, numbers, _, _ in together]))
-            needed = sum(source.remote_file(number).size for number in shards.tolist())
+            needed = sum(source.files.remote_file(number).size for number in shards.tolist())
             if needed > limit:
                 raise ConfigError(
                     f"cache_limit {size_text(limit)} is too small: the {len(together)} blocks "

@@ -68,7 +68,7 @@ class ShardMetadata:
             import pyarrow.parquet as pq
 
             uri, stem = self.dataset.resolved.shards[number]
-            file = pq.ParquetFile(self.dataset.source.metadata_file(number))
+            file = pq.ParquetFile(self.dataset.source.files.metadata_file(number))
             names = file.schema_arrow.names
             added = self._added(uri)
             beside = [name for name in self.properties if name not in names and name in added]

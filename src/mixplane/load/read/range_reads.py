@@ -173,7 +173,7 @@ class RangeReader:
             return arrays, shard, first
         r_shard, r_first, r_take = shard[remote], first[remote], take[remote]
         self._load_sums(np.unique(r_shard).tolist())
-        itemsize = self.source.stored_dtype(int(r_shard[0])).itemsize
+        itemsize = self.source.files.stored_dtype(int(r_shard[0])).itemsize
         plan = plan_ranges(r_shard, r_first, r_take, self.sums, itemsize, self.gap_bytes)
         fetched, base = self._fetch(plan)
         shard[remote] = len(arrays) + plan.interval
@@ -210,7 +210,7 @@ class RangeReader:
                 cache.release(file.url)
         else:  # a cold start's few reads: the cache's room is the whole shards'
             uri, stem = self.source.shards[number]
-            data = self.source.fetch_whole(uri, stem + SUMS)
+            data = self.source.files.fetch_whole(uri, stem + SUMS)
         units = UnitSums.decode(data, file.url)
         with self._lock:
             self.counters["checksum_files"] += 1
@@ -225,7 +225,7 @@ class RangeReader:
     def sums_file(self, number: int) -> RemoteFile:
         """A shard's `.sums` with the size and hash its manifest gives."""
         uri, stem = self.source.shards[number]
-        entry = self.source.manifest_entry(uri, stem + SUMS)
+        entry = self.source.files.manifest_entry(uri, stem + SUMS)
         if entry is None:
             raise ConfigError(
                 f"{uri}: shard {stem} has no range checksums ({stem + SUMS}): the dataset was "
@@ -244,7 +244,7 @@ class RangeReader:
         intervals = zip(plan.shard.tolist(), plan.lo.tolist(), plan.hi.tolist(), strict=True)
         for i, (number, lo, hi) in enumerate(intervals):
             units = self.sums(number)
-            dtype = self.source.stored_dtype(number)
+            dtype = self.source.files.stored_dtype(number)
             base[i] = int(units.starts[lo])
             begin = int(base[i]) * dtype.itemsize
             buffer = np.empty(int(units.starts[hi]) * dtype.itemsize - begin, dtype=np.uint8)
@@ -294,7 +294,7 @@ class RangeReader:
         """(filesystem, path) of a shard's token file, looked up once."""
         found = self._paths.get(number)
         if found is None:
-            url = self.source.remote_url(number)
+            url = self.source.files.remote_url(number)
             found = self._paths[number] = url_filesystem(url, self.source.storage_options)
         return found
 
@@ -327,7 +327,7 @@ class RangeReader:
         return None
 
     def _where(self, chunk: _Chunk) -> str:
-        return f"{self.source.remote_url(chunk.shard)} bytes {chunk.start}-{chunk.end}"
+        return f"{self.source.files.remote_url(chunk.shard)} bytes {chunk.start}-{chunk.end}"
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:

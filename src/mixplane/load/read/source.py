@@ -18,26 +18,21 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import xxhash
 
 from mixplane.errors import ConfigError, InputError
 from mixplane.io.atomic import is_local, join_url, local_path
-from mixplane.io.columns import integers
 from mixplane.io.machine_cache import cache_root
-from mixplane.io.retry import CorruptRead, Retry, read_whole
+from mixplane.io.retry import Retry
 from mixplane.io.sizes import size_text
-from mixplane.io.urls import url_filesystem
 from mixplane.load.plan.ranges import ShardKey
 from mixplane.load.plan.resolved import ResolvedMixture, registered_manifests
+from mixplane.load.read.dataset_files import DatasetFiles
 from mixplane.load.read.range_reads import RangeReader
-from mixplane.load.remote.shard_cache import RemoteFile, ShardCache, cache_limit
-from mixplane.store.dataset import TokenizedDataset, check_token_manifest
-from mixplane.store.format import BIN, MASK, SUMS
+from mixplane.load.remote.shard_cache import ShardCache, cache_limit
+from mixplane.store.format import SUMS
 from mixplane.store.reader import ShardReader
 
 # Whole shards smaller than this arrive about as soon as a batch's pieces read by ranges
@@ -75,13 +70,8 @@ class TokenSource:
         self.working_sets = tuple(working_sets)
         # "shards": remote shards are cached whole; "ranges": only the pieces read are fetched.
         self.cache_mode = cache_mode
-        # Remote datasets' manifests as the catalog registered them (kind, format, tokenizer
-        # and the files of the shards read), by folder: no process reads `_manifest.json`
-        # again, and every file is checked against what its version registered. A dataset
-        # not given here has its `_manifest.json` read once per process.
+        # Remote datasets' manifests as the catalog registered them (see `DatasetFiles`).
         self.manifests = dict(manifests or {})
-        for uri, manifest in self.manifests.items():
-            check_token_manifest(uri, manifest)
         self.remote = np.array([not is_local(uri) for uri, _ in self.shards], dtype=bool)
         # Per shard: whether it carries a loss mask (a fine-tuning dataset's `.mask`).
         self.masked = np.zeros(len(self.shards), dtype=bool)
@@ -104,14 +94,14 @@ class TokenSource:
         self._pins = np.zeros(len(self.shards), dtype=np.int64)  # planned blocks using each
         self._kept = np.zeros(len(self.shards), dtype=bool)  # mapped for good once opened
         self._lingering: set[int] = set()  # released, still pinned until `settle`
-        self._datasets: dict[str, TokenizedDataset] = {}
-        self._outputs: dict[str, dict[str, dict[str, Any]]] = {}  # per dataset, by file name
-        self._files: dict[int, RemoteFile] = {}
+        # Manifests and file lookups (checks the registered manifests on first building).
+        self.files = DatasetFiles(
+            self.shards, self.manifests, self.storage_options, self.cache_dir, self.retry
+        )
         self._urls: list[str] | None = None
         self._cache: ShardCache | None = None
         self._ranges: RangeReader | None = None
         self._lock = threading.RLock()
-        self._manifests_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         keep = ("shards", "eos_id", "dtype", "storage_options", "cache_dir", "cache_limit",
@@ -128,7 +118,7 @@ class TokenSource:
         """The machine's cache of remote shards (made on first use, after checking that the
         limit holds every shard the mixture reads)."""
         if self._cache is None:
-            self._load_manifests()
+            self.files.load_manifests(np.flatnonzero(self.remote).tolist())
             if self.cache_limit is not None and self.cache_mode == "shards":
                 self._check_room()
             self._cache = ShardCache(
@@ -170,7 +160,7 @@ class TokenSource:
             return False  # masks are read from cached shards only
         numbers, waiting = self.waiting_for(shard)
         return waiting > RANGED_OPENING_BYTES and all(
-            self.manifest_entry(self.shards[n][0], self.shards[n][1] + SUMS) is not None
+            self.files.manifest_entry(self.shards[n][0], self.shards[n][1] + SUMS) is not None
             for n in numbers
         )
 
@@ -180,7 +170,7 @@ class TokenSource:
         cache = self.cache  # the manifests are read side by side first
         numbers = np.unique(shard)
         numbers = numbers[self.remote[numbers] & ~self._opened[numbers]].tolist()
-        files = [self.remote_file(n) for n in numbers]
+        files = [self.files.remote_file(n) for n in numbers]
         return numbers, sum(file.size for file in files if not cache.present(file))
 
     def stats(self) -> dict[str, Any]:
@@ -228,63 +218,15 @@ class TokenSource:
 
     def _cached_bytes(self, number: int) -> int:
         """What a remote shard takes in the cache: its tokens, and its loss mask if any."""
-        size = self.remote_file(number).size
-        return size + self._mask_file(number).size if self.masked[number] else size
-
-    def _load_manifests(self) -> None:
-        """Read the remote datasets' manifests side by side (one round trip each), before
-        the sizes and hashes of their shards are looked up."""
-        uris = sorted({self.shards[n][0] for n in np.flatnonzero(self.remote).tolist()})
-        if len(uris) > 1:
-            with ThreadPoolExecutor(min(len(uris), 16)) as pool:
-                list(pool.map(self._outputs_of, uris))
-
-    def remote_url(self, number: int) -> str:
-        uri, stem = self.shards[number]
-        return join_url(uri, stem + BIN)
+        size = self.files.remote_file(number).size
+        return size + self.files.mask_file(number).size if self.masked[number] else size
 
     def remote_urls(self) -> list[str]:
         """The token files of every remote shard."""
         if self._urls is None:
-            self._urls = [self.remote_url(n) for n in np.flatnonzero(self.remote).tolist()]
+            numbers = np.flatnonzero(self.remote).tolist()
+            self._urls = [self.files.remote_url(n) for n in numbers]
         return self._urls
-
-    def remote_file(self, number: int) -> RemoteFile:
-        """A remote shard's token file, with the size and hash its manifest gives (looked up
-        once: the forecast asks for it at every block)."""
-        found = self._files.get(number)
-        if found is None:
-            uri, stem = self.shards[number]
-            output = self.manifest_entry(uri, stem + BIN)
-            if output is None:
-                raise InputError(f"{uri}: its manifest lists no {stem + BIN}")
-            found = RemoteFile(self.remote_url(number), int(output["size"]), output["hash"])
-            self._files[number] = found
-        return found
-
-    def manifest_entry(self, uri: str, name: str) -> dict[str, Any] | None:
-        """The manifest's output entry (path, size, hash) of a dataset's file, if listed."""
-        return self._outputs_of(uri).get(name)
-
-    def _outputs_of(self, uri: str) -> dict[str, dict[str, Any]]:
-        found = self._outputs.get(uri)
-        if found is None:  # read outside the lock, so several datasets' load side by side
-            outputs = self._manifest(uri).get("outputs", [])
-            # Not `_lock`: the pool of `_load_manifests` runs this while a pin holds that one.
-            with self._manifests_lock:
-                found = self._outputs.setdefault(uri, {o["path"]: o for o in outputs})
-        return found
-
-    def stored_dtype(self, number: int) -> np.dtype:
-        """The token type a shard is stored in (uint16 or uint32)."""
-        return self._dtype_of(self.shards[number][0])
-
-    def _manifest(self, uri: str) -> dict[str, Any]:
-        registered = self.manifests.get(uri)
-        return registered if registered is not None else self._dataset(uri).manifest
-
-    def _dtype_of(self, uri: str) -> np.dtype:
-        return np.dtype(self._manifest(uri)["tokenizer"]["dtype"])
 
     def reader(self, number: int) -> ShardReader:
         found = self._readers.get(number)
@@ -296,7 +238,7 @@ class TokenSource:
                 if is_local(uri):
                     reader = ShardReader(local_path(join_url(uri, stem)))
                 else:
-                    reader = self._dataset(uri).shard(stem)
+                    reader = self.files.dataset(uri).shard(stem)
                 self._readers[number] = reader
             return self._readers[number]
 
@@ -324,10 +266,9 @@ class TokenSource:
     def _pin(self, number: int, for_good: bool = False) -> None:
         with self._lock:
             if not self._opened[number]:
-                uri, _ = self.shards[number]
-                file = self.remote_file(number)
+                file = self.files.remote_file(number)
                 path = self.cache.acquire(file)
-                dtype = self._dtype_of(uri)
+                dtype = self.files.stored_dtype(number)
                 tokens = np.memmap(path, dtype, mode="r") if file.size else np.zeros(0, dtype)
                 self._arrays[number] = tokens.view(np.ndarray)
                 if self.masked[number]:
@@ -367,22 +308,15 @@ class TokenSource:
     def _unpin(self, number: int) -> None:
         self._arrays[number] = None
         self._opened[number] = False
-        self.cache.release(self.remote_url(number))
+        self.cache.release(self.files.remote_url(number))
         if self._masks[number] is not None:
             self._masks[number] = None
-            self.cache.release(self._mask_file(number).url)
-
-    def _mask_file(self, number: int) -> RemoteFile:
-        uri, stem = self.shards[number]
-        entry = self.manifest_entry(uri, stem + MASK)
-        if entry is None:
-            raise InputError(f"{uri}: its manifest lists no {stem + MASK} for a masked shard")
-        return RemoteFile(join_url(uri, stem + MASK), int(entry["size"]), entry["hash"])
+            self.cache.release(self.files.mask_file(number).url)
 
     def _cached_mask(self, number: int) -> np.ndarray:
         """A remote shard's loss mask, copied into the cache and checked against the
         manifest's hash like its tokens."""
-        file = self._mask_file(number)
+        file = self.files.mask_file(number)
         path = self.cache.acquire(file)
         if not file.size:
             return np.zeros(0, np.uint8)
@@ -393,60 +327,13 @@ class TokenSource:
         """Loss masks by shard number (None for shards without one or not opened yet)."""
         return self._masks
 
-    def _dataset(self, uri: str) -> TokenizedDataset:
-        if uri not in self._datasets:
-            self._datasets[uri] = self.retry.call(
-                lambda: TokenizedDataset(uri, self.storage_options, self.cache_dir), what=uri
-            )
-        return self._datasets[uri]
-
-    def metadata_column(self, number: int, column: str) -> np.ndarray:
-        """One column of a shard's `.meta.parquet` (see `metadata_file`)."""
-        return _column(self.metadata_file(number), column)
-
-    def metadata_file(self, number: int) -> Any:
-        """A shard's `.meta.parquet` for a Parquet reader: a local one's path (the reader
-        reads only the footer and the column chunks asked for); a remote one from the
-        machine's copy when querying the catalog made it (`catalog.mirror`), else read whole
-        in one request (a Parquet reader over a remote file makes a round trip per footer
-        and column chunk) and checked against the manifest's hash."""
-        uri, stem = self.shards[number]
-        name = stem + ".meta.parquet"
-        if is_local(uri):
-            return local_path(join_url(uri, name))
-        from mixplane.catalog.mirror import mirrored_path  # the catalog loads DuckDB: not before
-
-        digest = (self.manifest_entry(uri, name) or {}).get("hash")
-        mirrored = mirrored_path(cache_root(self.cache_dir), uri, stem, digest)
-        if os.path.exists(mirrored):  # copied (and checked) when the catalog was queried
-            return mirrored
-        return pa.BufferReader(self.fetch_whole(uri, name))
-
-    def fetch_whole(self, uri: str, name: str) -> bytes:
-        """A small file of a dataset, read in one request (retried) and checked against the
-        manifest's hash; not kept in the cache."""
-        url = join_url(uri, name)
-        fs, path = url_filesystem(url, self.storage_options)
-        entry = self.manifest_entry(uri, name) or {}
-
-        def read() -> bytes:
-            data = read_whole(fs, path)
-            if "hash" in entry and f"xxh3_128:{xxhash.xxh3_128_hexdigest(data)}" != entry["hash"]:
-                raise CorruptRead(
-                    f"{len(data)} bytes that do not hash to the manifest's {entry['hash']} "
-                    f"({entry.get('size')} bytes)"
-                )
-            return data
-
-        return self.retry.call(read, what=url)
-
     def stored_lengths(self, number: int) -> np.ndarray:
         """Token count of every document of a shard, as stored (without an appended EOS)."""
         uri, stem = self.shards[number]
         if is_local(uri):
             return self.reader(number).lengths()
         # Remote: the metadata's token counts, so no token file is fetched before it is read.
-        return self.metadata_column(number, "n_tokens").astype(np.int64)
+        return self.files.metadata_column(number, "n_tokens").astype(np.int64)
 
     @property
     def arrays(self) -> list[np.ndarray | None]:
@@ -533,14 +420,3 @@ def _start_over_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_start_over_in_child)
-
-
-def _column(source: Any, column: str) -> np.ndarray:
-    """One column of a Parquet file. (`ParquetFile`, not `read_table`, and integers without
-    pyarrow's numpy conversion: each loads a library the first time, a quarter of a second.)"""
-    import pyarrow.parquet as pq
-
-    values = pq.ParquetFile(source).read(columns=[column]).column(column)
-    if pa.types.is_integer(values.type) and not values.null_count:
-        return integers(values)
-    return values.to_numpy()
