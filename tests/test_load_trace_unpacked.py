@@ -5,58 +5,23 @@ bucketed or in fixed batches, on every rank."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from mixtures import three_sources
+from mixtures import EOS, SEQ_LEN, three_sources, unpacked_catalog
+from mixtures import unpacked_mixture as mixture
 from traced_documents import Documents
 
 from mixplane.errors import ConfigError
-from mixplane.load.tools.synthetic import write_catalog
 from mixplane.load.tools.trace import trace
 from mixplane.load.unpacked import UnpackedDataset
 
-EOS, PAD = 0, 7
-SEQ_LEN = 96
-BUDGET = 1024
 WORLD_SIZE = 2
 
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("trace-unpacked")
-    return write_catalog(
-        str(folder),
-        {
-            # Some documents longer than seq_len: their rows are cut, without the EOS.
-            "wiki": {"documents": 120, "seed": 1, "source": "wiki", "mean_tokens": 60},
-            # Tokenized with EOS already: nothing is appended to its documents.
-            "code": {
-                "documents": 90,
-                "seed": 2,
-                "source": "code",
-                "mean_tokens": 80,
-                "eos_id": EOS,
-                "shard_bytes": 4_000,
-            },
-            "web": {"documents": 150, "seed": 3, "source": "web", "mean_tokens": 40},
-        },
-    )
-
-
-def mixture(catalog: str, **fields) -> dict:
-    return {
-        "catalog": catalog,
-        "cache_dir": str(Path(catalog).parent / "cache"),
-        "seq_len": SEQ_LEN,
-        "seed": 11,
-        "eos_id": EOS,
-        "pad_id": PAD,
-        "packing": "none",
-        "bucketing": {"max_tokens_per_batch": BUDGET, "window": 100},
-        "components": three_sources(),
-    } | fields
+    return unpacked_catalog(str(tmp_path_factory.mktemp("trace-unpacked")), code_shard_bytes=4_000)
 
 
 def check_batch(documents: Documents, report: dict, batch: dict) -> None:

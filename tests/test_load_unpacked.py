@@ -4,12 +4,12 @@ by length; ranks, resume, DataLoader workers and the README's recipe."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from mixtures import three_sources
+from mixtures import BUDGET, EOS, PAD, SEQ_LEN, unpacked_catalog
+from mixtures import unpacked_mixture as mixture
 from readme_blocks import readme_block
 
 from mixplane.errors import ConfigError, MixplaneError
@@ -20,43 +20,10 @@ from mixplane.load.unpacked import UnpackedDataset
 from mixplane.load.unpacked.torch import TorchUnpackedDataset
 from mixplane.store import ShardReader
 
-EOS, PAD = 0, 7
-SEQ_LEN = 96
-BUDGET = 1024
-
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("unpacked")
-    return write_catalog(
-        str(folder),
-        {
-            "wiki": {"documents": 120, "seed": 1, "source": "wiki", "mean_tokens": 60},
-            # Tokenized with EOS already: nothing is appended to its documents.
-            "code": {
-                "documents": 90,
-                "seed": 2,
-                "source": "code",
-                "mean_tokens": 80,
-                "eos_id": EOS,
-            },
-            "web": {"documents": 150, "seed": 3, "source": "web", "mean_tokens": 40},
-        },
-    )
-
-
-def mixture(catalog: str, **fields) -> dict:
-    return {
-        "catalog": catalog,
-        "cache_dir": str(Path(catalog).parent / "cache"),
-        "seq_len": SEQ_LEN,
-        "seed": 11,
-        "eos_id": EOS,
-        "pad_id": PAD,
-        "packing": "none",
-        "bucketing": {"max_tokens_per_batch": BUDGET, "window": 100},
-        "components": three_sources(),
-    } | fields
+    return unpacked_catalog(str(tmp_path_factory.mktemp("unpacked")))
 
 
 def once(catalog: str, **fields) -> dict:
