@@ -354,6 +354,66 @@ def test_image_text_runs_are_recorded_in_samples(tmp_path):
     assert recorded.events[0].details["kind"] == "image_text"
 
 
+def test_image_text_runs_are_searched_by_sample_as_their_batches_held(tmp_path, cli):
+    """Every sample of an image-text run over two ranks, an epoch and a bit: the audit's
+    positions, steps and ranks are where the ranks' batches held its pixels."""
+    import io
+    import itertools
+
+    import numpy as np
+    from PIL import Image
+
+    from mixplane.load.images import ImageTextDataset
+    from mixplane.load.images.synthetic import write_image_catalog
+    from mixplane.store.images import ImageShardReader
+
+    size = {"shards": 1, "size": (12, 12)}
+    catalog = write_image_catalog(
+        str(tmp_path),
+        {"photos": {"samples": 14, "seed": 1} | size, "art": {"samples": 9, "seed": 2} | size},
+    )
+    pixels = lambda image: np.asarray(image, dtype=np.float32).transpose(2, 0, 1)  # noqa: E731
+    ids = {}  # the stored images' pixels -> their sample's id, read from the shards
+    for name in ("photos", "art"):
+        reader = ImageShardReader(str(tmp_path / name), "part-00000")
+        for sample in reader.samples(list(range(len(reader)))):
+            image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
+            ids[pixels(image).tobytes()] = json.loads(sample["json"])["id"]
+    spec = {
+        "kind": "image_text",
+        "catalog": catalog,
+        "run_id": "clip-audit",
+        "seed": 5,
+        "components": {
+            "photos": {"datasets": ["photos"], "weight": 0.6},
+            "art": {"datasets": ["art"], "weight": 0.4},
+        },
+    }
+    ranks = [
+        ImageTextDataset(spec, rank, 2, batch_size=2, tokenizer=lambda text: [1], transform=pixels)
+        for rank in range(2)
+    ]
+    received: dict[str, set] = {}
+    for rank, dataset in enumerate(ranks):
+        # An epoch, then two batches of the next.
+        batches = list(dataset) + list(itertools.islice(iter(dataset), 2))
+        for step, batch in enumerate(batches):
+            for row, position in zip(batch["images"], batch["index"].tolist(), strict=True):
+                received.setdefault(ids[row.tobytes()], set()).add((position, step, rank))
+        dataset.state_dict()
+        dataset.close()
+    assert sum(len(reads) for reads in received.values()) == 2 * 7 * 2
+    with DocumentAudit(catalog) as audit:
+        for sample in ids.values():
+            (found,) = audit.reads(sample)["runs"]
+            got = {(r["position"], r["step"], r["rank"]) for r in found["reads"]}
+            assert got == received.get(sample, set()), sample
+            assert found["status"] == ("read" if got else "not read")
+    sample = max(received, key=lambda name: len(received[name]))
+    code, shown, _ = cli("audit", "--document", sample, "-c", catalog)
+    assert code == 0 and "whole sample" in shown and "read" in shown
+
+
 def test_a_relative_catalog_keeps_its_trail_when_the_directory_changes(
     catalog, tmp_path, monkeypatch
 ):

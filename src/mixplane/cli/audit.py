@@ -146,14 +146,15 @@ def print_document(report: dict[str, Any]) -> None:
             for column in ("position", "step", "rank", "component", "dataset", "tokens"):
                 table.add_column(column)
             for read in run["reads"]:
-                begin, end = read["tokens"]
+                tokens = read.get("tokens")  # none for an image-text sample: read whole
+                taken = "whole sample" if tokens is None else f"{tokens[0]}-{tokens[1]}"
                 table.add_row(
                     str(read["position"]),
                     "" if read["step"] is None else str(read["step"]),
                     "" if read["rank"] is None else str(read["rank"]),
                     read["component"],
                     read["dataset"],
-                    f"{begin}-{end}" + (" +eos" if read["eos"] else ""),
+                    taken + (" +eos" if read.get("eos") else ""),
                 )
             console.print(table)
 

@@ -206,11 +206,14 @@ class RunTrail:
         datasets: Sequence[str],
         kind: str,
         position: Callable[[], Any] | None = None,
+        batching: dict[str, Any] | None = None,
     ) -> RunTrail | None:
         """Record this rank's start, unless the mixture says `audit: false`.
 
         `position` (a bound method, held weakly) gives `(consumed, details)` when the
-        process ends without closing the loader.
+        process ends without closing the loader. `batching` is what a loader whose batches
+        its mixture does not set records of them (an image-text loader's batch size), so
+        that a read position's step can be told.
         """
         if not spec.audit:
             return None
@@ -228,6 +231,8 @@ class RunTrail:
                 "run_id_from": origin,
                 "mixture": recorded_mixture(spec),
             }
+            if batching is not None:
+                details["batching"] = batching
             start = RunEvent.now(
                 run,
                 "start",
@@ -393,6 +398,7 @@ class RecordsRun:
         world_size: int,
         datasets: Sequence[str],
         kind: str,
+        batching: dict[str, Any] | None = None,
     ) -> None:
         """Record this rank's start (nothing with `audit: false`)."""
         self.trail = RunTrail.begin(
@@ -404,6 +410,7 @@ class RecordsRun:
             datasets=datasets,
             kind=kind,
             position=self._trail_position,
+            batching=batching,
         )
 
     def checkpointed(self) -> None:

@@ -169,7 +169,15 @@ class ImageTextDataset(RecordsRun):
         # belong to no catalog, so have none).
         if spec is not None:
             datasets = sorted(set(self.resolved.shard_dataset))
-            self.begin_trail(spec, catalog, rank, world_size, datasets, kind="image_text")
+            self.begin_trail(
+                spec,
+                catalog,
+                rank,
+                world_size,
+                datasets,
+                kind="image_text",
+                batching={"batch_size": batch_size},
+            )
 
     def _trail_position(self) -> tuple[int, dict[str, Any]]:
         """For the trail: samples received, as the resume state counts them."""

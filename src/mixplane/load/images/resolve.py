@@ -104,8 +104,6 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
     per_leaf = settle_overlaps(tree.names, per_leaf, spec.overlap)
     counts = [len(keys) for keys in per_leaf]
     weights = tree.leaf_weights(counts)
-    data = sorted(infos.items())
-    content = orjson.dumps({"kind": spec.kind, "spec": spec.fingerprint(), "data": data})
     return ResolvedImages(
         spec=spec,
         names=tree.names,
@@ -114,10 +112,24 @@ def resolve_images(spec: MixtureSpec, catalog: Any = None) -> ResolvedImages:
         shard=[keys >> SAMPLE_BITS for keys in per_leaf],
         sample=[keys & ((1 << SAMPLE_BITS) - 1) for keys in per_leaf],
         weights=weights,
-        fingerprint=hashlib.sha256(content).hexdigest()[:32],
+        fingerprint=samples_fingerprint(spec, infos),
         storage_options=dict(spec.storage_options),
         manifests=manifests,
     )
+
+
+def samples_fingerprint(spec: MixtureSpec, versions: dict[str, str]) -> str:
+    """What a sample mixture's order depends on: the spec and the exact data (each version
+    read, `NAME@N`, with its content fingerprint).
+
+    Example:
+        >>> spec = MixtureSpec.parse({"kind": "image_text", "components": {"a": {"weight": 1}}})
+        >>> len(samples_fingerprint(spec, {"photos@1": "xxh3_128:00"}))
+        32
+    """
+    data = sorted(versions.items())
+    content = orjson.dumps({"kind": spec.kind, "spec": spec.fingerprint(), "data": data})
+    return hashlib.sha256(content).hexdigest()[:32]
 
 
 def settle_overlaps(names: list[str], keys: list[np.ndarray], rule: str) -> list[np.ndarray]:

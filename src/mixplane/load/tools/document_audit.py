@@ -9,6 +9,9 @@ of those, so whether a document was read needs no log of tokens: the run's strea
 An adaptive run's order depends on its weight changes: the trail keeps them with each
 checkpoint and stop; a run whose furthest event lacks them needs its weight log.
 
+An image-text run counts samples, not sequences: its epoch plan is rebuilt the same way and
+inverted (`sample_order`), and each read is the sample's position, step and rank.
+
 Example:
     >>> found = document_reads("catalog.duckdb", "web-1-77")  # doctest: +SKIP
     >>> [(r["run"], r["status"], [(x["step"], x["rank"], x["tokens"]) for x in r["reads"]])
@@ -29,6 +32,7 @@ from mixplane.errors import ConfigError
 from mixplane.load.dataset import MixtureDataset
 from mixplane.load.resolve.query import mixture_fingerprint
 from mixplane.load.tools.document_order import sequence_reads
+from mixplane.load.tools.sample_order import SampleRun, rebuild_samples
 from mixplane.mix.spec import MixtureSpec
 
 
@@ -127,7 +131,17 @@ class DocumentAudit:
             self._rebuilt[key] = _rebuild_run(self.catalog, run, events, self.weight_log)
         report, dataset = self._rebuilt[key]
         report = dict(report)
-        if isinstance(dataset, MixtureDataset):
+        if isinstance(dataset, SampleRun):
+            reads = [
+                read
+                for place in places
+                if place["dataset"] in report["datasets"]
+                for read in dataset.reads(place, report["consumed"], report["intervals"])
+            ]
+            reads.sort(key=lambda read: read["position"])
+            report["reads"] = reads
+            report["status"] = "read" if reads else "not read"
+        elif isinstance(dataset, MixtureDataset):
             reads = []
             for place in places:
                 if place["dataset"] in report["datasets"]:
@@ -169,7 +183,7 @@ def _rebuild_run(
     run: str,
     events: list[Any],
     weight_log: Sequence[Mapping[str, Any]] | None,
-) -> tuple[dict[str, Any], MixtureDataset | None]:
+) -> tuple[dict[str, Any], MixtureDataset | SampleRun | None]:
     """What the trail says of a run (with one mixture), and its stream rebuilt with the
     weight changes it made; None and a `note` saying why when it cannot be."""
     furthest = max(
@@ -199,10 +213,27 @@ def _rebuild_run(
     if furthest is None:
         report["note"] = "no checkpoint or stop recorded: how far the run read is unknown"
         return report, None
+    if spec is not None and kind == "image_text":
+        batching = next((e.details.get("batching") for e in starts if e.details), None)
+        try:
+            samples = rebuild_samples(catalog, pin_versions(spec, report["datasets"]), spec)
+        except ConfigError as error:
+            report["note"] = str(error)
+            return report, None
+        if samples.fingerprint != events[0].mixture:
+            report["note"] = (
+                f"the run's mixture ({events[0].mixture}) no longer resolves to the data it "
+                f"read ({', '.join(report['datasets'])}): its order cannot be rebuilt"
+            )
+            return report, None
+        samples.batch_size = (batching or {}).get("batch_size")
+        if samples.batch_size is None:
+            report["note"] = "the trail keeps no batch size for this run: steps are not known"
+        return report, samples
     if spec is None or kind != "packed":
         report["note"] = (
-            "the trail keeps no packed text mixture for this run (only those are rebuilt): "
-            "whether it read the document is unknown"
+            "the trail keeps no packed text or image-text mixture for this run (only those "
+            "are rebuilt): whether it read the document is unknown"
         )
         return report, None
     changes = furthest.details.get("weight_changes") if furthest.details else None
