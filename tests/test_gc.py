@@ -32,6 +32,7 @@ from mixplane.catalog.gc.record import mark_collected
 from mixplane.catalog.registry import Registry
 from mixplane.errors import ConfigError, MixplaneError
 from mixplane.load.dataset import MixtureDataset
+from mixplane.load.remote.catalog_copy import open_catalog
 from mixplane.load.resolve.query import resolve_mixture
 from mixplane.load.tools.synthetic import write_token_dataset
 from mixplane.manifest import file_digest
@@ -209,6 +210,7 @@ def forget_runs(catalog: Path) -> None:
 LOADER = """
 import sys, json
 from mixplane.load.dataset import MixtureDataset
+from mixplane.load.remote.catalog_copy import open_catalog
 from mixplane.load.resolve.query import resolve_mixture
 dataset = MixtureDataset(json.loads(sys.argv[1]))
 batch = next(dataset.batches(2))
@@ -319,6 +321,40 @@ def test_versions_on_object_storage_are_collected_the_same_way(tmp_path: Path, s
         catalog.select("TRUE", ["web@1"])
 
 
+def test_a_catalog_on_object_storage_is_collected_through_a_copy(tmp_path: Path, s3_bucket, cli):
+    """gc on `s3://.../catalog.duckdb`: planned from a copy, the collected versions
+    recorded in the uploaded catalog, so any machine's loader refuses them."""
+    import s3fs
+
+    bucket, options = s3_bucket
+    url = f"s3://{bucket}/gc/catalog.duckdb"
+    catalog = Catalog(url, storage_options=options)
+    for number in (1, 2, 3):
+        data = f"s3://{bucket}/gc/web-v{number}"
+        write_token_dataset(data, seed=number, storage_options=options, **SHARDS)
+        catalog.register(data, "web")
+    plan = survey(url, Retention(keep_latest=2), options)
+    assert [removal.ref for removal in plan.removals] == ["web@1"]
+    fs = s3fs.S3FileSystem(**options)
+    before = fs.info(f"{bucket}/gc/catalog.duckdb")["ETag"]
+    apply_plan(plan, url, options)
+    assert fs.info(f"{bucket}/gc/catalog.duckdb", refresh=True)["ETag"] != before
+    left = [Path(p).name for p in fs.ls(f"{bucket}/gc/web-v1", refresh=True)]
+    assert left == ["_manifest.json", "_stats.json"]
+    # A loader on any machine reads the catalog's copy, which has the record.
+    copy = open_catalog(url, str(tmp_path / "cache"), options)
+    with pytest.raises(MixplaneError, match="web@1's files were removed by gc"):
+        Catalog(copy.path, storage_options=options).select("TRUE", ["web@1"])
+    assert Catalog(copy.path, storage_options=options).select("TRUE", ["web@2"]).documents
+    flag = ["--storage-options", json.dumps(options)]
+    code, out, _ = cli("gc", "--catalog", url, "--keep-latest", "2", "--json", *flag)
+    assert code == 0 and json.loads(out)["dry_run"]
+    # Recorded, its files gone: nothing is left to remove.
+    assert survey(url, Retention(keep_latest=2), options).removals == ()
+    with pytest.raises(ConfigError, match="no catalog there"):
+        survey(f"s3://{bucket}/gc/none.duckdb", Retention(keep_latest=2), options)
+
+
 def run_lines(cli, block: str) -> list[tuple[str, str]]:
     """Each `mixplane ...` line of a documented bash block, run as written: (stdout, stderr)
     of each."""
@@ -356,7 +392,6 @@ def test_the_readme_commands_run_as_written(tmp_path: Path, cli, monkeypatch):
         ("--keep", "web@9"): "web@9 (pinned by --keep) is not in the catalog",
         ("--keep-latest", "0"): "--keep-latest 0: keep at least 1",
         ("--mixtures", "missing.yaml"): "missing.yaml",
-        ("--catalog", "s3://b/catalog.duckdb"): "must be a local file",
     }
     for args, message in refusals.items():
         code, _, err = cli("gc", *args)

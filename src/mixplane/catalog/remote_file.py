@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mixplane.errors import MixplaneError
-from mixplane.io.atomic import upload
+from mixplane.io.atomic import is_local, local_path, upload
 from mixplane.io.urls import url_filesystem
 
 
@@ -63,3 +63,30 @@ def _stamp(fs: Any, path: str) -> tuple | None:
     except FileNotFoundError:
         return None
     return info.get("size"), info.get("ETag") or info.get("etag"), info.get("LastModified")
+
+
+@contextmanager
+def catalog_file(
+    catalog: str | os.PathLike, storage_options: dict[str, Any] | None, writable: bool = False
+) -> Iterator[CatalogCopy]:
+    """The catalog as a local file: a local catalog itself (its path; None when there is no
+    file), a remote one as a copy, uploaded after the block when `writable` (refused if the
+    catalog changed meanwhile).
+
+    Example:
+        >>> with catalog_file("catalog.duckdb", None) as found:
+        ...     found.path is None  # no catalog here
+        True
+    """
+    url = os.fspath(catalog)
+    if is_local(url):
+        path = local_path(url)
+        yield CatalogCopy(path if writable or os.path.exists(path) else None)
+        return
+    with catalog_to_update(url, storage_options) as copy:
+        exists = os.path.exists(copy.path)
+        if not writable:
+            yield CatalogCopy(copy.path if exists else None)
+            return
+        yield copy
+        copy.changed = True

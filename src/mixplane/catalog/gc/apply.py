@@ -1,11 +1,13 @@
 """Carrying out a gc plan: record every version to collect in the catalog, then, version by
 version, check again that no process of this host holds its files and remove them.
 
-The record comes first, so a loader that starts meanwhile is refused with a clear error
-rather than finding half a version; when the check finds a holder after all, the version is
-left whole (listed as skipped) and its record taken back. A gc stopped halfway leaves
-versions recorded with files left: the next gc removes them. Names are unlinked, never
-followed: a symlink goes as a link, its target stays; a hard link's other names stay.
+The record comes first (a catalog on object storage is changed in a copy and uploaded,
+refused if another writer changed it meanwhile), so a loader that starts meanwhile is
+refused with a clear error rather than finding half a version; when the check finds a
+holder after all, the version is left whole (listed as skipped) and its record taken back.
+A gc stopped halfway leaves versions recorded with files left: the next gc removes them.
+Names are unlinked, never followed: a symlink goes as a link, its target stays; a hard
+link's other names stay.
 
 Example:
     >>> result = apply_plan(plan, "catalog.duckdb")  # doctest: +SKIP
@@ -26,6 +28,7 @@ from mixplane.catalog.gc.liveness import OpenFiles, open_files
 from mixplane.catalog.gc.plan import GcPlan, Removal
 from mixplane.catalog.gc.record import mark_collected, unmark_collected
 from mixplane.catalog.registry import Registry
+from mixplane.catalog.remote_file import catalog_file
 from mixplane.io.atomic import is_local, local_path
 from mixplane.io.urls import url_filesystem
 
@@ -67,7 +70,7 @@ def apply_plan(
     at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     if not plan.removals:
         return GcResult((), ())
-    with Registry(catalog, writable=True) as registry:
+    with _registry(catalog, storage_options) as registry:
         for r in plan.removals:
             if r.collected_on is None:  # one an earlier gc recorded keeps its date
                 mark_collected(registry.connection, r.name, r.version, len(r.files), r.bytes, at)
@@ -84,10 +87,20 @@ def apply_plan(
     # Skipped versions are whole again, except those an earlier gc had started on.
     whole = [removal for removal, _ in skipped if removal.collected_on is None]
     if whole:
-        with Registry(catalog, writable=True) as registry:
+        with _registry(catalog, storage_options) as registry:
             for removal in whole:
                 unmark_collected(registry.connection, removal.name, removal.version)
     return GcResult(tuple(removed), tuple((r.ref, why) for r, why in skipped))
+
+
+@contextlib.contextmanager
+def _registry(catalog: str | os.PathLike, storage_options: dict[str, Any] | None):
+    """The catalog's registry, writable (a remote catalog's copy, uploaded after)."""
+    with (
+        catalog_file(catalog, storage_options, writable=True) as copy,
+        Registry(copy.path, writable=True) as registry,
+    ):
+        yield registry
 
 
 def _remove(urls: list[str], storage_options: dict[str, Any] | None) -> None:

@@ -1,5 +1,5 @@
-"""Gathering what a gc plan is made from: the catalog's versions and their files on disk,
-the audit trail's runs, and the files this host's processes hold.
+"""Gathering what a gc plan is made from: the catalog's versions and their files on disk
+or object storage, the audit trail's runs, and the files this host's processes hold.
 
 Example:
     >>> retention = Retention(keep_latest=2, pins={"web@1": "--keep"})
@@ -21,6 +21,7 @@ from mixplane.catalog.gc.liveness import OpenFiles, open_files
 from mixplane.catalog.gc.plan import GcPlan, InUse, Retention, VersionOnDisk, plan_gc
 from mixplane.catalog.gc.record import collected
 from mixplane.catalog.registry import Registry
+from mixplane.catalog.remote_file import catalog_file
 from mixplane.errors import ConfigError
 from mixplane.io.atomic import is_local
 
@@ -31,15 +32,14 @@ def survey(
     storage_options: dict[str, Any] | None = None,
     holders: Callable[[], OpenFiles] = open_files,
 ) -> GcPlan:
-    """The gc plan for the catalog at `catalog` (a local file) under `retention`."""
-    if not is_local(os.fspath(catalog)):
-        raise ConfigError(
-            f"{os.fspath(catalog)}: gc records what it removes in the catalog, which must be a "
-            "local file here; run it where the catalog is (its datasets may be anywhere)"
-        )
-    with Registry(catalog) as registry:
-        versions = [registry.get(name, number) for name, number in registry.versions()]
-        gone = collected(registry.connection)
+    """The gc plan for the catalog at `catalog` (a local file, or one on object storage,
+    read from a copy) under `retention`."""
+    with catalog_file(catalog, storage_options) as copy:
+        if copy.path is None:
+            raise ConfigError(f"{os.fspath(catalog)}: no catalog there")
+        with Registry(copy.path) as registry:
+            versions = [registry.get(name, number) for name, number in registry.versions()]
+            gone = collected(registry.connection)
     on_disk = [
         VersionOnDisk(
             version.name,
