@@ -239,7 +239,8 @@ class AudioTextDataset(MediaSamples):
 
     @property
     def batches_per_epoch(self) -> int:
-        """Batches every rank reads in a whole epoch (from the epoch's start)."""
+        """Batches every rank reads in the whole current epoch (bucketed epochs may differ
+        by a few: each epoch's clips are drawn and batched anew)."""
         return sum(1 for _ in self._steps(AudioCursor(self.cursor.epoch), 1, 0))
 
     # -- reading -------------------------------------------------------------------------------
