@@ -24,8 +24,14 @@ from mixplane.errors import ConfigError
 from mixplane.load.audio.batch import ClipDecoder, Features, audio_bytes, pad_clips
 from mixplane.load.audio.clips import clip_frames, sample_weights
 from mixplane.load.audio.options import LoaderOptions
-from mixplane.load.audio.plan import Batching, Window, check_budget, plan_window
-from mixplane.load.audio.state import AudioCursor, AudioState
+from mixplane.load.audio.plan import Batching, History, Window, check_budget, plan_window
+from mixplane.load.audio.state import (
+    AudioCursor,
+    AudioState,
+    advanced,
+    carried_over,
+    epoch_steps,
+)
 from mixplane.load.channel import WorkerChannel
 from mixplane.load.images.batch import CaptionTokenizer
 from mixplane.load.images.dataset import caption_of
@@ -212,16 +218,19 @@ class AudioTextDataset(MediaSamples):
             lengths[mine] = self.frames[c][members[mine]]
         return lengths
 
-    def window(self, epoch: int, start: int, history: tuple = ()) -> Window:
+    def window(self, epoch: int, start: int, history: History = ()) -> Window:
         """The window of `epoch` at position `start` as this layout reads it (a few kept)."""
-        key = (epoch, start, history)
+        return self._plan(epoch, start, history, self.batching)
+
+    def _plan(self, epoch: int, start: int, history: History, batching: Batching) -> Window:
+        key = (epoch, start, history, batching)
         found = self._windows.get(key)
         if found is None:
             found = plan_window(
                 epoch,
                 start,
                 history,
-                self.batching,
+                batching,
                 self.epoch_length,
                 lambda positions: self.lengths_of(epoch, positions),
                 self.spec.seed,
@@ -289,14 +298,10 @@ class AudioTextDataset(MediaSamples):
     ) -> Iterator[tuple[Window, int]]:
         """This rank's (window, step) from `cursor` to the end of its epoch; batch j of them
         goes to DataLoader worker j mod `workers`."""
-        start, step, history, j = cursor.start, cursor.step, cursor.history, 0
-        while history or self.epoch_length - start >= self.batching.unit:
-            window = self.window(cursor.epoch, start, history)
-            for s in range(step, window.steps):
-                if j % workers == worker:
-                    yield window, s
-                j += 1
-            start, step, history = window.end, 0, ()
+        steps = epoch_steps(cursor, self.batching, self.epoch_length, self._plan)
+        for j, found in enumerate(steps):
+            if j % workers == worker:
+                yield found
 
     def _batch(self, window: Window, step: int) -> dict[str, Any]:
         first = window.epoch * self.epoch_length
@@ -330,17 +335,8 @@ class AudioTextDataset(MediaSamples):
 
     def _advance(self, window: Window, step: int) -> None:
         """Received `step` of `window`: the next step, window, or epoch."""
-        if step + 1 < window.steps:
-            self.cursor = AudioCursor(window.epoch, window.start, step + 1, self.cursor.history)
-        else:
-            self.cursor = self._next_window(window)
-
-    def _next_window(self, window: Window) -> AudioCursor:
-        """The cursor after the whole of `window`: the next window with a step for this
-        layout, else the next epoch."""
-        if self.epoch_length - window.end >= self.batching.unit:
-            return AudioCursor(window.epoch, window.end)
-        return AudioCursor(window.epoch + 1)
+        cursor = AudioCursor(window.epoch, window.start, step, self.cursor.history)
+        self.cursor = advanced(cursor, window, self.batching, self.epoch_length)
 
     # -- DataLoader workers (see audio.torch) --------------------------------------------------
 
@@ -401,41 +397,10 @@ class AudioTextDataset(MediaSamples):
                 f"another sample_rate or max_seconds (state {loaded.fingerprint}, this loader "
                 f"{self.fingerprint}); resume with the same ones"
             )
-        self.cursor = self._continue(loaded)
+        self.cursor = carried_over(loaded, self.batching, self.epoch_length, self._plan)
         self.generation += 1
         if self.channel is not None:
             self.channel.clear_untracked()
-
-    def _continue(self, loaded: AudioState) -> AudioCursor:
-        """This layout's cursor for a state saved by `loaded.batching` (see `audio.state`)."""
-        cursor = loaded.cursor
-        if loaded.batching == self.batching:
-            return cursor
-        if cursor.step == 0 and not cursor.history:
-            if self.epoch_length - cursor.start < self.batching.unit:
-                return AudioCursor(cursor.epoch + 1)
-            return AudioCursor(cursor.epoch, cursor.start)
-        saved = plan_window(
-            cursor.epoch,
-            cursor.start,
-            cursor.history,
-            loaded.batching,
-            self.epoch_length,
-            lambda positions: self.lengths_of(cursor.epoch, positions),
-            self.spec.seed,
-        )
-        if not cursor.history:
-            left = np.setdiff1d(np.arange(cursor.start, saved.end), saved.taken(cursor.step))
-            if len(left) == 0 or int(left[-1]) - int(left[0]) + 1 == len(left):
-                # The clips received are the window's first ones: a clean cut.
-                start = int(left[0]) if len(left) else saved.end
-                if self.epoch_length - start < self.batching.unit:
-                    return AudioCursor(cursor.epoch + 1)
-                return AudioCursor(cursor.epoch, start)
-        history = (*cursor.history, (loaded.batching, cursor.step))
-        moved = AudioCursor(cursor.epoch, cursor.start, 0, history)
-        rest = self.window(moved.epoch, moved.start, history)
-        return moved if rest.steps else self._next_window(rest)
 
     def __repr__(self) -> str:
         c = self.cursor

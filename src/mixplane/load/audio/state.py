@@ -20,12 +20,17 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from mixplane.errors import ConfigError
-from mixplane.load.audio.plan import Batching, History
+from mixplane.load.audio.plan import Batching, History, Window
+
+# (epoch, start, history, layout) -> that window as the layout reads it (`plan_window`).
+Planner = Callable[[int, int, History, Batching], Window]
 
 STATE_FORMAT = "mixplane-audio-loader"
 STATE_VERSION = 1
@@ -86,3 +91,55 @@ class AudioState:
         ):
             raise ConfigError(f"audio loader state has a negative position or size: {data}")
         return state
+
+
+def epoch_steps(
+    cursor: AudioCursor, batching: Batching, length: int, plan: Planner
+) -> Iterator[tuple[Window, int]]:
+    """Every (window, step) from `cursor` to the end of its epoch of `length` positions."""
+    start, step, history = cursor.start, cursor.step, cursor.history
+    while history or length - start >= batching.unit:
+        window = plan(cursor.epoch, start, history, batching)
+        for s in range(step, window.steps):
+            yield window, s
+        start, step, history = window.end, 0, ()
+
+
+def after_window(window: Window, batching: Batching, length: int) -> AudioCursor:
+    """The cursor after the whole of `window`: the next window holding a step of
+    `batching`, else the next epoch."""
+    if length - window.end >= batching.unit:
+        return AudioCursor(window.epoch, window.end)
+    return AudioCursor(window.epoch + 1)
+
+
+def advanced(cursor: AudioCursor, window: Window, batching: Batching, length: int) -> AudioCursor:
+    """The cursor after step `cursor.step` of `window` was received."""
+    if cursor.step + 1 < window.steps:
+        return AudioCursor(window.epoch, window.start, cursor.step + 1, cursor.history)
+    return after_window(window, batching, length)
+
+
+def carried_over(loaded: AudioState, batching: Batching, length: int, plan: Planner) -> AudioCursor:
+    """`batching`'s cursor for a state saved by another layout (see the module's note)."""
+    cursor, saved = loaded.cursor, loaded.batching
+    if saved == batching:
+        return cursor
+    if cursor.step == 0 and not cursor.history:
+        if length - cursor.start < batching.unit:
+            return AudioCursor(cursor.epoch + 1)
+        return AudioCursor(cursor.epoch, cursor.start)
+    window = plan(cursor.epoch, cursor.start, cursor.history, saved)
+    if not cursor.history:
+        left = np.setdiff1d(np.arange(cursor.start, window.end), window.taken(cursor.step))
+        if len(left) == 0 or int(left[-1]) - int(left[0]) + 1 == len(left):
+            # The clips received are the window's first ones: a clean cut.
+            start = int(left[0]) if len(left) else window.end
+            if length - start < batching.unit:
+                return AudioCursor(cursor.epoch + 1)
+            return AudioCursor(cursor.epoch, start)
+    history = (*cursor.history, (saved, cursor.step))
+    rest = plan(cursor.epoch, cursor.start, history, batching)
+    if rest.steps:
+        return AudioCursor(cursor.epoch, cursor.start, 0, history)
+    return after_window(rest, batching, length)
