@@ -14,11 +14,15 @@ import numpy as np
 import pytest
 import soundfile
 import soxr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mixplane.catalog import Catalog
 from mixplane.document import Document
 from mixplane.errors import ConfigError, InputError
 from mixplane.load.audio import AudioTextDataset, BadAudioError
+from mixplane.load.audio.plan import Batching, plan_window
+from mixplane.load.audio.state import AudioCursor, AudioState, advanced, carried_over, epoch_steps
 from mixplane.load.audio.synthetic import write_audio_catalog, write_audio_dataset
 from mixplane.load.audio.torch import audio_text_loader
 from mixplane.load.images.synthetic import write_image_dataset
@@ -79,6 +83,60 @@ def same(got: list[dict], want: list[dict]) -> None:
         for key in ("index", "component", "lengths", "audio", "attention_mask"):
             assert np.asarray(a[key]).tobytes() == np.asarray(b[key]).tobytes(), key
         assert list(a["text"]) == list(b["text"])
+
+
+# -- the plan and its resume rules (pure) -------------------------------------------------------
+
+layouts = st.builds(
+    Batching,
+    world_size=st.integers(1, 4),
+    batch_size=st.one_of(st.none(), st.integers(1, 3)),
+    budget=st.integers(50, 160),
+    window=st.integers(4, 40),
+).map(lambda b: b if b.batch_size is None else Batching(b.world_size, b.batch_size, None, b.window))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 50), min_size=1, max_size=120),
+    chain=st.lists(st.tuples(layouts, st.integers(0, 8)), min_size=1, max_size=3),
+    seed=st.integers(0, 1000),
+)
+def test_an_epoch_read_by_changing_layouts_repeats_nothing(lengths, chain, seed):
+    """Each layout reads some steps, saves, and the next one carries the state over: no clip
+    is received twice, every batch keeps its budget and gives every rank one batch a step,
+    and each layout leaves out fewer clips than its unit (the cut window's, the epoch's end).
+    """
+    lengths = np.array(lengths)
+    n = len(lengths)
+
+    def plan(epoch, start, history, batching):
+        return plan_window(epoch, start, history, batching, n, lambda p: lengths[p], seed)
+
+    cursor, received, previous = AudioCursor(), [], None
+    for number, (layout, take) in enumerate(chain):
+        if previous is not None:
+            cursor = carried_over(AudioState("f", cursor, previous), layout, n, plan)
+        last = number == len(chain) - 1
+        for k, (window, step) in enumerate(epoch_steps(cursor, layout, n, plan)):
+            if k == take and not last:
+                break
+            assert len(window.batches) % layout.world_size == 0
+            for rank in range(layout.world_size):
+                batch = window.batch(step, rank)
+                if layout.budget is not None:
+                    assert len(batch) * lengths[batch].max() <= layout.budget
+                else:
+                    assert len(batch) == layout.batch_size
+                received += batch.tolist()
+            at = AudioCursor(window.epoch, window.start, step, cursor.history)
+            cursor = advanced(at, window, layout, n)
+        previous = layout
+        if cursor.epoch:
+            break
+    assert len(received) == len(set(received))
+    used = [layout for layout, _ in chain[: number + 1]]
+    assert n - len(received) <= sum(layout.unit - 1 for layout in used)
 
 
 def test_two_ranks_get_every_clip_once_in_equal_batches_within_budget(catalog):
