@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.errors import InputError
+from mixplane.load.images.samples import media_member
 from mixplane.media import AUDIO_EXTENSIONS
 
 # A batch's audio (B, T) and lengths (B,) -> arrays to add to the batch (e.g. log-mel features).
@@ -66,12 +67,7 @@ class ClipDecoder:
 
 def audio_bytes(record: Mapping[str, Any], where: str) -> bytes:
     """The sample's audio member (the first audio extension present)."""
-    for ext in AUDIO_EXTENSIONS:
-        data = record.get(ext)
-        if data is not None:
-            return bytes(data)
-    members = sorted(k for k in record if not k.startswith("__"))
-    raise BadAudioError(f"{where}: no audio member (members: {members})")
+    return media_member(record, AUDIO_EXTENSIONS, "audio", where, BadAudioError)
 
 
 def pad_clips(

@@ -32,7 +32,7 @@ from mixplane.load.audio.state import (
     carried_over,
     epoch_steps,
 )
-from mixplane.load.channel import WorkerChannel
+from mixplane.load.channel import WorkerChannel, check_generation, check_pass, check_tracked
 from mixplane.load.images.batch import CaptionTokenizer
 from mixplane.load.images.dataset import caption_of
 from mixplane.load.images.plan import EpochPlan
@@ -317,11 +317,7 @@ class AudioTextDataset(MediaSamples):
             self.forecast()
         for window, step in self._steps(self.cursor, 1, 0):
             batch = self._batch(window, step)
-            if generation != self.generation or number != self._passes:
-                raise ConfigError(
-                    "this iteration was overtaken by load_state_dict or a newer iteration of "
-                    "the same dataset; start a new one (iter(dataset))"
-                )
+            check_pass(number, self._passes, generation, self.generation)
             self._advance(window, step)
             yield batch
 
@@ -357,11 +353,7 @@ class AudioTextDataset(MediaSamples):
     def received(self, first: int, count: int, generation: int) -> None:
         """In the training process: the loop received the batch of `count` clips whose
         first global position is `first`; it must be the next one."""
-        if generation != self.generation:
-            raise ConfigError(
-                "a loader state was loaded while this loader was being iterated; start a new "
-                "pass (iter(loader)) after load_state_dict"
-            )
+        check_generation(generation, self.generation)
         cursor = self.cursor
         window = self.window(cursor.epoch, cursor.start, cursor.history)
         expected = window.batch(cursor.step, self.layout.rank) if window.steps else None
@@ -378,12 +370,7 @@ class AudioTextDataset(MediaSamples):
 
     def state_dict(self) -> dict[str, Any]:
         """What the training loop has received: a small dict to save with a checkpoint."""
-        if self.channel is not None and self.channel.untracked_workers():
-            raise ConfigError(
-                "this dataset was read by DataLoader workers through a loader that does not "
-                "follow what the training loop received, so its position here is stale; build "
-                "the loader with audio_text_loader(dataset, num_workers=...)"
-            )
+        check_tracked(self.channel, "audio_text_loader(dataset, num_workers=...)")
         self.checkpointed()
         return AudioState(self.fingerprint, self.cursor, self.batching).to_dict()
 

@@ -13,7 +13,8 @@ past its last global batch).
 opened by a layout and may have been read by others since (elastic resume, `AudioState`):
 `history` lists each earlier layout with the steps it took of the window. The window's
 remaining clips (those no earlier layout's steps took) are batched anew by the next layout,
-cut to whole units of it (fewer than `unit` clips left out of the epoch).
+cut to whole units of it (the last layout leaves fewer than its `unit` clips of the window
+out of the epoch).
 
 Example:
     >>> batching = Batching(world_size=2, batch_size=None, budget=100, window=8)
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from mixplane.load.plan import buckets
 from mixplane.load.plan.buckets import bucket_batches, fixed_batches, padded
 from mixplane.load.plan.packing import stable_key
 
@@ -83,25 +85,17 @@ class Batching:
 
 
 @dataclass(frozen=True)
-class Window:
-    """The window starting at epoch position `start` (the next starts at `end`), as the
-    current layout reads it: `positions` its clips still to batch, `batches` indices into
-    them in step order (batch s x world_size + r is rank r's of step s)."""
+class Window(buckets.Window):
+    """The window of `epoch` starting at position `number` (`start`; the next starts at
+    `end`), as the current layout reads it: `positions` its clips still to batch, `batches`
+    indices into them in step order (batch s x world_size + r is rank r's of step s)."""
 
-    epoch: int
-    start: int
-    end: int
-    positions: np.ndarray
-    batches: list[np.ndarray]
-    world_size: int
+    epoch: int = 0
+    end: int = 0
 
     @property
-    def steps(self) -> int:
-        return len(self.batches) // self.world_size
-
-    def batch(self, step: int, rank: int) -> np.ndarray:
-        """Epoch positions of rank `rank`'s batch of step `step`."""
-        return self.positions[self.batches[step * self.world_size + rank]]
+    def start(self) -> int:
+        return self.number
 
     def taken(self, steps: int) -> np.ndarray:
         """Epoch positions of the batches of the first `steps` steps (every rank's)."""
@@ -126,21 +120,16 @@ def plan_window(
     `batching`."""
     opener = history[0][0] if history else batching
     end = min(start + opener.window_size, length)
-    positions = np.arange(start, max(start, end), dtype=np.int64)
+    left = np.arange(start, max(start, end), dtype=np.int64)  # not taken by a step yet
     layouts = [*history, (batching, None)]
     for depth, (layout, steps) in enumerate(layouts):
-        positions = positions[: len(positions) // layout.unit * layout.unit]
+        positions = left[: len(left) // layout.unit * layout.unit]
         window_seed = [seed, stable_key("audio-bucketing"), epoch, start, depth]
-        window = Window(
-            epoch,
-            start,
-            end,
-            positions,
-            layout.cut(lengths(positions), window_seed),
-            layout.world_size,
-        )
+        found = lengths(positions)
+        batches = layout.cut(found, window_seed)
+        window = Window(start, positions, found, batches, layout.world_size, epoch, end)
         if steps is not None:
-            positions = np.setdiff1d(positions, window.taken(steps), assume_unique=True)
+            left = np.setdiff1d(left, window.taken(steps), assume_unique=True)
     return window
 
 

@@ -132,7 +132,7 @@ def carried_over(loaded: AudioState, batching: Batching, length: int, plan: Plan
     window = plan(cursor.epoch, cursor.start, cursor.history, saved)
     if not cursor.history:
         left = np.setdiff1d(np.arange(cursor.start, window.end), window.taken(cursor.step))
-        if len(left) == 0 or int(left[-1]) - int(left[0]) + 1 == len(left):
+        if len(left) == 0 or int(left[0]) + len(left) == window.end:
             # The clips received are the window's first ones: a clean cut.
             start = int(left[0]) if len(left) else window.end
             if length - start < batching.unit:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.document import Document
+from mixplane.load.images.synthetic import write_catalog
 from mixplane.manifest import write_manifest
 from mixplane.store.audio import AudioShardWriter
 
@@ -91,12 +92,4 @@ def write_audio_catalog(folder: str, datasets: dict[str, dict[str, Any]]) -> str
     """Write each dataset (`write_audio_dataset` options, `source` defaulting to its name)
     under `folder/NAME` and register it in `folder/catalog.duckdb`; returns the catalog path.
     """
-    from mixplane.catalog import Catalog
-
-    path = os.path.join(folder, "catalog.duckdb")
-    catalog = Catalog(path)
-    for name, options in datasets.items():
-        target = os.path.join(folder, name)
-        write_audio_dataset(target, **({"source": name} | options))
-        catalog.register(target, name)
-    return path
+    return write_catalog(folder, datasets, write_audio_dataset)

@@ -20,7 +20,7 @@ import numpy as np
 import orjson
 
 from mixplane.errors import ConfigError
-from mixplane.load.channel import WorkerChannel
+from mixplane.load.channel import WorkerChannel, check_generation, check_pass, check_tracked
 from mixplane.load.images.batch import (
     CLIP_MEAN,
     CLIP_STD,
@@ -30,7 +30,7 @@ from mixplane.load.images.batch import (
 )
 from mixplane.load.images.plan import EpochPlan
 from mixplane.load.images.resolve import ResolvedImages
-from mixplane.load.images.samples import MediaSamples, open_samples
+from mixplane.load.images.samples import MediaSamples, media_member, open_samples
 from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.state import LoaderState
 from mixplane.media import IMAGE_EXTENSIONS
@@ -213,11 +213,7 @@ class ImageTextDataset(MediaSamples):
             self.forecast()
         for batch in range(layout.whole_batches(start, self.epoch_length)):
             read = self.read(epoch * self.epoch_length + layout.batch_positions(start, batch))
-            if generation != self.generation or number != self._passes:
-                raise ConfigError(
-                    "this iteration was overtaken by load_state_dict or a newer iteration of "
-                    "the same dataset; start a new one (iter(dataset))"
-                )
+            check_pass(number, self._passes, generation, self.generation)
             self._advance(start + (batch + 1) * layout.global_batch)
             yield read
 
@@ -262,11 +258,7 @@ class ImageTextDataset(MediaSamples):
     def received(self, first: int, count: int, generation: int) -> None:
         """In the training process: the loop received the batch of `count` samples whose
         first global position is `first`; it must be the next one."""
-        if generation != self.generation:
-            raise ConfigError(
-                "a loader state was loaded while this loader was being iterated; start a new "
-                "pass (iter(loader)) after load_state_dict"
-            )
+        check_generation(generation, self.generation)
         layout = self.layout
         expected = self.epoch * self.epoch_length + self.position + layout.rank
         if first != expected or count != layout.block:
@@ -282,12 +274,7 @@ class ImageTextDataset(MediaSamples):
     def state_dict(self) -> dict[str, Any]:
         """What the training loop has received: a small dict to save with a checkpoint (the
         text loader's `LoaderState`, counting epoch x epoch_length + position)."""
-        if self.channel is not None and self.channel.untracked_workers():
-            raise ConfigError(
-                "this dataset was read by DataLoader workers through a loader that does not "
-                "follow what the training loop received, so its position here is stale; build "
-                "the loader with image_text_loader(dataset, num_workers=...)"
-            )
+        check_tracked(self.channel, "image_text_loader(dataset, num_workers=...)")
         self.checkpointed()
         return LoaderState(self.fingerprint, self._trail_position()[0]).to_dict()
 
@@ -315,12 +302,7 @@ class ImageTextDataset(MediaSamples):
 
 def image_bytes(record: Mapping[str, Any], where: str) -> bytes:
     """The sample's image member (the first image extension present)."""
-    for ext in IMAGE_EXTENSIONS:
-        data = record.get(ext)
-        if data is not None:
-            return bytes(data)
-    members = sorted(k for k in record if not k.startswith("__"))
-    raise BadImageError(f"{where}: no image member (members: {members})")
+    return media_member(record, IMAGE_EXTENSIONS, "image", where, BadImageError)
 
 
 def caption_of(record: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +208,25 @@ class MediaSamples(RecordsRun):
             f"dataset {self.resolved.shard_dataset[shard]}, shard {uri}/{stem}, "
             f"sample {sample}{named}"
         )
+
+
+def media_member(
+    record: Mapping[str, Any],
+    extensions: Sequence[str],
+    media: str,
+    where: str,
+    error: type[Exception],
+) -> bytes:
+    """A stored sample's `media` (image or audio): its member of the first of `extensions`
+    present, else `error` naming the sample and the members it has.
+
+    Example:
+        >>> media_member({"png": b"x", "txt": b"a"}, ("jpg", "png"), "image", "s", ValueError)
+        b'x'
+    """
+    for ext in extensions:
+        data = record.get(ext)
+        if data is not None:
+            return bytes(data)
+    members = sorted(k for k in record if not k.startswith("__"))
+    raise error(f"{where}: no {media} member (members: {members})")
