@@ -305,6 +305,21 @@ def test_loader_options_audit_and_run_id_take_an_audio_mixture(catalog):
     assert data.spec.audit is False and data.trail is None
 
 
+def test_the_run_is_recorded_in_the_catalogs_audit_trail(catalog):
+    from mixplane.catalog.audit import runs
+
+    data = dataset(spec(catalog, run_id="tones-audit"), 0, 2, batch_size=4)
+    stream = iter(data)
+    next(stream), next(stream)
+    state = data.state_dict()
+    data.close()
+    (recorded,) = [r for r in runs(catalog) if r.run == "tones-audit"]
+    assert [event.event for event in recorded.events] == ["start", "progress", "stop"]
+    assert recorded.events[0].details["kind"] == "audio_text"
+    assert recorded.datasets == ("long@1", "short@1")
+    assert recorded.consumed == 16 and state["step"] == 2  # two steps of 2 ranks x 4 clips
+
+
 def test_audio_shards_named_directly(catalog, tmp_path):
     folder = os.path.join(os.path.dirname(catalog), "long")
     data = AudioTextDataset(folder, batch_seconds=SECONDS, sample_rate=RATE, seed=5)

@@ -5,7 +5,7 @@ A clip's length is counted in frames at the loader's `sample_rate`: the stored `
 the clip is at that rate, else what resampling gives (soxr returns round(frames x rate /
 stored rate)), else `duration` x rate when no frame count was recorded; cut to `max_frames`.
 Only the columns `frames`, `sample_rate` and `duration` of each shard's `.meta.parquet` are
-read.
+read, a few shards at a time.
 
 Weights over seconds: a component's share of seconds `s_c` with clips of mean length `m_c`
 seconds is a share of clips `w_c ∝ s_c / m_c` (normalized): an epoch of N positions then
@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from mixplane.io.urls import url_filesystem
 from mixplane.store.images.format import META
 
 COLUMNS = ("frames", "sample_rate", "duration")
+READERS = 8  # shards' metadata read at once
 
 
 def resampled_frames(frames: np.ndarray, rates: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -92,8 +94,14 @@ def clip_frames(
 ) -> list[np.ndarray]:
     """Per component, each selected clip's length at `sample_rate` (components select
     `sample[c]` of shards `shard[c]`, numbers into `shards`)."""
-    used = np.unique(np.concatenate([np.asarray(s, np.int64) for s in shard] or [[]]))
-    per_shard = {int(n): shard_frames(*shards[int(n)], sample_rate, storage_options) for n in used}
+    used = np.unique(np.concatenate([np.asarray(s, np.int64) for s in shard] or [[]])).tolist()
+
+    def read(number: int) -> np.ndarray:
+        return shard_frames(*shards[number], sample_rate, storage_options)
+
+    # A few at a time: on object storage each read is a round trip.
+    with ThreadPoolExecutor(READERS) as pool:
+        per_shard = dict(zip(used, pool.map(read, used), strict=True))
     offsets = np.zeros(len(shards) + 1, dtype=np.int64)
     for n, frames in per_shard.items():
         offsets[n + 1] = len(frames)
