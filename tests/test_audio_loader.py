@@ -351,6 +351,7 @@ def test_audio_shards_named_directly(catalog, tmp_path):
         ({"batch_size": 8, "max_seconds": float("inf")}, "max_seconds must be a finite"),
         ({"batch_size": 8, "features": "mfcc"}, "features must be 'waveform', 'log_mel' or"),
         ({"batch_seconds": 0.001, "pad_multiple": 64}, "less than pad_multiple=64"),
+        ({"batch_size": 8, "rank": 2, "world_size": 2}, r"rank must be in \[0, world_size\)"),
     ],
 )
 def test_bad_options_are_refused_by_name(catalog, options, message):

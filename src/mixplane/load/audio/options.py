@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,13 +23,13 @@ from mixplane.load.audio.batch import Features
 
 
 def _whole(name: str, value: Any, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
         raise ConfigError(f"{name} must be a whole number >= {least}, got {value!r}")
     return int(value)
 
 
 def _seconds(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
     if not math.isfinite(value):
         raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
