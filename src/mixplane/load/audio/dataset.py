@@ -112,12 +112,10 @@ class AudioTextDataset(MediaSamples):
         )
         self.options = options
         self.layout = Layout(rank, world_size)
-        if resolved is None:
-            resolved, spec = open_samples(
-                mixture, catalog, seed, storage_options, audit, run_id, "audio_text"
-            )
-        else:
-            spec = None  # a mixture over the catalog, whose trail records this rank
+        # The spec of a mixture over the catalog, whose trail records this rank, else None.
+        resolved, spec = open_samples(
+            mixture, catalog, seed, storage_options, audit, run_id, "audio_text", resolved
+        )
         self.resolved = resolved
         self.spec = resolved.spec
         self.frames = clip_frames(

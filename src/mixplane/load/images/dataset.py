@@ -105,12 +105,10 @@ class ImageTextDataset(MediaSamples):
         audit: bool | None = None,
         run_id: str | None = None,
     ):
-        if resolved is None:
-            resolved, spec = open_samples(
-                mixture, catalog, seed, storage_options, audit, run_id, "image_text"
-            )
-        else:
-            spec = None  # a mixture over the catalog, whose trail records this rank
+        # The spec of a mixture over the catalog, whose trail records this rank, else None.
+        resolved, spec = open_samples(
+            mixture, catalog, seed, storage_options, audit, run_id, "image_text", resolved
+        )
         self.resolved = resolved
         self.spec = self.resolved.spec
         self.plan = EpochPlan(

@@ -51,9 +51,13 @@ def open_samples(
     audit: bool | None,
     run_id: str | None,
     kind: str,
+    resolved: ResolvedImages | None = None,
 ) -> tuple[ResolvedImages, MixtureSpec | None]:
-    """The samples of `mixture` (a spec over the catalog, or `kind` shards named directly)
-    and the spec whose trail records the run (None for shards named directly)."""
+    """The samples of `mixture` (a spec over the catalog, or `kind` shards named directly;
+    or `resolved` when given) and the spec whose trail records the run (None for shards
+    named directly or samples given resolved)."""
+    if resolved is not None:
+        return resolved, None
     if is_shards(mixture):
         if catalog is not None:
             raise ConfigError(f"give {kind.split('_')[0]} shards or a catalog, not both")
