@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import soundfile
 import soxr
+import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -214,6 +215,11 @@ def test_fixed_batch_size_a_tokenizer_and_a_features_hook(catalog):
     assert batch["text_mask"].sum(axis=1).tolist() == [len(t.split()) for t in batch["text"]]
     assert seen[0] == (batch["audio"].shape, batch["lengths"].tolist())
     assert np.allclose(batch["energy"], (batch["audio"] ** 2).sum(axis=1) / batch["lengths"])
+    # Without workers, the PyTorch loader hands out the same batch as tensors and strings.
+    data.load_state_dict(data.state_dict() | {"epoch": 0})
+    first = next(iter(audio_text_loader(data)))
+    assert first["audio"].numpy().tobytes() == batch["audio"].tobytes()
+    assert first["text"] == batch["text"] and first["input_ids"].dtype == torch.int64
 
 
 def test_weigh_by_seconds_realizes_the_shares_of_seconds(catalog):
