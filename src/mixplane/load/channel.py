@@ -26,6 +26,8 @@ import uuid
 import weakref
 from typing import Any
 
+from mixplane.errors import ConfigError
+
 
 def _remove(paths: tuple[str, ...], owner: int) -> None:
     if os.getpid() != owner:
@@ -97,3 +99,32 @@ class WorkerChannel:
     def clear_untracked(self) -> None:
         if os.path.exists(self.untracked_path):
             os.remove(self.untracked_path)
+
+
+def check_tracked(channel: WorkerChannel | None, builder: str) -> None:
+    """Refuse to say where the loop is when DataLoader workers read the stream through a
+    loader that does not follow it; `builder` names the call that builds one that does."""
+    if channel is not None and channel.untracked_workers():
+        raise ConfigError(
+            "this dataset was read by DataLoader workers through a loader that does not "
+            "follow what the training loop received, so its position here is stale; build "
+            f"the loader with {builder}"
+        )
+
+
+def check_generation(generation: int, current: int) -> None:
+    """Refuse a batch of a DataLoader pass begun before the last `load_state_dict`."""
+    if generation != current:
+        raise ConfigError(
+            "a loader state was loaded while this loader was being iterated; start a new "
+            "pass (iter(loader)) after load_state_dict"
+        )
+
+
+def check_pass(number: int, passes: int, generation: int, current: int) -> None:
+    """Refuse to continue an iteration that a newer one or `load_state_dict` replaced."""
+    if generation != current or number != passes:
+        raise ConfigError(
+            "this iteration was overtaken by load_state_dict or a newer iteration of the "
+            "same dataset; start a new one (iter(dataset))"
+        )

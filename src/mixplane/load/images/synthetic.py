@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -109,13 +110,21 @@ def write_image_catalog(folder: str, datasets: dict[str, dict[str, Any]]) -> str
     """Write each dataset (`write_image_dataset` options, `source` defaulting to its name)
     under `folder/NAME` and register it in `folder/catalog.duckdb`; returns the catalog path.
     """
+    return write_catalog(folder, datasets, write_image_dataset)
+
+
+def write_catalog(
+    folder: str, datasets: dict[str, dict[str, Any]], write: Callable[..., str]
+) -> str:
+    """Write each dataset with `write(target, source=NAME, **options)` under `folder/NAME`
+    and register it in `folder/catalog.duckdb`; returns the catalog path."""
     from mixplane.catalog import Catalog
 
     path = os.path.join(folder, "catalog.duckdb")
     catalog = Catalog(path)
     for name, options in datasets.items():
         target = os.path.join(folder, name)
-        write_image_dataset(target, **({"source": name} | options))
+        write(target, **({"source": name} | options))
         catalog.register(target, name)
     return path
 
