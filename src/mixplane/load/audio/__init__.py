@@ -1,0 +1,1 @@
+"""Loading audio-text mixtures."""
