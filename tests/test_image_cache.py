@@ -212,9 +212,9 @@ def test_shards_named_directly_are_read_in_place_uncached(stores, s3_server, tmp
 
 
 def test_a_dropped_reader_lets_its_shard_go(stores, s3_server, tmp_path, monkeypatch):
-    from mixplane.load.images import dataset as dataset_module
+    from mixplane.load.images import samples as samples_module
 
-    monkeypatch.setattr(dataset_module, "READERS_KEPT", 2)
+    monkeypatch.setattr(samples_module, "READERS_KEPT", 2)
     data = dataset(remote(stores, tmp_path / "cache", s3_server))
     got = list(data)
     same(got, stores["expected"])

@@ -172,7 +172,9 @@ def with_options(spec: MixtureSpec, audit: bool | None, run_id: str | None) -> M
     }
     if not update:
         return spec
-    return MixtureSpec.parse({**spec.model_dump(mode="json"), **update}, where="loader options")
+    # Only the fields the spec set: a media mixture refuses the text fields' defaults.
+    fields = spec.model_dump(mode="json", exclude_unset=True)
+    return MixtureSpec.parse({**fields, **update}, where="loader options")
 
 
 class RunTrail:

@@ -132,12 +132,18 @@ class CaptionTokenizer:
         self.pad_id = int(pad_id)
 
     def __call__(self, captions: Sequence[str]) -> np.ndarray:
+        return self.encode(captions)[0]
+
+    def encode(self, captions: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The padded ids and their mask (True over tokens, False over padding)."""
         if hasattr(self.tokenizer, "encode_batch"):
             ids = [e.ids for e in self.tokenizer.encode_batch(list(captions))]
         else:
             ids = [self.tokenizer(caption) for caption in captions]
         out = np.full((len(captions), self.context_length), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(captions), self.context_length), dtype=bool)
         for row, tokens in enumerate(ids):
             tokens = list(tokens)[: self.context_length]
             out[row, : len(tokens)] = tokens
-        return out
+            mask[row, : len(tokens)] = True
+        return out, mask

@@ -12,8 +12,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,23 +28,16 @@ from mixplane.load.images.batch import (
     CaptionTokenizer,
     ImagePreprocess,
 )
-from mixplane.load.images.files import ImageShardFiles
 from mixplane.load.images.plan import EpochPlan
-from mixplane.load.images.resolve import ResolvedImages, resolve_images
-from mixplane.load.images.shards import is_shards, resolve_shards
+from mixplane.load.images.resolve import ResolvedImages
+from mixplane.load.images.samples import MediaSamples, open_samples
 from mixplane.load.plan.partition import Layout
 from mixplane.load.plan.state import LoaderState
-from mixplane.load.remote.shard_cache import cache_limit
-from mixplane.load.trail import RecordsRun, with_options
 from mixplane.media import IMAGE_EXTENSIONS
-from mixplane.mix.spec import MixtureSpec, load_mixture
-from mixplane.store.images import ImageShardReader
-
-FORECAST_POSITIONS = 1 << 16  # positions whose shards are ordered by first use; then the rest
-READERS_KEPT = 256  # open shard readers per process (each may hold a file descriptor)
+from mixplane.mix.spec import MixtureSpec
 
 
-class ImageTextDataset(RecordsRun):
+class ImageTextDataset(MediaSamples):
     """The image-text mixture's batches as seen by `rank` of `world_size`, from where it was
     left.
 
@@ -114,24 +105,12 @@ class ImageTextDataset(RecordsRun):
         audit: bool | None = None,
         run_id: str | None = None,
     ):
-        spec = None  # a mixture over the catalog, whose trail records this rank
-        if resolved is None and is_shards(mixture):
-            if catalog is not None:
-                raise ConfigError("give image shards or a catalog, not both")
-            resolved = resolve_shards(mixture, seed or 0, storage_options)  # type: ignore[arg-type]
-        elif resolved is None:
-            if seed is not None or storage_options is not None:
-                raise ConfigError(
-                    "seed and storage_options are for image shards given directly; a mixture "
-                    "spec sets its own seed and storage_options"
-                )
-            spec = with_options(load_mixture(mixture), audit, run_id)  # type: ignore[arg-type]
-            if spec.kind == "audio_text":
-                raise ConfigError(
-                    "this is an audio-text mixture (kind: audio_text): read it with "
-                    "mixplane.load.audio.AudioTextDataset"
-                )
-            resolved = resolve_images(spec, catalog)
+        if resolved is None:
+            resolved, spec = open_samples(
+                mixture, catalog, seed, storage_options, audit, run_id, "image_text"
+            )
+        else:
+            spec = None  # a mixture over the catalog, whose trail records this rank
         self.resolved = resolved
         self.spec = self.resolved.spec
         self.plan = EpochPlan(
@@ -155,16 +134,7 @@ class ImageTextDataset(RecordsRun):
         self._passes = 0  # counts passes in this process; an older one may not continue
         # Set up by the PyTorch adapter: how this process reaches its DataLoader workers.
         self.channel: WorkerChannel | None = None
-        self.files = ImageShardFiles(
-            self.resolved.shards,
-            self.resolved.manifests,
-            self.resolved.storage_options,
-            self.spec.cache_dir,
-            cache_limit(self.spec.cache_limit),
-            ranges=self.spec.cache == "ranges",
-        )
-        self._readers: OrderedDict[int, ImageShardReader] = OrderedDict()
-        self._pid = os.getpid()
+        self._open_files()
         # This rank's entries in the catalog's audit trail (image shards given directly
         # belong to no catalog, so have none).
         if spec is not None:
@@ -175,25 +145,7 @@ class ImageTextDataset(RecordsRun):
         """For the trail: samples received, as the resume state counts them."""
         return self.epoch * self.epoch_length + self.position, {}
 
-    def __getstate__(self) -> dict[str, Any]:
-        # A copy for a DataLoader worker opens its own readers.
-        return self.__dict__ | {"_readers": OrderedDict()}
-
     # -- what the stream is ------------------------------------------------------------------
-
-    @property
-    def names(self) -> list[str]:
-        """Component names; `batch["component"]` indexes this list."""
-        return self.resolved.names
-
-    @property
-    def fingerprint(self) -> str:
-        return self.resolved.fingerprint
-
-    @property
-    def epoch_length(self) -> int:
-        """Sample positions in an epoch (the components' samples together)."""
-        return self.plan.length
 
     @property
     def batch_size(self) -> int:
@@ -208,38 +160,6 @@ class ImageTextDataset(RecordsRun):
         """Batches this rank reads in the rest of the current epoch."""
         return self.layout.whole_batches(self.position, self.epoch_length)
 
-    def sources(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`(component, shard number, sample in shard)` of global positions `index` (as in
-        `batch["index"]`); `resolved.shards[n]` is the (folder, stem) of shard number n."""
-        index = np.asarray(index, dtype=np.int64)
-        length = self.epoch_length
-        components = np.empty(index.shape, dtype=np.int64)
-        shards = np.empty(index.shape, dtype=np.int64)
-        samples = np.empty(index.shape, dtype=np.int64)
-        for epoch in np.unique(index // length).tolist():
-            mask = index // length == epoch
-            chosen, members = self.plan.lookup(epoch, index[mask] % length)
-            components[mask] = chosen
-            got_shards, got_samples = np.empty_like(members), np.empty_like(members)
-            for c in np.unique(chosen).tolist():
-                mine = chosen == c
-                got_shards[mine] = self.resolved.shard[c][members[mine]]
-                got_samples[mine] = self.resolved.sample[c][members[mine]]
-            shards[mask], samples[mask] = got_shards, got_samples
-        return components, shards, samples
-
-    def locate(self, index: int) -> dict[str, Any]:
-        """Where the sample at global position `index` is stored."""
-        components, shards, samples = self.sources(np.array([index]))
-        uri, stem = self.resolved.shards[int(shards[0])]
-        return {
-            "component": self.names[int(components[0])],
-            "dataset": self.resolved.shard_dataset[int(shards[0])],
-            "folder": uri,
-            "shard": stem,
-            "sample": int(samples[0]),
-        }
-
     # -- reading -------------------------------------------------------------------------------
 
     def read(
@@ -252,12 +172,7 @@ class ImageTextDataset(RecordsRun):
         """
         index = np.asarray(index, dtype=np.int64)
         components, shards, samples = self.sources(index)
-        records: list[dict[str, Any]] = [{}] * len(index)
-        for shard in np.unique(shards).tolist():
-            rows = np.flatnonzero(shards == shard)
-            found = self.reader(shard).samples(samples[rows].tolist())
-            for row, record in zip(rows.tolist(), found, strict=True):
-                records[row] = record
+        records = self.records(shards, samples)
         allocate = allocate or (lambda shape: np.empty(shape, dtype=np.float32))
         images: np.ndarray | None = None
         captions = []
@@ -280,58 +195,10 @@ class ImageTextDataset(RecordsRun):
         }
 
     def forecast(self) -> list[int]:
-        """Shard numbers in the order the rest of the current epoch first reads them (those
-        first read beyond the next `FORECAST_POSITIONS` positions after, by number); remote
-        shards start downloading in that order, ahead of the reads."""
+        """Shard numbers in the order the rest of the current epoch first reads them (see
+        `MediaSamples.forecast_from`)."""
         start = self.epoch * self.epoch_length + self.position
-        stop = (self.epoch + 1) * self.epoch_length
-        _, shards, _ = self.sources(np.arange(start, min(stop, start + FORECAST_POSITIONS)))
-        found, first = np.unique(shards, return_index=True)
-        soonest = found[np.argsort(first, kind="stable")].tolist()
-        listed = set(soonest)
-        order = soonest + [n for n in range(len(self.resolved.shards)) if n not in listed]
-        self.files.prefetch(order)
-        return order
-
-    def reader(self, shard: int) -> ImageShardReader:
-        """The reader of shard number `shard` (opened once per process, a few hundred kept;
-        a remote shard's cached files stay pinned while its reader is kept)."""
-        if self._pid != os.getpid():  # a forked copy shares no open files or pins
-            self._readers, self._pid = OrderedDict(), os.getpid()
-        found = self._readers.get(shard)
-        if found is None:
-            found = self.files.open(shard)
-            self._readers[shard] = found
-            while len(self._readers) > READERS_KEPT:
-                dropped, _ = self._readers.popitem(last=False)
-                self.files.release(dropped)
-        else:
-            self._readers.move_to_end(shard)
-        return found
-
-    def cache_stats(self) -> dict[str, Any]:
-        """What this process's node cache did (`ShardCache.stats`: downloads, hits, bytes,
-        retries, `peak_bytes`); empty when no shard is cached."""
-        return self.files.stats()
-
-    def close(self) -> None:
-        """Close this process's shard readers and drop their pins in the node cache (a
-        later read opens them again)."""
-        if self._pid == os.getpid():
-            for shard in list(self._readers):
-                del self._readers[shard]
-                self.files.release(shard)
-        self._readers = OrderedDict()
-        self.files.close()
-        self.stopped()
-
-    def describe(self, shard: int, sample: int, key: str | None = None) -> str:
-        uri, stem = self.resolved.shards[shard]
-        named = f" (key {key})" if key else ""
-        return (
-            f"dataset {self.resolved.shard_dataset[shard]}, shard {uri}/{stem}, "
-            f"sample {sample}{named}"
-        )
+        return self.forecast_from(start, (self.epoch + 1) * self.epoch_length)
 
     # -- iteration -----------------------------------------------------------------------------
 

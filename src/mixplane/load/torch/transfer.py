@@ -60,6 +60,9 @@ class WorkerBatch:
     def __reduce__(self):
         travelling, widths = {}, {}
         for key, array in self.arrays.items():
+            if isinstance(array, list):  # strings (an audio batch's transcripts) go as they are
+                travelling[key] = array
+                continue
             narrow = narrowest(array)
             if narrow is not None:
                 travelling[key], widths[key] = array.astype(narrow), array.dtype.str
@@ -124,5 +127,8 @@ def split_group(group: Mapping[str, torch.Tensor], rows: int) -> list[dict[str, 
 
 def as_tensors(batch: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
     """The batch's arrays as tensors over the same memory (cheaper than the DataLoader's
-    own conversion, which inspects every value)."""
-    return {key: torch.from_numpy(array) for key, array in batch.items()}
+    own conversion, which inspects every value); lists (of strings) as they are."""
+    return {
+        key: value if isinstance(value, list) else torch.from_numpy(value)
+        for key, value in batch.items()
+    }
