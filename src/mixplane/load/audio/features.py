@@ -11,20 +11,20 @@ defaults (`center=True`, `pad_mode="reflect"`, periodic Hann window, `power=2.0`
 - frames: `1 + (T + 2 * (n_fft // 2) - n_fft) // hop_length` for the batch, of which a clip
   of L samples has `1 + (L + 2 * (n_fft // 2) - n_fft) // hop_length`; frame f is centred on
   sample `f * hop_length`, and the clip is extended by `n_fft // 2` samples at each end by
-  reflection of its own samples (at its length, not at the batch's), so what follows a
-  clip in its row is never read, and its features differ from those of the clip alone only
-  by the float32 rounding of a matrix product of another shape (~1e-6). A clip
-  shorter than that reflects repeatedly (numpy's `np.pad(..., "reflect")`), where torch
-  raises;
+  reflection of its own samples (at its length, not at the batch's): what follows a clip
+  in its row is never read, and a clip's features are the same bytes whatever it is
+  batched with. A clip shorter than that reflects repeatedly (numpy's
+  `np.pad(..., "reflect")`), where torch raises;
 - window: periodic Hann of `win_length`, centred in `n_fft`;
 - power spectrum |rfft|^2 through a bank of `n_mels` triangular filters, equally spaced
   on the HTK mel scale (mel = 2595 log10(1 + hz / 700)) from `f_min` to `f_max`, not
   area-normalized;
 - natural log with a floor, so silence gives `log(floor)`, never -inf or NaN.
 
-Frames past a clip's length are False in `feature_mask` and 0.0 in `features`. It runs one
-block of rows at a time: strided frames, one `np.fft.rfft` (float64), one float32 matrix
-product with the filter bank; so the work grows with the batch's padded length.
+Frames past a clip's length are False in `feature_mask` and 0.0 in `features`, and are not
+computed: the work grows with the clips' lengths, not with the batch's padded length. Each
+clip's frames are transformed a cache-sized chunk at a time: strided frames, one
+`np.fft.rfft` (float64), one float32 matrix product with the filter bank.
 
 Example:
     >>> import numpy as np
@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# Rows are framed and transformed in blocks of at most this many frame samples (32 MB of
-# float64), so a batch of long clips never holds all its frames at once.
-_BLOCK_VALUES = 1 << 22
+# Frames are transformed this many at a time (400 KB of float64 at n_fft 400): every pass
+# over them stays in the CPU's cache, which is twice as fast as whole rows at once.
+_CHUNK_FRAMES = 128
 
 
 class LogMel:
@@ -95,24 +95,24 @@ class LogMel:
         """`{"features": float32 (B, frames, n_mels), "feature_mask": bool (B, frames)}`."""
         lengths = _checked(audio, lengths)
         rows, width = audio.shape
-        pad = self.n_fft // 2
         count = int(self.frames(width))
         valid = self.frames(lengths)
         mask = np.arange(count)[None, :] < valid[:, None]
-        out = np.empty((rows, count, self.n_mels), dtype=np.float32)
-        block = max(1, _BLOCK_VALUES // (count * self.n_fft))
-        for start in range(0, rows, block):
-            part = slice(start, min(rows, start + block))
-            extended = _reflect_extended(audio[part], lengths[part], pad)
-            windows = np.lib.stride_tricks.sliding_window_view(extended, self.n_fft, axis=1)
-            # float64 transforms: numpy's pocketfft is several times faster on them than on
-            # float32, and the power spectrum keeps its small bins exact enough to log.
-            framed = windows[:, :: self.hop_length][:, :count] * self.window
-            spectrum = np.fft.rfft(framed, axis=-1)
-            power = (np.square(spectrum.real) + np.square(spectrum.imag)).astype(np.float32)
-            mel = np.matmul(power, self.filters, out=out[part])
-            np.log(np.maximum(mel, np.float32(self.floor), out=mel), out=mel)
-        out[~mask] = 0.0
+        out = np.zeros((rows, count, self.n_mels), dtype=np.float32)
+        extended = _reflect_extended(audio, lengths, self.n_fft // 2)
+        windows = np.lib.stride_tricks.sliding_window_view(extended, self.n_fft, axis=1)
+        windows = windows[:, :: self.hop_length]
+        floor = np.float32(self.floor)
+        for row in range(rows):  # only a clip's own frames: padding costs nothing
+            for start in range(0, int(valid[row]), _CHUNK_FRAMES):
+                stop = min(int(valid[row]), start + _CHUNK_FRAMES)
+                # float64 transforms: numpy's pocketfft is several times faster on them than
+                # on float32, and the power spectrum keeps its small bins exact enough to log.
+                spectrum = np.fft.rfft(windows[row, start:stop] * self.window, axis=-1)
+                power = np.square(spectrum.real)
+                power += np.square(spectrum.imag)
+                mel = np.matmul(power.astype(np.float32), self.filters, out=out[row, start:stop])
+                np.log(np.maximum(mel, floor, out=mel), out=mel)
         return {"features": out, "feature_mask": mask}
 
     def __repr__(self) -> str:
