@@ -4,6 +4,7 @@ errors."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,3 +212,12 @@ def test_bad_parameters_raise(kwargs, message):
     with pytest.raises(ValueError) as caught:
         LogMel(**kwargs)
     assert message in str(caught.value)
+
+
+def test_the_docs_log_mel_example_runs_as_written(tmp_path, monkeypatch):
+    text = Path(__file__).parents[1].joinpath("docs", "audio.md").read_text()
+    section = text.split("### Log-mel features", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "docs/audio.md", "exec"), {})
+    assert (tmp_path / "speech" / "part-00000.tar").exists()
