@@ -221,3 +221,18 @@ def test_the_docs_log_mel_example_runs_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "docs/audio.md", "exec"), {})
     assert (tmp_path / "speech" / "part-00000.tar").exists()
+
+
+def test_a_dataset_with_log_mel_features_carries_them_for_its_own_audio(tmp_path):
+    from mixplane.load.audio import AudioTextDataset
+    from mixplane.load.audio.synthetic import write_audio_dataset
+
+    write_audio_dataset(str(tmp_path / "speech"), samples=6, shards=1)
+    dataset = AudioTextDataset(str(tmp_path / "speech"), batch_size=3, features="log_mel")
+    batches = list(dataset)
+    assert len(batches) == 2
+    for batch in batches:
+        expected = LogMel()(batch["audio"], batch["lengths"])
+        assert np.array_equal(batch["features"], expected["features"])
+        assert np.array_equal(batch["feature_mask"], expected["feature_mask"])
+        assert batch["feature_mask"].any(axis=1).all()
