@@ -236,3 +236,18 @@ def test_a_dataset_with_log_mel_features_carries_them_for_its_own_audio(tmp_path
         assert np.array_equal(batch["features"], expected["features"])
         assert np.array_equal(batch["feature_mask"], expected["feature_mask"])
         assert batch["feature_mask"].any(axis=1).all()
+
+
+def test_log_mel_works_at_the_loaders_sample_rate_and_a_mismatch_is_refused(tmp_path):
+    from mixplane.errors import ConfigError
+    from mixplane.load.audio import AudioTextDataset
+    from mixplane.load.audio.synthetic import write_audio_dataset
+
+    write_audio_dataset(str(tmp_path / "speech"), samples=4, shards=1)
+    folder = str(tmp_path / "speech")
+    dataset = AudioTextDataset(folder, batch_size=2, sample_rate=8000, features="log_mel")
+    batch = next(iter(dataset))
+    expected = LogMel(sample_rate=8000)(batch["audio"], batch["lengths"])
+    assert np.array_equal(batch["features"], expected["features"])
+    with pytest.raises(ConfigError, match="works at sample_rate 16000.*decodes clips at 8000"):
+        AudioTextDataset(folder, batch_size=2, sample_rate=8000, features=LogMel())

@@ -36,20 +36,23 @@ def _seconds(name: str, value: Any) -> float:
     return float(value)
 
 
-def features_of(features: Any) -> Features | None:
-    """The callable adding features to a batch (None: the waveform alone)."""
+def features_of(features: Any, sample_rate: int) -> Features | None:
+    """The callable adding features to a batch (None: the waveform alone). `log_mel` is
+    `LogMel` at the loader's `sample_rate`; a callable that names its own `sample_rate`
+    (a `LogMel` built by hand) must agree with the loader's, or its mel scale would be wrong."""
     if features == "waveform":
         return None
     if features == "log_mel":
-        try:
-            from mixplane.load.audio.features import LogMel  # type: ignore[import-not-found]
-        except ImportError:
-            raise ConfigError(
-                "features='log_mel' needs mixplane.load.audio.features, which this build of "
-                "mixplane lacks; pass a callable features(audio, lengths) -> dict instead"
-            ) from None
-        return LogMel()
+        from mixplane.load.audio.features import LogMel
+
+        return LogMel(sample_rate=sample_rate)
     if callable(features):
+        own = getattr(features, "sample_rate", None)
+        if isinstance(own, numbers.Real) and own != sample_rate:
+            raise ConfigError(
+                f"the features callable works at sample_rate {own}, the loader decodes clips "
+                f"at {sample_rate}: build it with sample_rate={sample_rate}"
+            )
         return features
     raise ConfigError(
         f"features must be 'waveform', 'log_mel' or a callable (audio, lengths) -> dict, "
@@ -103,7 +106,7 @@ class LoaderOptions:
             max_frames,
             multiple,
             _whole("window", window, 1),
-            features_of(features),
+            features_of(features, rate),
         )
         if options.budget is not None and options.budget < multiple:
             raise ConfigError(
