@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 from mixplane.demo_steps import Stepper, component_shares, write_yaml
 
 AUDIO_QUERIES = {
-    "clips of 2 s or more": "duration >= 2.0",
+    "clips of 5 s or more": "duration >= 5.0",
     "German transcripts": "language = 'de'",
-    "quiet clips": "rms_dbfs < -30",
+    "French or Spanish, 16 kHz": "language IN ('fr', 'es') AND sample_rate = 16000",
 }
 
 
@@ -162,5 +162,5 @@ def stream_audio_batches(mixture: dict[str, Any], batches: int, workers: int) ->
         "audio_seconds": round(real / 16000, 1),
         "padding": round(1 - real / max(1, padded), 4),
         "clips_per_second": round(clips / elapsed, 1),
-        "components": component_shares(mixture, names, np.round(seconds * 1000), "ms"),
+        "components": component_shares(mixture, names, np.round(seconds * 1000), "audio ms"),
     }

@@ -186,7 +186,7 @@ def _audio_mix(out: dict[str, Any]) -> None:
         f"of audio, {out['padding']:.1%} padding) through a DataLoader with workers, "
         f"{out['clips_per_second']:,.0f} clips/s",
     )
-    _components(out, "ms")
+    _components(out, "audio ms")
 
 
 def _components(out: dict[str, Any], unit: str) -> None:
