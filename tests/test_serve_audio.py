@@ -180,10 +180,16 @@ def test_head_and_other_methods(audio_service, stored):
     assert head.status_code == 200 and head.content == b""
     assert int(head.headers["content-length"]) == len(stored[2])
     assert head.headers["content-type"] == "audio/flac"
+    part = httpx.head(url, headers=audio_service.headers | {"Range": "bytes=-10"})
+    assert part.status_code == 206 and part.content == b""
+    assert (
+        part.headers["content-range"]
+        == f"bytes {len(stored[2]) - 10}-{len(stored[2]) - 1}/{len(stored[2])}"
+    )
     for method in ("POST", "PUT", "DELETE", "PATCH", "BREW", "PROPFIND"):
         answer = httpx.request(method, url, headers=audio_service.headers)
         assert answer.status_code == 405, method
-        assert answer.headers["allow"] == "GET", method
+        assert answer.headers["allow"] == "GET, HEAD", method
         assert answer.headers["content-type"] == "application/json"
     assert httpx.request("BREW", url).status_code == 401  # no token: nothing learnt
 

@@ -195,40 +195,41 @@ AUDIO_TYPES = {media_type: {} for media_type in dict.fromkeys(clips.MEDIA_TYPES.
 ACCEPT_RANGES = {"description": "bytes", "schema": {"type": "string", "enum": ["bytes"]}}
 
 
-@router.get(
-    "/audio/{dataset}/{shard}/{index}",
-    response_class=Response,
-    responses={
-        200: {
-            "content": AUDIO_TYPES,
-            "description": "the whole clip",
-            "headers": {"Accept-Ranges": ACCEPT_RANGES},
-        },
-        206: {
-            "content": AUDIO_TYPES,
-            "description": "the part of the clip the Range header asks for",
-            "headers": {
-                "Accept-Ranges": ACCEPT_RANGES,
-                "Content-Range": {
-                    "description": "bytes FIRST-LAST/SIZE",
-                    "required": True,
-                    "schema": {"type": "string", "pattern": r"^bytes \d+-\d+/\d+$"},
-                },
-            },
-        },
-        416: {
-            "model": models.Problem,
-            "description": "a range that no byte of the clip is in",
-            "headers": {
-                "Content-Range": {
-                    "description": "bytes */SIZE",
-                    "required": True,
-                    "schema": {"type": "string", "pattern": r"^bytes \*/\d+$"},
-                }
+AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": AUDIO_TYPES,
+        "description": "the whole clip",
+        "headers": {"Accept-Ranges": ACCEPT_RANGES},
+    },
+    206: {
+        "content": AUDIO_TYPES,
+        "description": "the part of the clip the Range header asks for",
+        "headers": {
+            "Accept-Ranges": ACCEPT_RANGES,
+            "Content-Range": {
+                "description": "bytes FIRST-LAST/SIZE",
+                "required": True,
+                "schema": {"type": "string", "pattern": r"^bytes \d+-\d+/\d+$"},
             },
         },
     },
-)
+    416: {
+        "model": models.Problem,
+        "description": "a range that no byte of the clip is in",
+        "headers": {
+            "Content-Range": {
+                "description": "bytes */SIZE",
+                "required": True,
+                "schema": {"type": "string", "pattern": r"^bytes \*/\d+$"},
+            }
+        },
+    },
+}
+
+
+# HEAD as well: a client may ask a clip's size and type before it reads it.
+@router.get("/audio/{dataset}/{shard}/{index}", response_class=Response, responses=AUDIO_RESPONSES)
+@router.head("/audio/{dataset}/{shard}/{index}", response_class=Response, responses=AUDIO_RESPONSES)
 def audio(
     dataset: str = DatasetPath,
     shard: str = ShardPath,

@@ -16,7 +16,7 @@ from typing import Any
 
 from mixplane.errors import MixplaneError
 from mixplane.media import AUDIO_EXTENSIONS
-from mixplane.store.audio import AudioShardReader
+from mixplane.serve.thumbnails import bounded_sample
 
 MAX_CLIP_BYTES = 64 << 20  # of one sample (clip, transcript, metadata) in its tar
 MEDIA_TYPES = {
@@ -38,14 +38,8 @@ def sample_clip(
     uri: str, stem: str, index: int, storage_options: dict[str, Any] | None = None
 ) -> tuple[bytes, str]:
     """`(clip bytes, media type)` of sample `index` of the audio shard `uri/stem`."""
-    reader = AudioShardReader(uri, stem, storage_options)
-    start, end = reader.byte_range(index)
-    if end - start > MAX_CLIP_BYTES:
-        raise NoClip(
-            f"{stem} sample {index} is {end - start:,} bytes; the service sends clips of "
-            f"samples up to {MAX_CLIP_BYTES:,} bytes"
-        )
-    sample = reader.sample(index)
+    what = "the service sends clips of samples"
+    sample = bounded_sample(uri, stem, index, storage_options, MAX_CLIP_BYTES, NoClip, what)
     for ext in AUDIO_EXTENSIONS:
         if ext in sample:
             return bytes(sample[ext]), MEDIA_TYPES[ext]
