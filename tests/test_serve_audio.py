@@ -195,10 +195,9 @@ def test_head_and_other_methods(audio_service, stored):
 
 
 def test_oversized_samples_are_refused_by_name(audio_site, monkeypatch):
-    version = Catalog(audio_site / "catalog.duckdb").get("speech@1")
+    catalog = Catalog(audio_site / "catalog.duckdb")
+    with pytest.raises(clips.NoClip, match="part-00000 sample 0 holds no audio clip"):
+        clips.sample_clip(catalog.get("images@1").uri, "part-00000", 0)
     monkeypatch.setattr(clips, "MAX_CLIP_BYTES", 512)
     with pytest.raises(clips.NoClip, match="sends clips of samples up to 512 bytes"):
-        clips.sample_clip(version.uri, "part-00000", 0)
-    images = Catalog(audio_site / "catalog.duckdb").get("images@1")
-    with pytest.raises(clips.NoClip, match="part-00000 sample 0 holds no audio clip"):
-        clips.sample_clip(images.uri, "part-00000", 0)
+        clips.sample_clip(catalog.get("speech@1").uri, "part-00000", 0)

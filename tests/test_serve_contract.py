@@ -36,6 +36,7 @@ def existing_resources(service: Service) -> dict[str, list[dict]]:
         "GET /api/documents/{dataset}/{shard}/{index}": place + pictures + clips,
         "GET /api/thumbnails/{dataset}/{shard}/{index}": pictures,
         "GET /api/audio/{dataset}/{shard}/{index}": clips,
+        "HEAD /api/audio/{dataset}/{shard}/{index}": clips,
         "GET /api/lineage/{dataset}": [{"dataset": "demo@1"}, {"dataset": "images"}],
         "GET /api/datasets/{name}": [{"name": "demo"}, {"name": "images"}],
         "GET /api/runs/{run}": runs,

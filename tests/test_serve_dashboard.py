@@ -712,6 +712,10 @@ def test_audio_documents_play_their_clips(browser, audio_site, token):
             ),
         )
         page.goto(f"{base}/#token={token}" if token else base)
+        speech = page.locator('#datasets-table tbody tr[data-dataset="speech@1"]')
+        expect(speech.locator(".kind")).to_have_text("audio-text")
+        expect(speech.locator(".tokenizer")).to_have_text("none (audio)")
+        expect(speech.locator(".tokens")).to_have_text("–")
         page.goto(f"{base}/#search?datasets=speech%401&where=TRUE")
         samples = page.locator("#search-samples li.sample")
         expect(samples).to_have_count(10)
