@@ -290,3 +290,38 @@ def site_work(demo_work: Path, tmp_path_factory) -> Path:
     )
     Catalog(site / "catalog.duckdb").register(str(site / "images"), "images")
     return site
+
+
+@pytest.fixture(scope="session")
+def audio_site(site_work: Path, tmp_path_factory) -> Path:
+    """A folder with `catalog.duckdb`: the site's datasets (text, `images`) and `speech`, an
+    audio shard of 12 tones of 0.5 to 3.25 s at 16 kHz (FLAC, the last one WAV) with their
+    transcripts, written by the store's audio writer; the site's own catalog is untouched."""
+    import shutil
+
+    import numpy as np
+
+    from mixplane.catalog import Catalog
+    from mixplane.document import Document
+    from mixplane.io.audio_codec import encode
+    from mixplane.manifest import write_manifest
+    from mixplane.store.audio import AudioShardWriter
+
+    site = tmp_path_factory.mktemp("audio-site")
+    shutil.copy(site_work / "catalog.duckdb", site / "catalog.duckdb")
+    folder = site / "speech"
+    writer = AudioShardWriter(str(folder), "part-00000")
+    for i in range(12):
+        frames = int(16_000 * (0.5 + 0.25 * i))
+        tone = 0.3 * np.sin(2 * np.pi * (220 + 40 * i) * np.arange(frames) / 16_000)
+        fmt = "wav" if i == 11 else "flac"
+        clip = encode(tone.astype(np.float32).reshape(-1, 1), 16_000, fmt)
+        language = "en" if i % 3 else "de"
+        transcript = f"tone number {i} at {220 + 40 * i} hertz"
+        writer.write(
+            Document(f"tone-{i:02d}", transcript, "tones", {"language": language}, {fmt: clip})
+        )
+    config = {"output_format": "webdataset", "output_media": "audio"}
+    write_manifest(str(folder), {"kind": "process", "config": config, "outputs": writer.close()})
+    Catalog(site / "catalog.duckdb").register(str(folder), "speech")
+    return site

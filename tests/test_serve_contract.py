@@ -29,19 +29,24 @@ def existing_resources(service: Service) -> dict[str, list[dict]]:
     images = service.get("/api/samples", k=3, datasets="images").json()["samples"]
     place = [{"dataset": s["dataset"], "shard": s["shard"], "index": s["index"]} for s in samples]
     pictures = [{"dataset": s["dataset"], "shard": s["shard"], "index": s["index"]} for s in images]
+    speech = service.get("/api/samples", k=3, datasets="speech").json()["samples"]
+    clips = [{"dataset": s["dataset"], "shard": s["shard"], "index": s["index"]} for s in speech]
     runs = [{"run": run["id"]} for run in service.get("/api/runs").json()]
     return {
-        "GET /api/documents/{dataset}/{shard}/{index}": place + pictures,
+        "GET /api/documents/{dataset}/{shard}/{index}": place + pictures + clips,
         "GET /api/thumbnails/{dataset}/{shard}/{index}": pictures,
+        "GET /api/audio/{dataset}/{shard}/{index}": clips,
+        "HEAD /api/audio/{dataset}/{shard}/{index}": clips,
         "GET /api/lineage/{dataset}": [{"dataset": "demo@1"}, {"dataset": "images"}],
         "GET /api/datasets/{name}": [{"name": "demo"}, {"name": "images"}],
         "GET /api/runs/{run}": runs,
     }
 
 
-def test_the_service_does_what_its_spec_says(site_work, tmp_path):
-    # A service of its own: the jobs and plans the run posts stay there.
-    service = Service(site_work / "catalog.duckdb", "--cache-dir", str(tmp_path / "cache"))
+def test_the_service_does_what_its_spec_says(audio_site, tmp_path):
+    # A service of its own: the jobs and plans the run posts stay there. Its catalog holds
+    # datasets of tokens, images and audio.
+    service = Service(audio_site / "catalog.duckdb", "--cache-dir", str(tmp_path / "cache"))
     try:
         operations = sum(len(ops) for ops in service.get("/openapi.json").json()["paths"].values())
         env = os.environ | {

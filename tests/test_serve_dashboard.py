@@ -665,3 +665,87 @@ def test_the_steps_view_shows_what_a_step_held(page, server, site):
     )
     shown = rows.evaluate_all("rows => rows.map(r => [Number(r.dataset.index), r.dataset.id])")
     assert shown == [[s["index"], s["documents"][0]["id"]] for s in expected["sequences"]]
+
+
+@contextmanager
+def watched(tab, base: str):
+    """Every console error of the tab and every request it sends elsewhere than `base`."""
+    errors: list[str] = []
+    elsewhere: list[str] = []
+    tab.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    tab.on(
+        "request",
+        lambda request: (
+            request.url.startswith((f"{base}/", "blob:")) or elsewhere.append(request.url)
+        ),
+    )
+    yield
+    assert not errors, errors
+    assert not elsewhere, elsewhere
+
+
+def play(audio) -> None:
+    """Press the play button of an <audio controls> (its left end), as a user would."""
+    box = audio.bounding_box()
+    audio.page.mouse.click(box["x"] + 20, box["y"] + box["height"] / 2)
+
+
+def clip_durations(site: Path) -> list[float]:
+    version = Catalog(site / "catalog.duckdb").get("speech@1")
+    table = pq.read_table(f"{version.uri}/part-00000.meta.parquet", columns=["duration"])
+    return table.column("duration").to_pylist()
+
+
+@pytest.mark.parametrize("token", [None, "audio-dashboard-token-0123456789"])
+def test_audio_documents_play_their_clips(browser, audio_site, token):
+    """The search page lists players that read nothing before play; a document's player loads
+    its clip from the service (with Range requests; with a token, fetched with it when asked
+    and played from a blob: URL) and the browser finds the duration the catalog holds."""
+    durations = clip_durations(audio_site)
+    with serving(audio_site, token=token) as base, new_tab(browser) as page, watched(page, base):
+        asked: list[tuple[str, int]] = []
+        page.on(
+            "response",
+            lambda answer: (
+                "/api/audio/" in answer.url
+                and asked.append((answer.request.headers.get("range", ""), answer.status))
+            ),
+        )
+        page.goto(f"{base}/#token={token}" if token else base)
+        speech = page.locator('#datasets-table tbody tr[data-dataset="speech@1"]')
+        expect(speech.locator(".kind")).to_have_text("audio-text")
+        expect(speech.locator(".tokenizer")).to_have_text("none (audio)")
+        expect(speech.locator(".tokens")).to_have_text("–")
+        page.goto(f"{base}/#search?datasets=speech%401&where=TRUE")
+        samples = page.locator("#search-samples li.sample")
+        expect(samples).to_have_count(10)
+        player = "button.clip-fetch" if token else 'audio.clip[controls][preload="none"]'
+        expect(samples.locator(player)).to_have_count(10)
+        expect(samples.nth(4).locator(".clip-facts")).to_have_text("1.5 s · 16,000 Hz")
+        expect(samples.nth(4).locator(".excerpt")).to_have_text("tone number 4 at 380 hertz")
+        assert not asked  # nothing read before a play
+
+        samples.nth(4).locator(".where").click()
+        viewer = page.locator("#document-viewer")
+        expect(viewer.locator("#document-audio .clip-facts")).to_have_text("1.5 s · 16,000 Hz")
+        expect(viewer.locator("h3").first).to_have_text("Transcript")
+        expect(viewer.locator("#document-text")).to_have_text("tone number 4 at 380 hertz")
+        audio = viewer.locator('#document-audio audio.clip[controls][preload="none"]')
+        if token:
+            button = viewer.locator("#document-audio button.clip-fetch")
+            expect(button).to_have_text(re.compile(r"▶ Play \(\d+(\.\d)? KiB\)"))
+            button.click()
+        else:
+            play(audio)
+        expect(audio).to_have_attribute("data-loaded", "true")
+        assert abs(audio.evaluate("a => a.duration") - durations[4]) < 0.05
+        source = audio.evaluate("a => a.currentSrc")
+        if token:
+            assert source.startswith("blob:") and asked == [("", 200)]
+        else:
+            assert source == f"{base}/api/audio/speech@1/part-00000/4"
+            assert asked and all(header.startswith("bytes=") for header, _ in asked)
+            assert {status for _, status in asked} == {206}
+        viewer.locator('[data-role="close"]').click()
+        expect(viewer).to_be_hidden()
+        assert audio.evaluate("a => a.paused")

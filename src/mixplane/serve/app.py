@@ -50,9 +50,13 @@ ERRORS = {
         503: "the service is stopping",
     }.items()
 }
-# The dashboard loads only its own files and talks only to this origin (blob: images are
-# thumbnails it fetched with its token).
-POLICY = b"default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'"
+# The dashboard loads only its own files and talks only to this origin. blob: URLs are made
+# by its own scripts of what they fetched from here with the token (thumbnails; audio clips
+# when there is a token, which an <audio src> cannot send): no media from anywhere else.
+POLICY = (
+    b"default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; "
+    b"frame-ancestors 'none'"
+)
 SECURITY_HEADERS = [
     (b"content-security-policy", POLICY),
     (b"x-content-type-options", b"nosniff"),

@@ -1,22 +1,24 @@
 """Routes that read the catalog: datasets, counts, samples, composition, histograms,
-documents, thumbnails and lineage. Everything that scans runs in a scan process through the
-service's `QueryRunner`, by the request's deadline, its answer cached; the routes stay on
-the event loop, so a health check or a cached answer never waits behind a scan."""
+documents, thumbnails, audio clips and lineage. Everything that scans runs in a scan process
+through the service's `QueryRunner`, by the request's deadline, its answer cached; the
+routes stay on the event loop, so a health check or a cached answer never waits behind a
+scan."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query
 from fastapi.responses import Response
 from pydantic import StringConstraints
 
 from mixplane._version import __version__
 from mixplane.catalog.composition import MAX_BINS
-from mixplane.catalog.dataset import IMAGE_TEXT
+from mixplane.catalog.dataset import AUDIO_TEXT, IMAGE_TEXT
 from mixplane.errors import MixplaneError
 from mixplane.refs import NAME, split_refs
-from mixplane.serve import exports, models, scans, thumbnails
+from mixplane.serve import clips, exports, models, scans, thumbnails
+from mixplane.serve.ranges import RangeNotSatisfiable, requested_range
 from mixplane.serve.service import Service, deadline, service
 
 router = APIRouter(prefix="/api", tags=["catalog"])
@@ -178,16 +180,7 @@ def thumbnail(
     """A preview of an image-text document's image, at most `size` pixels a side (JPEG, or
     PNG for images with transparency). One sample's bytes, bounded in size and pixels: it
     runs on a worker thread, not a scan process."""
-    try:
-        version = svc.queries.catalog.get(dataset)
-    except MixplaneError as error:
-        raise HTTPException(404, str(error)) from None
-    if version.kind != IMAGE_TEXT:
-        raise HTTPException(404, f"{version.ref} holds no images")
-    try:
-        scans.check_document(version, shard, index)
-    except scans.NotFound as error:
-        raise HTTPException(404, str(error)) from None
+    version = _media_version(svc, dataset, shard, index, IMAGE_TEXT, "images")
     options = svc.queries.catalog.storage_options
     try:
         image = thumbnails.sample_image(version.uri, shard, index, options)
@@ -195,9 +188,108 @@ def thumbnail(
     except thumbnails.NoThumbnail as error:
         status = 501 if isinstance(error, thumbnails.NoPillow) else 400
         raise HTTPException(status, str(error)) from None
-    # A pinned version never changes; the latest may.
-    cache = "private, max-age=86400" if "@" in dataset else "private, no-cache"
-    return Response(data, media_type=media_type, headers={"Cache-Control": cache})
+    return Response(data, media_type=media_type, headers={"Cache-Control": _cache(dataset)})
+
+
+AUDIO_TYPES = {media_type: {} for media_type in dict.fromkeys(clips.MEDIA_TYPES.values())}
+ACCEPT_RANGES = {"description": "bytes", "schema": {"type": "string", "enum": ["bytes"]}}
+
+
+AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": AUDIO_TYPES,
+        "description": "the whole clip",
+        "headers": {"Accept-Ranges": ACCEPT_RANGES},
+    },
+    206: {
+        "content": AUDIO_TYPES,
+        "description": "the part of the clip the Range header asks for",
+        "headers": {
+            "Accept-Ranges": ACCEPT_RANGES,
+            "Content-Range": {
+                "description": "bytes FIRST-LAST/SIZE",
+                "required": True,
+                "schema": {"type": "string", "pattern": r"^bytes \d+-\d+/\d+$"},
+            },
+        },
+    },
+    416: {
+        "model": models.Problem,
+        "description": "a range that no byte of the clip is in",
+        "headers": {
+            "Content-Range": {
+                "description": "bytes */SIZE",
+                "required": True,
+                "schema": {"type": "string", "pattern": r"^bytes \*/\d+$"},
+            }
+        },
+    },
+}
+
+
+# HEAD as well: a client may ask a clip's size and type before it reads it.
+@router.get("/audio/{dataset}/{shard}/{index}", response_class=Response, responses=AUDIO_RESPONSES)
+@router.head("/audio/{dataset}/{shard}/{index}", response_class=Response, responses=AUDIO_RESPONSES)
+def audio(
+    dataset: str = DatasetPath,
+    shard: str = ShardPath,
+    index: int = IndexPath,
+    range_: str | None = Header(
+        None,
+        alias="Range",
+        max_length=200,
+        description="bytes=FIRST-LAST, bytes=FIRST- or bytes=-LENGTH",
+    ),
+    if_range: str | None = Header(
+        None,
+        alias="If-Range",
+        max_length=200,
+        description="any: the whole clip is sent (the service gives no validator to match)",
+    ),
+    svc: Service = Depends(service),
+) -> Response:
+    """An audio-text document's clip as it is stored (FLAC, WAV, MP3, Ogg or Opus), for a
+    player: one `Range` (what a browser's <audio> asks for to seek) gets its part (206), a
+    range past the end 416; several ranges, or an invalid Range header, get the whole clip.
+    Samples over 64 MiB are refused (400). It runs on a worker thread, not a scan process."""
+    version = _media_version(svc, dataset, shard, index, AUDIO_TEXT, "audio")
+    options = svc.queries.catalog.storage_options
+    try:
+        data, media_type = clips.sample_clip(version.uri, shard, index, options)
+    except clips.NoClip as error:
+        raise HTTPException(400, str(error)) from None
+    headers = {"Cache-Control": _cache(dataset), "Accept-Ranges": "bytes"}
+    try:
+        part = None if if_range is not None else requested_range(range_, len(data))
+    except RangeNotSatisfiable as error:
+        headers["Content-Range"] = f"bytes */{len(data)}"
+        raise HTTPException(416, str(error), headers=headers) from None
+    if part is None:
+        return Response(data, media_type=media_type, headers=headers)
+    start, end = part
+    headers["Content-Range"] = f"bytes {start}-{end - 1}/{len(data)}"
+    return Response(data[start:end], 206, media_type=media_type, headers=headers)
+
+
+def _media_version(svc: Service, dataset: str, shard: str, index: int, kind: str, what: str):
+    """The catalog version `dataset` if it is of `kind` and holds document `index` of
+    `shard`; a 404 naming what is missing otherwise."""
+    try:
+        version = svc.queries.catalog.get(dataset)
+    except MixplaneError as error:
+        raise HTTPException(404, str(error)) from None
+    if version.kind != kind:
+        raise HTTPException(404, f"{version.ref} holds no {what}")
+    try:
+        scans.check_document(version, shard, index)
+    except scans.NotFound as error:
+        raise HTTPException(404, str(error)) from None
+    return version
+
+
+def _cache(dataset: str) -> str:
+    """A pinned version never changes; the latest may."""
+    return "private, max-age=86400" if "@" in dataset else "private, no-cache"
 
 
 @router.get("/lineage/{dataset}", response_model=models.Lineage)

@@ -109,6 +109,9 @@ class Document(BaseModel):
     thumbnail: str | None = Field(
         None, description="the path of its thumbnail (image-text documents only)"
     )
+    audio: str | None = Field(
+        None, description="the path of its audio clip (audio-text documents only)"
+    )
 
 
 class Samples(BaseModel):

@@ -23,7 +23,7 @@ import numpy as np
 
 from mixplane.catalog import Catalog
 from mixplane.catalog.composition import composition, histogram
-from mixplane.catalog.dataset import IMAGE_TEXT
+from mixplane.catalog.dataset import AUDIO_TEXT, IMAGE_TEXT
 from mixplane.catalog.sample import documents_at, json_value, read_document
 from mixplane.errors import MixplaneError
 from mixplane.lineage import document_origin, trace
@@ -76,7 +76,7 @@ def samples(scope: Scope, where: str, datasets: list[str], k: int, offset: int) 
     """A page of matching documents with their text: `k` of them from the `offset`-th, in the
     catalog's order (datasets, shards, documents), and how many match in all."""
     with scope.catalog.session() as session:
-        images = {v.ref for v in session.resolve(datasets or None) if v.kind == IMAGE_TEXT}
+        kinds = {v.ref: v.kind for v in session.resolve(datasets or None)}
         selection = session.select(where, datasets or None)
         found, skip = [], offset
         for part in selection:
@@ -84,7 +84,7 @@ def samples(scope: Scope, where: str, datasets: list[str], k: int, offset: int) 
                 skip -= part.documents
                 continue
             positions = np.arange(skip, min(part.documents, skip + k - len(found)))
-            found += [(row, part.dataset in images) for row in documents_at(part, positions)]
+            found += [(row, kinds.get(part.dataset)) for row in documents_at(part, positions)]
             skip = 0
             if len(found) >= k:
                 break
@@ -93,7 +93,7 @@ def samples(scope: Scope, where: str, datasets: list[str], k: int, offset: int) 
         "where": where,
         "offset": offset,
         "total": total,
-        "samples": [_sample(row, image) for row, image in found],
+        "samples": [_sample(row, kind) for row, kind in found],
     }
 
 
@@ -122,8 +122,9 @@ def document(scope: Scope, dataset: str, shard: str, index: int) -> dict[str, An
     document_id = found["properties"].get("id")
     origin = document_origin(steps, str(document_id), options) if document_id else []
     text, properties = found["text"], found["properties"]
-    image = version.kind == IMAGE_TEXT
-    return _document(version.ref, shard, index, text, properties, MAX_DOCUMENT_TEXT, image) | {
+    return _document(
+        version.ref, shard, index, text, properties, MAX_DOCUMENT_TEXT, version.kind
+    ) | {
         "lineage": [json_value(step.summary()) for step in steps],
         "origin": json_value(origin),
     }
@@ -234,10 +235,10 @@ def check_document(version, shard: str, index: int) -> None:
         raise NotFound(f"{version.ref} {shard} has {stems[shard].documents} documents")
 
 
-def _sample(row: dict[str, Any], image: bool) -> dict[str, Any]:
+def _sample(row: dict[str, Any], kind: str | None) -> dict[str, Any]:
     """A row of `documents_at` as the API shows a document."""
     place = (row.pop("dataset"), row.pop("shard"), row.pop("index"))
-    return _document(*place, row.pop("text"), row, image=image)
+    return _document(*place, row.pop("text"), row, kind=kind)
 
 
 def _document(
@@ -247,10 +248,12 @@ def _document(
     text: str | None,
     properties: dict[str, Any],
     limit: int = MAX_TEXT,
-    image: bool = False,
+    kind: str | None = None,
 ) -> dict[str, Any]:
+    """A document as the API shows it; `kind` (its version's) says which media route holds
+    its image (`thumbnail`) or clip (`audio`)."""
     truncated = text is not None and len(text) > limit
-    thumbnail = f"/api/thumbnails/{dataset}/{quote(shard, safe='')}/{index}" if image else None
+    place = f"{dataset}/{quote(shard, safe='')}/{index}"
     return {
         "dataset": dataset,
         "shard": shard,
@@ -258,5 +261,6 @@ def _document(
         "properties": json_value(properties),
         "text": text[:limit] if truncated else text,
         "truncated": truncated,
-        "thumbnail": thumbnail,
+        "thumbnail": f"/api/thumbnails/{place}" if kind == IMAGE_TEXT else None,
+        "audio": f"/api/audio/{place}" if kind == AUDIO_TEXT else None,
     }

@@ -33,18 +33,33 @@ class NoPillow(NoThumbnail):
     """This installation cannot decode images at all."""
 
 
+def bounded_sample(
+    uri: str,
+    stem: str,
+    index: int,
+    storage_options: dict[str, Any] | None,
+    limit: int,
+    refusal: type[MixplaneError],
+    what: str,
+) -> dict[str, Any]:
+    """Sample `index` of the media shard `uri/stem` (`ImageShardReader.sample`), read only if
+    its tar holds it in at most `limit` bytes; else `refusal` is raised, saying `what` is
+    made of samples up to that size."""
+    reader = ImageShardReader(uri, stem, storage_options)
+    start, end = reader.byte_range(index)
+    if end - start > limit:
+        raise refusal(
+            f"{stem} sample {index} is {end - start:,} bytes; {what} up to {limit:,} bytes"
+        )
+    return reader.sample(index)
+
+
 def sample_image(
     uri: str, stem: str, index: int, storage_options: dict[str, Any] | None = None
 ) -> bytes:
     """The encoded image of sample `index` of the image shard `uri/stem`."""
-    reader = ImageShardReader(uri, stem, storage_options)
-    start, end = reader.byte_range(index)
-    if end - start > MAX_SAMPLE_BYTES:
-        raise NoThumbnail(
-            f"{stem} sample {index} is {end - start:,} bytes; previews are made of samples "
-            f"up to {MAX_SAMPLE_BYTES:,} bytes"
-        )
-    sample = reader.sample(index)
+    what = "previews are made of samples"
+    sample = bounded_sample(uri, stem, index, storage_options, MAX_SAMPLE_BYTES, NoThumbnail, what)
     for ext in IMAGE_EXTENSIONS:
         if ext in sample:
             return bytes(sample[ext])

@@ -5,16 +5,22 @@ import { api } from "./api.js";
 import { empty, fill, h, loading, selectRow, showError, table } from "./dom.js";
 import { fmtInt, fmtTime, fmtTokenizer } from "./format.js";
 
-const IMAGE_TEXT = "image_text";
+// Kinds of media-text data, as the table names them and what their documents hold: no
+// tokens, and so no tokenizer.
+const MEDIA = {
+  image_text: { kind: "image-text", media: "images" },
+  audio_text: { kind: "audio-text", media: "audio" },
+};
 
 /** The kind of data a dataset holds, as the table says it. */
 function kindOf(dataset) {
-  return dataset.kind === IMAGE_TEXT ? "image-text" : "tokens";
+  return MEDIA[dataset.kind] ? MEDIA[dataset.kind].kind : "tokens";
 }
 
-/** A tokenizer cell: image-text data has none (its documents hold no tokens). */
+/** A tokenizer cell: media-text data has none (its documents hold no tokens). */
 function tokenizerOf(dataset) {
-  return dataset.kind === IMAGE_TEXT ? "none (images)" : fmtTokenizer(dataset.tokenizer);
+  const media = MEDIA[dataset.kind];
+  return media ? `none (${media.media})` : fmtTokenizer(dataset.tokenizer);
 }
 
 export function datasetsView(section, context) {
@@ -70,12 +76,13 @@ export function datasetsView(section, context) {
             { value: dataset.dataset, class: "mono" },
             { value: kindOf(dataset), class: "kind" },
             { value: fmtInt(dataset.documents), class: "documents" },
-            dataset.kind === IMAGE_TEXT
-              ? { value: "–", class: "tokens", title: "image-text documents hold no tokens" }
+            MEDIA[dataset.kind]
+              ? { value: "–", class: "tokens",
+                title: `${kindOf(dataset)} documents hold no tokens` }
               : { value: fmtInt(dataset.tokens), class: "tokens" },
             { value: fmtInt(dataset.shards), class: "shards" },
             { value: tokenizerOf(dataset), class: "tokenizer",
-              title: dataset.kind === IMAGE_TEXT ? null : JSON.stringify(dataset.tokenizer) },
+              title: MEDIA[dataset.kind] ? null : JSON.stringify(dataset.tokenizer) },
             fmtTime(dataset.registered_at),
           ],
         })),
@@ -135,7 +142,7 @@ export function datasetsView(section, context) {
           cells: [
             { value: version.dataset, class: "mono" },
             fmtInt(version.documents),
-            version.kind === IMAGE_TEXT ? "–" : fmtInt(version.tokens),
+            MEDIA[version.kind] ? "–" : fmtInt(version.tokens),
             fmtInt(version.shards),
             { value: String(version.fingerprint || "").slice(0, 24), class: "mono",
               title: version.fingerprint },

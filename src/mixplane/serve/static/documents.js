@@ -1,7 +1,9 @@
 // Document viewer: one document's properties, full text (an image-text document's image
-// and caption) and its way back to the raw file.
+// and caption, an audio-text document's clip and transcript) and its way back to the raw
+// file.
 
 import { api } from "./api.js";
+import { clipFacts, clips } from "./audio.js";
 import { fill, h, loading, showError } from "./dom.js";
 import { fmtInt, fmtTime, fmtValue } from "./format.js";
 import { thumbnails } from "./images.js";
@@ -54,9 +56,14 @@ export function createDocumentViewer(dialog) {
   const content = dialog.querySelector('[data-role="content"]');
   const error = dialog.querySelector('[data-role="error"]');
   const images = thumbnails();
+  const players = clips();
   let request = 0;
 
   dialog.querySelector('[data-role="close"]').addEventListener("click", () => dialog.close());
+  // A closed dialog stays in the page: its clip would play on.
+  dialog.addEventListener("close", () => {
+    for (const audio of content.querySelectorAll("audio")) audio.pause();
+  });
   // A click on the backdrop (outside the dialog's box) closes it too.
   dialog.addEventListener("click", (event) => {
     if (event.target === dialog) dialog.close();
@@ -68,12 +75,19 @@ export function createDocumentViewer(dialog) {
     const origins = doc.origin || [];
     const byFolder = new Map(origins.map((origin) => [origin.folder, origin]));
     images.clear();
+    players.clear();
     fill(content,
       doc.thumbnail
         ? h("figure", { class: "preview", id: "document-image" },
           images.image(doc.thumbnail, PREVIEW, doc.text || "the document's image"))
         : null,
-      h("h3", {}, doc.thumbnail ? "Caption" : "Text"),
+      doc.audio
+        ? h("figure", { class: "preview", id: "document-audio" },
+          players.player(doc.audio, doc.text || "the document's clip",
+            doc.properties.audio_bytes),
+          h("div", { class: "clip-facts" }, clipFacts(doc.properties)))
+        : null,
+      h("h3", {}, doc.thumbnail ? "Caption" : doc.audio ? "Transcript" : "Text"),
       h("pre", { class: "text", id: "document-text" }, doc.text ?? ""),
       doc.truncated
         ? h("p", { class: "hint" }, `Text cut at ${fmtInt(doc.text.length)} characters.`)

@@ -1,8 +1,9 @@
 // Search view: count the documents and tokens a predicate selects, and page through them
-// (text excerpts, thumbnails of images), a page exported as CSV or JSON. The predicate, the
+// (text excerpts, thumbnails of images, players of audio clips), a page exported as CSV or JSON. The predicate, the
 // datasets and the page are kept in the address (#search?where=...&datasets=...&page=2).
 
 import { api, apiBlob } from "./api.js";
+import { clipFacts, clips } from "./audio.js";
 import { download, exportButtons, fill, h, showError, table } from "./dom.js";
 import { fmtInt, fmtShare } from "./format.js";
 import { thumbnails } from "./images.js";
@@ -34,6 +35,7 @@ export function searchView(section, context) {
   const samplesHead = section.querySelector('[data-role="samples-head"]');
   const samples = section.querySelector("#search-samples");
   const images = thumbnails();
+  const players = clips();
   let pickerReady = null; // the picker's request, once asked
   let asked = null; // the search shown: {where, datasets}
   let page = 1;
@@ -69,6 +71,7 @@ export function searchView(section, context) {
     fill(perDataset);
     samplesHead.hidden = true;
     images.clear();
+    players.clear();
     fill(samples);
   }
 
@@ -184,6 +187,7 @@ export function searchView(section, context) {
       list.length ? exportButtons("Export this page", save) : null,
     );
     images.clear();
+    players.clear();
     if (!list.length) {
       fill(samples, h("li", { class: "empty" }, "No document matches."));
       return;
@@ -205,6 +209,11 @@ export function searchView(section, context) {
         sample.thumbnail ? images.image(sample.thumbnail, THUMBNAIL, sample.text || "") : null,
         h("div", { class: "sample-body" },
           h("div", { class: "where mono" }, `${sample.dataset} · ${sample.shard}#${sample.index}`),
+          sample.audio
+            ? h("div", { class: "clip-row" },
+              players.player(sample.audio, sample.text || "", sample.properties.audio_bytes),
+              h("span", { class: "clip-facts" }, clipFacts(sample.properties)))
+            : null,
           h("pre", { class: "excerpt" }, excerpt(sample.text)))),
       ),
     );
