@@ -52,14 +52,19 @@ def measure(
     )
     root = psutil.Process(process.pid)
     peak = 0
-    while process.poll() is None:
+    while True:
         try:
             tree = [root, *root.children(recursive=True)]
             peak = max(peak, sum(_rss(p) for p in tree))
         except psutil.NoSuchProcess:
             pass
-        time.sleep(0.05)
-    stdout, stderr = process.communicate()
+        # Waiting in communicate() drains both pipes meanwhile: a command writing more
+        # than a pipe's 64 KiB would otherwise block on write, never to exit.
+        try:
+            stdout, stderr = process.communicate(timeout=0.05)
+            break
+        except subprocess.TimeoutExpired:
+            pass
     seconds = time.perf_counter() - started
     cpu = float("nan")
     if tree_cpu:

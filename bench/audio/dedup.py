@@ -11,6 +11,12 @@ Two corpora, each run through `decode_audio`, `audio_quality` and `dedup_audio` 
   Vorbis at a rate MP3 does not take), a trim of 5 to 10% at the start and 7.5% at the end,
   6 dB quieter, and resampled to 22.05 kHz.
 
+The peer, on the same clips (those `decode_audio` and `audio_quality` kept, as the files
+they came in): Chromaprint's `fpcalc -raw`, every pair compared by bit error rate at its
+best alignment, clusters by union-find (bench/audio/chromaprint.py), with a sweep of
+thresholds. Both run as child processes, measured with their whole process tree (fpcalc's
+processes included) by bench/measure.py.
+
 Recall: the share of planted copies removed. Removals across groups: clips removed as a
 duplicate of a clip of another group; on the synthetic corpus these are false removals; on
 the real one they are listed by file name, since sound themes hold the same sound under
@@ -18,6 +24,7 @@ several names.
 
 Run:
     PYTHONPATH=src python -m bench.audio.dedup --samples 600 [--only synthetic|real]
+        [--peer chromaprint|none]
 """
 
 from __future__ import annotations
@@ -27,18 +34,20 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 import tarfile
-import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import soundfile
+import yaml
 
+from bench.audio import chromaprint
+from bench.measure import measure as measure_process
 from mixplane.document import Drop
 from mixplane.io.audio_codec import decode, encode, probe
-from mixplane.process.pipeline import run_pipeline
 from mixplane.stages.audio.resample import resample
 from mixplane.synth.audio import generate_audio_corpus, read_audio_truth
 
@@ -119,22 +128,27 @@ def write_real_corpus(
     return groups, durations
 
 
-def measure(groups: dict[str, str], output: Path) -> dict:
-    """Recall and removals across groups of a processed corpus.
+def removals(output: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """{removed id: survivor} of a processed corpus, and {id: reason} of its other
+    exclusions."""
+    excluded = pq.read_table(output / "_excluded", columns=["id", "reason", "detail"])
+    removed, other = {}, {}
+    for row in excluded.to_pylist():
+        if row["reason"] == "duplicate":
+            removed[row["id"]] = json.loads(row["detail"])["duplicate_of"]
+        else:
+            other[row["id"]] = row["reason"]
+    return removed, other
+
+
+def measure(groups: dict[str, str], removed: dict[str, str]) -> dict:
+    """Recall and removals across groups.
 
     Recall: planted copies removed (as duplicates of any clip). Across groups: clips removed
     as a duplicate of a clip of another group, with the pair, since a corpus may hold the
     same sound twice under two names (the real corpus does); on the synthetic corpus,
     whose truth is complete, every one is a false removal.
     """
-    excluded = pq.read_table(output / "_excluded", columns=["id", "reason", "detail"])
-    removed = {}
-    other = Counter()
-    for row in excluded.to_pylist():
-        if row["reason"] == "duplicate":
-            removed[row["id"]] = json.loads(row["detail"])["duplicate_of"]
-        else:
-            other[row["reason"]] += 1
     members: dict[str, list[str]] = {}
     for doc, group in groups.items():
         members.setdefault(group, []).append(doc)
@@ -150,12 +164,86 @@ def measure(groups: dict[str, str], output: Path) -> dict:
         "recall": round(sum(doc in removed for doc in planted) / max(1, len(planted)), 4),
         "removed_across_groups": len(across),
         "across_rate": round(len(across) / max(1, len(groups)), 4),
-        "other_exclusions": dict(sorted(other.items())),
         "across_pairs": [f"{doc} -> {survivor}" for doc, survivor in across],
     }
 
 
-def synthetic(work: Path, samples: int, seed: int) -> dict:
+def run_ours(inputs: str, out: Path) -> tuple[dict[str, str], dict[str, str], dict]:
+    """`mixplane process` over the corpus in a child process: its removals, its other
+    exclusions, and its wall and CPU seconds."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config = out.parent / f"{out.name}.yaml"
+    config.write_text(yaml.safe_dump({"input": inputs, "output": str(out), "stages": STAGES}))
+    done = measure_process([sys.executable, "-m", "mixplane", "process", str(config), "--json"],
+                           tree_cpu=True)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"mixplane process failed:\n{done.stderr[-3000:]}")
+    removed, other = removals(out)
+    stats = json.loads((out / "_stats.json").read_text())
+    cost = {
+        "seconds": round(done.seconds, 1),
+        "cpu_seconds": round(done.cpu_seconds, 1),
+        "stage_seconds": {k: round(v, 1) for k, v in stats["seconds"].items()},
+    }
+    return removed, other, cost
+
+
+def clips_reaching_dedup(tars: list[Path], excluded: set[str], folder: Path) -> list[dict]:
+    """The audio members of the tars that `decode_audio` and `audio_quality` kept, written
+    out as the files they were (fpcalc reads files), as [{id, path}]."""
+    shutil.rmtree(folder, ignore_errors=True)
+    clips = []
+    for path in tars:
+        with tarfile.open(path) as tar:
+            for member in tar.getmembers():
+                stem, _, suffix = member.name.rpartition(".")
+                doc = f"{path.name}/{stem}"
+                if f".{suffix.lower()}" not in SUFFIXES or doc in excluded:
+                    continue
+                target = folder / path.stem / member.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(member).read())
+                clips.append({"id": doc, "path": str(target)})
+    return clips
+
+
+def run_peer(clips: list[dict], work: Path) -> dict:
+    """The Chromaprint dedup in a child process: its result, wall and CPU seconds."""
+    listing, answer = work / "clips.json", work / "chromaprint.json"
+    listing.write_text(json.dumps(clips))
+    command = [sys.executable, "-m", "bench.audio.chromaprint", str(listing), str(answer)]
+    done = measure_process(command, cwd=str(ROOT), tree_cpu=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the chromaprint dedup failed:\n{done.stderr[-3000:]}")
+    result = json.loads(answer.read_text())
+    result["seconds"] = round(done.seconds, 1)
+    result["cpu_seconds"] = round(done.cpu_seconds, 1)
+    return result
+
+
+def peer_report(peer: dict, groups: dict[str, str], judge) -> dict:
+    """The peer's figures at its threshold, and its sweep of thresholds; `judge(removed)`
+    gives the corpus's own figures (by transform, by duration) from a set of removals."""
+    ids = sorted({doc for pair in peer["pairs"] for doc in pair[:2]})
+    report = {"clips_compared": peer["clips"]}
+    for key in ("fingerprinted", "no_fingerprint", "items_median", "threshold", "seconds",
+                "cpu_seconds", "fingerprint_seconds", "compare_seconds"):  # fmt: skip
+        report[key] = peer[key]
+    report |= measure(groups, peer["removed"]) | judge(peer["removed"])
+    report["sweep"] = {}
+    for threshold in chromaprint.SWEEP:
+        removed = chromaprint.removals(ids, [tuple(p) for p in peer["pairs"]], threshold)
+        measured = measure(groups, removed)
+        report["sweep"][str(threshold)] = {
+            "recall": measured["recall"],
+            "removed_across_groups": measured["removed_across_groups"],
+            "by_transform": judge(removed)["by_transform"],
+        }
+    return report
+
+
+def synthetic(work: Path, samples: int, seed: int, peer: bool) -> dict:
     corpus = work / "synthetic"
     generate_audio_corpus(str(corpus), samples, seed, overwrite=True)
     truth = read_audio_truth(str(corpus))
@@ -164,64 +252,69 @@ def synthetic(work: Path, samples: int, seed: int) -> dict:
     for doc, kind, original in zip(truth.doc_id, truth.kind, truth.duplicate_of, strict=True):
         if kind != "bad":
             groups[doc] = by_sample[original] if kind == "duplicate" else doc
-    started = time.perf_counter()
-    out = work / "synthetic-out"
-    shutil.rmtree(out, ignore_errors=True)
-    run_pipeline(
-        {"input": str(corpus / "raw" / "webdataset"), "output": str(out), "stages": STAGES}
-    )
-    result = measure(groups, out)
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    result["by_transform"] = _by_transform(truth, out)
-    return result
-
-
-def _by_transform(truth, out: Path) -> dict:
-    excluded = pq.read_table(out / "_excluded", columns=["id", "reason"]).to_pylist()
-    removed = {row["id"] for row in excluded if row["reason"] == "duplicate"}
     copies = truth[truth.kind == "duplicate"]
-    result = {}
-    for transform, docs in copies.groupby("transform").doc_id:
-        result[transform] = f"{sum(doc in removed for doc in docs)}/{len(docs)}"
+
+    def judge(removed: dict[str, str]) -> dict:
+        return {"by_transform": {
+            transform: f"{sum(doc in removed for doc in docs)}/{len(docs)}"
+            for transform, docs in copies.groupby("transform").doc_id
+        }}  # fmt: skip
+
+    webdataset = corpus / "raw" / "webdataset"
+    removed, other, cost = run_ours(str(webdataset), work / "synthetic-out")
+    result = measure(groups, removed) | judge(removed) | cost
+    result["other_exclusions"] = dict(sorted(Counter(other.values()).items()))
+    if peer:
+        tars = sorted(webdataset.glob("*.tar"))
+        clips = clips_reaching_dedup(tars, set(other), work / "chromaprint" / "synthetic")
+        found = run_peer(clips, work / "chromaprint")
+        result["chromaprint"] = peer_report(found, groups, judge)
     return result
 
 
-def real(work: Path) -> dict:
+def real(work: Path, peer: bool) -> dict:
     sounds = gather_sounds()
     corpus = work / "real"
     groups, durations = write_real_corpus(corpus, sounds)
-    out = work / "real-out"
-    started = time.perf_counter()
-    shutil.rmtree(out, ignore_errors=True)
-    run_pipeline({"input": str(corpus), "output": str(out), "stages": STAGES})
-    result = measure(groups, out)
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    result["sounds"] = len(sounds)
-    for label, keep in (("at_least_1s", lambda g: durations[g] >= 1.0),
-                        ("under_1s", lambda g: durations[g] < 1.0)):  # fmt: skip
-        part = {doc: group for doc, group in groups.items() if keep(group)}
-        measured = measure(part, out)
-        result[label] = {key: measured[key] for key in ("clips", "planted_copies", "recall")}
-    names = {f"{number:05d}": path.relative_to(DATA / "unpacked").as_posix()
-             for number, path in enumerate(sounds)}  # fmt: skip
-    result["across_pairs"] = [
-        " -> ".join(names[part.split("/")[-1].split("_")[0]] for part in pair.split(" -> "))
-        for pair in result["across_pairs"]
-        if "_" not in pair.split(" -> ")[0].split("/")[-1]  # the originals, once each
-    ]
-    removed = {
-        row["id"]
-        for row in pq.read_table(out / "_excluded", columns=["id", "reason"]).to_pylist()
-        if row["reason"] == "duplicate"
-    }
     copies: dict[str, list[str]] = {}
     for doc in groups:
         if "_" in doc:
             copies.setdefault(doc.rsplit("_", 1)[1], []).append(doc)
-    result["by_transform"] = {
-        name: f"{sum(doc in removed for doc in docs)}/{len(docs)}"
-        for name, docs in sorted(copies.items())
-    }
+    spans = {"at_least_1s": lambda g: durations[g] >= 1.0, "under_1s": lambda g: durations[g] < 1.0}
+
+    def judge(removed: dict[str, str]) -> dict:
+        result = {"by_transform": {
+            name: f"{sum(doc in removed for doc in docs)}/{len(docs)}"
+            for name, docs in sorted(copies.items())
+        }}  # fmt: skip
+        for label, keep in spans.items():
+            part = {doc: group for doc, group in groups.items() if keep(group)}
+            measured = measure(part, removed)
+            result[label] = {key: measured[key] for key in ("clips", "planted_copies", "recall")}
+        return result
+
+    names = {f"{number:05d}": path.relative_to(DATA / "unpacked").as_posix()
+             for number, path in enumerate(sounds)}  # fmt: skip
+
+    def by_name(pairs: list[str]) -> list[str]:
+        return [
+            " -> ".join(names[part.split("/")[-1].split("_")[0]] for part in pair.split(" -> "))
+            for pair in pairs
+            if "_" not in pair.split(" -> ")[0].split("/")[-1]  # the originals, once each
+        ]
+
+    removed, other, cost = run_ours(str(corpus), work / "real-out")
+    result = measure(groups, removed) | judge(removed) | cost
+    result["other_exclusions"] = dict(sorted(Counter(other.values()).items()))
+    result["sounds"] = len(sounds)
+    result["across_pairs"] = by_name(result["across_pairs"])
+    if peer:
+        clips = clips_reaching_dedup(
+            [corpus / "real.tar"], set(other), work / "chromaprint" / "real"
+        )
+        found = run_peer(clips, work / "chromaprint")
+        result["chromaprint"] = peer_report(found, groups, judge)
+        result["chromaprint"]["across_pairs"] = by_name(result["chromaprint"]["across_pairs"])
     return result
 
 
@@ -231,13 +324,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", default=str(ROOT / "bench" / "data" / "audio-dedup"))
     parser.add_argument("--only", choices=("synthetic", "real"), help="run one corpus")
+    parser.add_argument("--peer", choices=("chromaprint", "none"), default="chromaprint")
     args = parser.parse_args()
     work = Path(args.work)
+    peer = args.peer == "chromaprint"
     results = json.loads(RESULTS.read_text()) if args.only and RESULTS.exists() else {}
     if args.only != "real":
-        results["synthetic"] = synthetic(work, args.samples, args.seed)
+        results["synthetic"] = synthetic(work, args.samples, args.seed, peer)
     if args.only != "synthetic":
-        results["real"] = real(work)
+        results["real"] = real(work, peer)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
