@@ -227,6 +227,20 @@ def test_the_readme_audio_pipeline_runs_as_written(tmp_path, monkeypatch, cli):
     german = [r for r in rows if 1 <= r["duration"] <= 15 and r["language"] == "de"]
     assert f"{len(german):,} documents" in counted.replace("\n", " ")
 
+    # The mixture and the loop, as written: an epoch of as many clips as were kept, each
+    # one of them (weighed by seconds, a component may be read more or less than once).
+    (tmp_path / "speech-mixture.yaml").write_text(readme_block("yaml", "kind: audio_text"))
+    received = []
+    names = {"rank": 0, "world_size": 1, "train_step": received.append}
+    exec(readme_block("python", 'AudioTextDataset("speech-mixture.yaml"'), names)
+    lengths = [int(n) for batch in received for n in batch["lengths"]]
+    assert len(lengths) == len(rows)
+    assert set(lengths) <= {round(r["duration"] * 16000) for r in rows}
+    for batch in received:
+        assert batch["audio"].numel() <= 320 * 16000
+        assert batch["features"].shape[0] == batch["audio"].shape[0]
+    assert names["checkpoint"]["data"] == names["dataset"].state_dict()
+
 
 @needs_espeak
 def test_dedup_audio_removes_the_planted_copies_and_nothing_else(tmp_path):

@@ -17,9 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from mixplane.load.audio.dataset import AudioTextDataset
-from mixplane.load.torch.adapter import loader_options
+from mixplane.load.torch.adapter import as_tensors, loader_options
 from mixplane.load.torch.following import FollowedBatches, FollowingLoader
-from mixplane.load.torch.transfer import WorkerBatch
 
 
 class TorchAudioTextDataset(FollowedBatches):
@@ -27,8 +26,13 @@ class TorchAudioTextDataset(FollowedBatches):
 
     dataset: AudioTextDataset
 
-    def worker_batches(self, workers: int, worker: int) -> Iterator[WorkerBatch]:
-        return map(WorkerBatch, self.dataset.worker_batches(workers, worker))
+    def worker_batches(self, workers: int, worker: int) -> Iterator[dict[str, Any]]:
+        # As tensors, which reach the training process in shared memory: an audio batch is
+        # megabytes (about 20 MB of waveform, mask and log-mel for 32 clips of 6 s), where
+        # the pipe that `WorkerBatch` uses for token batches costs the training process a
+        # copy and an unpickling per byte (measured in docs/benchmarks.md, audio-text
+        # loading).
+        return map(as_tensors, self.dataset.worker_batches(workers, worker))
 
     def __len__(self) -> int:
         return len(self.dataset)
