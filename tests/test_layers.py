@@ -198,7 +198,8 @@ LOAD_PARTS = (
     "dataset",  # MixtureDataset
     "torch",  # the PyTorch adapter
     "adaptive",  # feedback from the training loop
-    "images",  # the image-text loader
+    "images",  # the image-text loader (and what the media loaders share)
+    "audio",  # the audio-text loader
     "unpacked",  # whole documents in padded batches (packing: none)
     "tools",  # export, preview, synthetic data, telemetry, trace
 )
