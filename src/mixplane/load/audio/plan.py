@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from mixplane.load.plan import buckets
-from mixplane.load.plan.buckets import bucket_batches, fixed_batches, padded
+from mixplane.load.plan.buckets import cut_window, padded, window_unit
 from mixplane.load.plan.packing import stable_key
 
 Lengths = Callable[[np.ndarray], np.ndarray]  # positions of the epoch -> clip lengths
@@ -54,8 +54,8 @@ class Batching:
 
     @property
     def unit(self) -> int:
-        """Positions a window's size is a multiple of: a global batch, or one per rank."""
-        return self.world_size * (self.batch_size or 1)
+        """Positions a window's size is a multiple of (`window_unit`)."""
+        return window_unit(self.world_size, self.batch_size)
 
     @property
     def window_size(self) -> int:
@@ -63,9 +63,9 @@ class Batching:
 
     def cut(self, lengths: np.ndarray, seed: list[int]) -> list[np.ndarray]:
         """The batches (indices into `lengths`, a multiple of `unit` of them) in step order."""
-        if self.batch_size is not None:
-            return fixed_batches(len(lengths), self.batch_size)
-        return bucket_batches(lengths, self.budget, self.multiple, self.world_size, seed)  # type: ignore[arg-type]
+        return cut_window(
+            lengths, self.batch_size, self.budget, self.multiple, self.world_size, seed
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

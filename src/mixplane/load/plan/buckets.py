@@ -105,6 +105,27 @@ def fixed_batches(count: int, batch_size: int) -> list[np.ndarray]:
     return list(np.arange(count, dtype=np.int64).reshape(-1, batch_size))
 
 
+def window_unit(world_size: int, batch_size: int | None) -> int:
+    """What a window's size is a multiple of: a global batch (fixed batches), or one
+    document per rank (bucketing)."""
+    return world_size * (batch_size or 1)
+
+
+def cut_window(
+    lengths: np.ndarray,
+    batch_size: int | None,
+    budget: int | None,
+    multiple: int,
+    world_size: int,
+    seed: Sequence[int],
+) -> list[np.ndarray]:
+    """A window's batches in step order: `batch_size` per batch in stream order, else
+    bucketed within `budget` (see `bucket_batches`)."""
+    if batch_size is not None:
+        return fixed_batches(len(lengths), batch_size)
+    return bucket_batches(lengths, budget, multiple, world_size, seed)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Window:
     """Window `number`: documents at global `positions`, and `batches` of indices into
@@ -148,8 +169,8 @@ class BatchPlan:
 
     @property
     def unit(self) -> int:
-        """Documents a window's size is a multiple of: a global batch, or a world."""
-        return self.world_size * (self.batch_size or 1)
+        """Documents a window's size is a multiple of (`window_unit`)."""
+        return window_unit(self.world_size, self.batch_size)
 
     @property
     def window_size(self) -> int:
@@ -166,9 +187,8 @@ class BatchPlan:
     def plan_window(self, number: int, lengths: np.ndarray) -> Window:
         """Window `number` with its documents' `lengths` (cut to seq_len)."""
         positions = self.window_positions(number)
-        if self.batch_size is not None:
-            batches = fixed_batches(len(positions), self.batch_size)
-        else:
-            seed = [self.seed, stable_key("bucketing"), int(positions[0]) if len(positions) else 0]
-            batches = bucket_batches(lengths, self.budget, self.multiple, self.world_size, seed)  # type: ignore[arg-type]
+        seed = [self.seed, stable_key("bucketing"), int(positions[0]) if len(positions) else 0]
+        batches = cut_window(
+            lengths, self.batch_size, self.budget, self.multiple, self.world_size, seed
+        )
         return Window(number, positions, lengths, batches, self.world_size)
