@@ -232,6 +232,9 @@ def test_epoch_cap_on_a_component_drops_it_and_epochs_are_reported():
     st.booleans(),
 )
 @example(steps=[(1, [1e-308, 0.0, 1.0])], caps=[40, NO_CAP, NO_CAP], stop=True)
+@example(
+    steps=[(1, [1.0, 2.2250738585072014e-308, 0.015625])], caps=[NO_CAP, 40, NO_CAP], stop=True
+)
 def test_a_blend_grown_a_switch_at_a_time_equals_one_built_at_once(steps, caps, stop):
     """An adaptive mixture adds switches one by one, each blend reusing the last one's
     unchanged segments; the result is the blend built from all the switches."""

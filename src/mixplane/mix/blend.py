@@ -150,7 +150,10 @@ class Blend:
         runs_out = {}
         for c in np.flatnonzero((self.caps < NO_CAP) & (weights > 0)):
             left = int(self.caps[c] - offsets[c])
-            runs_out[int(c)] = start + split.position_of_pick(int(c), left)
+            at = start + split.position_of_pick(int(c), left)
+            # A weight of a few 1e-308 puts it past any position a stream can hold: never.
+            if at < NO_CAP:
+                runs_out[int(c)] = at
         return runs_out
 
     def segment_index(self, positions: np.ndarray) -> np.ndarray:
